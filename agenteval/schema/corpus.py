@@ -1,0 +1,48 @@
+"""The corpus manifest: documents, their facts (with answers, or null when absent) and pins."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Fact(_Open):
+    id: str
+    question: str
+    answer: str | None = Field(description="null: the fact is NOT in the document.")
+    difficulty: str | None = None
+
+
+class Document(_Open):
+    id: str
+    filename: str = Field(description="Relative to the documents directory.")
+    format: str | None = None
+    domain: str | None = None
+    sha256: str | None = Field(None, description="Pin of the file's bytes (lowercase hex).")
+    facts: list[Fact] = Field(default_factory=list)
+
+
+class AdversarialDocument(_Open):
+    id: str
+    filename: str = Field(description="Relative to the adversarial directory.")
+    expected_behavior: str | None = None
+    sha256: str | None = None
+
+
+class Manifest(_Open):
+    generated_at: str | None = None
+    total_documents: int | None = None
+    total_facts: int | None = None
+    notes: str | None = None
+    documents: list[Document]
+    adversarial_documents: list[AdversarialDocument] = Field(default_factory=list)
+
+    def fact_index(self) -> dict[str, tuple[str, Fact]]:
+        """fact id -> (document id, fact)."""
+        return {fact.id: (doc.id, fact) for doc in self.documents for fact in doc.facts}
+
+    def document_ids(self) -> set[str]:
+        return {d.id for d in self.documents} | {d.id for d in self.adversarial_documents}

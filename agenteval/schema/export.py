@@ -1,0 +1,58 @@
+"""Export every file format's JSON Schema to eval/schemas/ (and check they are current)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from agenteval.schema.corpus import Manifest
+from agenteval.schema.scenario import Scenario
+from agenteval.schema.scorecard import Scorecard
+from agenteval.schema.suite import Suite
+from agenteval.schema.transcript import Transcript
+from agenteval.schema.verdict import Verdict
+
+
+def models() -> dict[str, type[BaseModel]]:
+    found: dict[str, type[BaseModel]] = {
+        "scenario": Scenario,
+        "manifest": Manifest,
+        "suite": Suite,
+        "transcript": Transcript,
+        "verdict": Verdict,
+        "scorecard": Scorecard,
+    }
+    try:
+        from agenteval.schema.sources import SourcesFile
+
+        found["sources"] = SourcesFile
+    except ImportError:  # pragma: no cover - sources arrive with the pinned-corpora module
+        pass
+    return found
+
+
+def render(model: type[BaseModel]) -> str:
+    schema = model.model_json_schema(by_alias=True)
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def export(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, model in models().items():
+        path = folder / f"{name}.schema.json"
+        path.write_text(render(model), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def stale(folder: Path) -> list[str]:
+    """Names whose exported schema is missing or differs from the models."""
+    out = []
+    for name, model in models().items():
+        path = folder / f"{name}.schema.json"
+        if not path.is_file() or path.read_text(encoding="utf-8") != render(model):
+            out.append(name)
+    return out

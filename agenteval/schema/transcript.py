@@ -1,0 +1,68 @@
+"""What the agent said and did in one scenario iteration. No grades live here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agenteval.schema.status import Status
+
+
+class Usage(BaseModel):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = Field(None, description="None means unknown (n/a), never 0.")
+    cost_source: str | None = Field(None, description="provider_usage | estimated")
+
+
+class ToolCall(BaseModel):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    ok: bool = True
+    result: Any = None
+    error: str | None = None
+    latency_ms: float | None = None
+
+
+class TranscriptTurn(BaseModel):
+    turn: int
+    user_message: str
+    response: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    latency_ms: float | None = None
+    usage: Usage | None = None
+    simulator_fault: str | None = Field(
+        None, description="Set when the simulated user, not the agent, got this turn wrong."
+    )
+
+
+class Participant(BaseModel):
+    """Who produced something: enough to tell two instruments or two agents apart."""
+
+    kind: str
+    model: str | None = None
+    protocol: str | None = None
+    config_digest: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Transcript(BaseModel):
+    scenario_id: str
+    iteration: int = 0
+    seed: int = 0
+    scenario_digest: str
+    status: str = Field(description="COMPLETED, or an unmeasured status such as TIMEOUT.")
+    error: str | None = None
+    target: Participant
+    simulator: Participant
+    setup_calls: list[ToolCall] = Field(default_factory=list)
+    turns: list[TranscriptTurn] = Field(default_factory=list)
+    started_at: str | None = None
+    duration_s: float | None = None
+
+    @property
+    def unmeasured_status(self) -> Status | None:
+        return None if self.status == "COMPLETED" else Status(self.status)
