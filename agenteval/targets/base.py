@@ -1,0 +1,66 @@
+"""What every agent under test looks like to the engine, and the registry keyed by `kind`."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from agenteval.schema.scenario import IndexDocument, Scenario
+from agenteval.schema.transcript import Participant, ToolCall, Usage
+
+
+class SetupFailed(Exception):
+    """The scenario could not be prepared; `status` says which unmeasured status applies."""
+
+    def __init__(self, status: str, message: str, calls: list[ToolCall] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.calls = calls or []
+
+
+@dataclass
+class AgentReply:
+    response: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """What a session may know about the run: never the grades or the ground truth."""
+
+    root: Path
+    seed: int
+    iteration: int
+
+
+class AgentSession(Protocol):
+    async def setup(self, documents: list[IndexDocument]) -> list[ToolCall]: ...
+
+    async def send(self, message: str) -> AgentReply: ...
+
+    async def close(self) -> None: ...
+
+
+class Target(Protocol):
+    participant: Participant
+
+    async def open_session(self, scenario: Scenario, ctx: SessionContext) -> AgentSession: ...
+
+
+# kind -> "module:factory"; adding a target is adding a module and a line here.
+REGISTRY = {
+    "builtin": "agenteval.targets.builtin:BuiltinTarget",
+}
+
+
+def make_target(section: dict[str, Any], root: Path) -> Target:
+    kind = section.get("kind", "builtin")
+    if kind not in REGISTRY:
+        raise ValueError(f"unknown target kind {kind!r} (known: {', '.join(sorted(REGISTRY))})")
+    module, _, name = REGISTRY[kind].partition(":")
+    factory = getattr(importlib.import_module(module), name)
+    target: Target = factory(section, root)
+    return target
