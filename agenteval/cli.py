@@ -1,0 +1,157 @@
+"""The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
+
+Heavy modules are imported inside commands so `agenteval --help` answers fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agenteval import __version__
+
+app = typer.Typer(
+    help="Reproducible, noise-aware evaluation of LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+schema_app = typer.Typer(help="JSON Schemas of the file formats.", no_args_is_help=True)
+app.add_typer(schema_app, name="schema")
+
+EXIT_INVALID = 2
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"agenteval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """Reproducible, noise-aware evaluation of LLM agents."""
+
+
+def _fail(lines: list[str], code: int = EXIT_INVALID) -> None:
+    for line in lines:
+        typer.echo(line, err=True)
+    raise typer.Exit(code)
+
+
+@app.command()
+def validate(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Scenario files or folders.")] = None,
+    root: Annotated[Path, typer.Option(help="Repository root for relative paths.")] = Path("."),
+    manifest: Annotated[Path | None, typer.Option(help="Corpus manifest.")] = None,
+) -> None:
+    """Check scenario files and the corpus manifest; exit 2 on any error."""
+    from agenteval.validate import validate as run_validation
+
+    result = run_validation(paths or [], root=root.resolve(), manifest_path=manifest)
+    for problem in result.problems:
+        typer.echo(str(problem), err=problem.severity == "error")
+    n_err = sum(p.severity == "error" for p in result.problems)
+    n_warn = len(result.problems) - n_err
+    typer.echo(
+        f"{len(result.scenarios)} scenario(s) read: {n_err} error(s), {n_warn} warning(s)",
+        err=True,
+    )
+    if n_err:
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _load_params(params_file: Path, sets: list[str]) -> dict[str, object]:
+    from agenteval.params import ParamsError, load_params
+
+    try:
+        return load_params(params_file, sets)
+    except (ParamsError, OSError) as exc:
+        _fail([f"{params_file}: {exc}"])
+        raise  # unreachable; keeps type checkers calm
+
+
+@app.command()
+def run(
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Only this id.")] = None,
+    category: Annotated[list[str] | None, typer.Option("--category", help="Only this.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<time>).")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Finish an interrupted run in this directory.")
+    ] = None,
+    params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+) -> None:
+    """suite -> infer -> judge -> score -> report, into one run directory."""
+    from agenteval.fileio import read_json, write_json
+    from agenteval.pipeline import Layout, run_all
+    from agenteval.suite import SuiteError
+
+    root = Path.cwd().resolve()
+    if resume is not None:
+        saved = resume / "params.json"
+        if not saved.is_file():
+            _fail([f"{saved}: no saved params; is this an agenteval run directory?"])
+        params = read_json(saved)
+        out = resume
+    else:
+        params = _load_params(params_file, list(set_ or []))
+        if scenario:
+            params["suite"]["ids"] = list(scenario)  # type: ignore[index]
+        if category:
+            params["suite"]["categories"] = list(category)  # type: ignore[index]
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        out = out or Path("runs") / stamp
+        write_json(out / "params.json", params)
+    try:
+        card = run_all(params, Layout.run_dir(root, out), progress=progress and sys.stderr.isatty())
+    except SuiteError as exc:
+        _fail([str(p) for p in exc.problems])
+        return
+    except (ValueError, OSError, KeyError) as exc:  # configuration the run cannot start with
+        _fail([f"cannot run: {type(exc).__name__}: {exc}"])
+        return
+    s = card.summary
+    typer.echo(
+        f"{s.total} run(s): {s.passed} passed, {s.failed} failed, "
+        f"{s.total - s.passed - s.failed - s.blocked} unmeasured; "
+        f"judged pass rate {s.judged_pass_rate}, avg score {s.avg_score}"
+    )
+    typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
+
+
+@schema_app.command("export")
+def schema_export(
+    out: Annotated[Path, typer.Option(help="Folder for *.schema.json.")] = Path("eval/schemas"),
+) -> None:
+    """Write the JSON Schema of every file format."""
+    from agenteval.schema.export import export
+
+    for path in export(out):
+        typer.echo(str(path))
+
+
+@schema_app.command("check")
+def schema_check(out: Annotated[Path, typer.Option()] = Path("eval/schemas")) -> None:
+    """Exit 1 when an exported schema is missing or out of date."""
+    from agenteval.schema.export import stale
+
+    names = stale(out)
+    if names:
+        _fail([f"stale schema(s): {', '.join(names)}; run `agenteval schema export`"], 1)
+    typer.echo("schemas are current")
+
+
+def main() -> None:
+    app()

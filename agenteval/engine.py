@@ -1,0 +1,165 @@
+"""Inference: drive every (scenario, iteration) through the target and store its transcript.
+
+Each unit of work is independent. A finished unit is written atomically as soon as it ends,
+so an interrupted run resumes by skipping units whose transcript already exists for the same
+scenario content and the same agent configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agenteval.fileio import read_json, write_json
+from agenteval.schema.status import Status
+from agenteval.schema.suite import Suite, SuiteItem
+from agenteval.schema.transcript import Transcript, TranscriptTurn
+from agenteval.simulate import Simulator
+from agenteval.targets.base import SessionContext, SetupFailed, Target
+
+# Per-scenario time limit scales with the work it involves (documents to index, turns).
+TIMEOUT_STARTUP_S = 120
+TIMEOUT_PER_DOC_S = 90
+TIMEOUT_PER_TURN_S = 200
+TIMEOUT_CAP_S = 7200
+
+
+def effective_timeout(base_s: float, documents: int, turns: int) -> float:
+    scaled = TIMEOUT_STARTUP_S + TIMEOUT_PER_DOC_S * documents + TIMEOUT_PER_TURN_S * turns
+    return float(min(max(base_s, scaled), TIMEOUT_CAP_S))
+
+
+def transcript_path(folder: Path, scenario_id: str, iteration: int) -> Path:
+    return folder / scenario_id / f"{iteration}.json"
+
+
+@dataclass
+class Unit:
+    item: SuiteItem
+    iteration: int
+    seed: int
+
+
+class Inference:
+    def __init__(
+        self,
+        suite: Suite,
+        target: Target,
+        simulator: Simulator,
+        out: Path,
+        root: Path,
+        *,
+        concurrency: int = 4,
+        timeout_s: float = 900,
+        on_done: Callable[[Transcript], None] | None = None,
+    ) -> None:
+        self.suite, self.target, self.simulator = suite, target, simulator
+        self.out, self.root = out, root
+        self.concurrency = max(1, concurrency)
+        self.timeout_s = timeout_s
+        self.on_done = on_done or (lambda _t: None)
+
+    def units(self) -> list[Unit]:
+        seeds = self.suite.seeds()
+        return [
+            Unit(item, i, seeds[i])
+            for item in self.suite.items
+            for i in range(self.suite.iterations)
+        ]
+
+    def existing(self, unit: Unit) -> Transcript | None:
+        """A stored transcript for this exact unit, scenario content and agent configuration."""
+        path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
+        if not path.is_file():
+            return None
+        try:
+            stored = Transcript.model_validate(read_json(path))
+        except (ValueError, ValidationError, OSError):
+            return None  # a corrupt file is re-run, never trusted
+        same = (
+            stored.scenario_digest == unit.item.digest
+            and stored.target.config_digest == self.target.participant.config_digest
+            and stored.simulator == self.simulator.participant
+            and stored.seed == unit.seed
+            and stored.status != Status.NOT_RUN
+        )
+        return stored if same else None
+
+    async def run(self) -> list[Transcript]:
+        semaphore = asyncio.Semaphore(self.concurrency)
+
+        async def guarded(unit: Unit) -> Transcript:
+            done = self.existing(unit)
+            if done is None:
+                async with semaphore:
+                    done = await self.run_unit(unit)
+                write_json(transcript_path(self.out, unit.item.scenario.id, unit.iteration), done)
+            self.on_done(done)
+            return done
+
+        return list(await asyncio.gather(*(guarded(u) for u in self.units())))
+
+    async def run_unit(self, unit: Unit) -> Transcript:
+        scenario = unit.item.scenario
+        transcript = Transcript(
+            scenario_id=scenario.id,
+            iteration=unit.iteration,
+            seed=unit.seed,
+            scenario_digest=unit.item.digest,
+            status="COMPLETED",
+            target=self.target.participant,
+            simulator=self.simulator.participant,
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        start = time.perf_counter()
+        if unit.item.missing_documents:
+            transcript.status = Status.SKIPPED_NO_DOCUMENT
+            transcript.error = "missing on disk: " + ", ".join(unit.item.missing_documents)
+            return transcript
+        limit = effective_timeout(
+            self.timeout_s, len(scenario.setup.index_documents), len(scenario.turns)
+        )
+        try:
+            await asyncio.wait_for(self._converse(unit, transcript), timeout=limit)
+        except TimeoutError:
+            transcript.status, transcript.error = Status.TIMEOUT, f"exceeded {limit:.0f} s"
+        except SetupFailed as exc:
+            transcript.status, transcript.error = exc.status, str(exc)
+            transcript.setup_calls = exc.calls
+        except Exception as exc:
+            transcript.status = Status.ERRORED
+            transcript.error = f"{type(exc).__name__}: {exc}"
+        transcript.duration_s = round(time.perf_counter() - start, 4)
+        return transcript
+
+    async def _converse(self, unit: Unit, transcript: Transcript) -> None:
+        scenario = unit.item.scenario
+        ctx = SessionContext(root=self.root, seed=unit.seed, iteration=unit.iteration)
+        session = await self.target.open_session(scenario, ctx)
+        try:
+            transcript.setup_calls = await session.setup(scenario.setup.index_documents)
+            for turn in scenario.turns:
+                message = await self.simulator.message(
+                    scenario, turn, transcript.turns, unit.iteration
+                )
+                started = time.perf_counter()
+                reply = await session.send(message.text)
+                transcript.turns.append(
+                    TranscriptTurn(
+                        turn=turn.turn,
+                        user_message=message.text,
+                        response=reply.response,
+                        tool_calls=reply.tool_calls,
+                        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                        usage=reply.usage,
+                        simulator_fault=message.fault,
+                    )
+                )
+        finally:
+            await session.close()

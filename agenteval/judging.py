@@ -1,0 +1,78 @@
+"""Judging: grade stored transcripts without calling the agent again."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from agenteval.engine import transcript_path
+from agenteval.fileio import read_json, write_json
+from agenteval.schema.suite import Suite, SuiteItem
+from agenteval.schema.transcript import Participant, Transcript
+from agenteval.schema.verdict import Verdict
+
+
+class Judge(Protocol):
+    participant: Participant
+
+    async def judge(self, item: SuiteItem, transcript: Transcript) -> Verdict: ...
+
+
+REGISTRY = {"code": "agenteval.judges.code:CodeJudge"}
+
+
+def make_judge(section: dict[str, Any], root: Path) -> Judge:
+    kind = section.get("kind", "code")
+    if kind not in REGISTRY:
+        raise ValueError(f"unknown judge kind {kind!r} (known: {', '.join(sorted(REGISTRY))})")
+    module, _, name = REGISTRY[kind].partition(":")
+    judge: Judge = getattr(importlib.import_module(module), name)(section)
+    return judge
+
+
+def load_transcript(folder: Path, scenario_id: str, iteration: int) -> Transcript | None:
+    path = transcript_path(folder, scenario_id, iteration)
+    try:
+        return Transcript.model_validate(read_json(path))
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+def load_verdict(folder: Path, scenario_id: str, iteration: int) -> Verdict | None:
+    path = transcript_path(folder, scenario_id, iteration)
+    try:
+        return Verdict.model_validate(read_json(path))
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+async def run_judging(
+    suite: Suite,
+    transcripts: Path,
+    verdicts: Path,
+    judge: Judge,
+    *,
+    concurrency: int = 4,
+    on_done: Callable[[Verdict], None] | None = None,
+) -> list[Verdict]:
+    """One verdict per stored transcript of the suite; a missing transcript is left unjudged."""
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    notify = on_done or (lambda _v: None)
+
+    async def one(item: SuiteItem, iteration: int) -> Verdict | None:
+        transcript = load_transcript(transcripts, item.scenario.id, iteration)
+        if transcript is None:
+            return None
+        async with semaphore:
+            verdict = await judge.judge(item, transcript)
+        write_json(transcript_path(verdicts, item.scenario.id, iteration), verdict)
+        notify(verdict)
+        return verdict
+
+    jobs = [one(item, i) for item in suite.items for i in range(suite.iterations)]
+    return [v for v in await asyncio.gather(*jobs) if v is not None]

@@ -1,0 +1,157 @@
+"""Human-readable outputs: summary.md, plot data for `dvc plots`, and offline PNGs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agenteval.fileio import write_atomic, write_json
+from agenteval.schema.scorecard import ScenarioResult, Scorecard
+from agenteval.schema.status import JUDGED_STATUSES, Status
+
+ICONS = {
+    Status.PASS: "✅",
+    Status.FAIL: "❌",
+    Status.BLOCKED_BY_ARCHITECTURE: "🚫",
+    Status.TIMEOUT: "⏱",
+    Status.BUDGET_EXCEEDED: "💸",
+    Status.INFRA_ERROR: "🔧",
+    Status.SETUP_ERROR: "🔧",
+    Status.SKIPPED_NO_DOCUMENT: "⏭",
+    Status.ERRORED: "⚠️",
+    Status.NOT_RUN: "·",
+    Status.NOT_JUDGED: "❔",
+}
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _header(card: Scorecard) -> list[str]:
+    s, cfg = card.summary, card.config
+    target, judge = cfg.get("target", {}), cfg.get("judge", {})
+    lines = [
+        "# agenteval summary",
+        "",
+        f"- **Agent:** {target.get('kind')} / {target.get('model')}",
+        f"- **Judge:** {judge.get('kind')} / {judge.get('model') or '-'}",
+        f"- **Simulator:** {cfg.get('simulator', {}).get('kind')}",
+        f"- **Iterations:** {cfg.get('iterations')} (seed {cfg.get('seed')})",
+        f"- **Scenario set:** `{str(cfg.get('scenario_set_digest'))[:12]}` · "
+        f"**corpus:** `{str(cfg.get('corpus_digest'))[:12]}`",
+        "",
+        "## Counts",
+        "",
+        f"- Total: {s.total} · passed {s.passed} · failed {s.failed} · blocked {s.blocked}",
+    ]
+    unmeasured = {
+        "timeout": s.timeout, "budget exceeded": s.budget_exceeded, "infra error": s.infra_error,
+        "setup error": s.setup_error, "skipped (no document)": s.skipped_no_document,
+        "errored": s.errored, "not run": s.not_run, "not judged": s.not_judged,
+    }  # fmt: skip
+    shown = [f"{name} {count}" for name, count in unmeasured.items() if count]
+    lines.append("- Unmeasured: " + (" · ".join(shown) if shown else "none"))
+    lines += [
+        f"- Pass rate (all): {_pct(s.pass_rate)} · pass rate (judged): {_pct(s.judged_pass_rate)}",
+        f"- Average score (judged, FAIL capped at 5.99): {_num(s.avg_score)}/10",
+    ]
+    if card.usage.get("cost_usd") is not None:
+        lines.append(f"- Cost: ${card.usage['cost_usd']:.4f}")
+    return lines
+
+
+def _categories(card: Scorecard) -> list[str]:
+    lines = [
+        "",
+        "## By category",
+        "",
+        "| Category | Total | Pass | Fail | Blocked | Unmeasured | Judged pass rate | Avg score |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, c in card.summary.by_category.items():
+        lines.append(
+            f"| {name} | {c.total} | {c.passed} | {c.failed} | {c.blocked} | {c.unmeasured} "
+            f"| {_pct(c.judged_pass_rate)} | {_num(c.avg_score)} |"
+        )
+    return lines
+
+
+def _scenario_line(rows: list[ScenarioResult], card: Scorecard) -> list[str]:
+    first = rows[0]
+    count = card.pass_counts.get(first.id)
+    scores = [r.score for r in rows if r.score is not None and r.status in JUDGED_STATUSES]
+    mean = sum(scores) / len(scores) if scores else None
+    if len(rows) == 1:
+        status = first.status
+        text = f"- {ICONS.get(Status(status), '')} **{first.id}** — {status} ({_num(mean, 1)}/10)"
+    else:
+        k, n = (count.k, count.n) if count else (0, 0)
+        statuses = ", ".join(sorted({r.status for r in rows}))
+        text = f"- **{first.id}** — {k}/{n} passed ({statuses}; mean {_num(mean, 1)}/10)"
+    lines = [text]
+    causes = sorted({r.root_cause for r in rows if r.root_cause and r.status != Status.PASS})
+    lines += [f"  - Root cause: {cause}" for cause in causes[:2]]
+    return lines
+
+
+def summary_markdown(card: Scorecard) -> str:
+    lines = _header(card) + _categories(card) + ["", "## Scenarios", ""]
+    grouped: dict[str, list[ScenarioResult]] = {}
+    for result in card.scenarios:
+        grouped.setdefault(result.id, []).append(result)
+    for rows in grouped.values():
+        lines += _scenario_line(rows, card)
+    return "\n".join(lines) + "\n"
+
+
+def plot_data(card: Scorecard) -> dict[str, list[dict[str, Any]]]:
+    categories = [
+        {"category": name, "pass_rate": c.judged_pass_rate or 0.0, "avg_score": c.avg_score or 0.0}
+        for name, c in card.summary.by_category.items()
+    ]
+    scores = [
+        {"scenario": r.id, "iteration": r.iteration, "score": r.score}
+        for r in card.scenarios
+        if r.score is not None
+    ]
+    return {"category_pass_rate": categories, "score_distribution": scores}
+
+
+def write_pngs(data: dict[str, list[dict[str, Any]]], folder: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cats = data["category_pass_rate"]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.barh([c["category"] for c in cats], [c["pass_rate"] for c in cats], color="#3b7dd8")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("judged pass rate")
+    ax.set_title("Pass rate by category")
+    fig.tight_layout()
+    fig.savefig(folder / "category_pass_rate.png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.hist([s["score"] for s in data["score_distribution"]], bins=20, range=(0, 10), color="#5a9")
+    ax.set_xlabel("scenario score (0-10)")
+    ax.set_ylabel("scenario iterations")
+    ax.set_title("Score distribution")
+    fig.tight_layout()
+    fig.savefig(folder / "score_distribution.png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+
+
+def write_report(card: Scorecard, reports: Path, pngs: bool = True) -> None:
+    write_atomic(reports / "summary.md", summary_markdown(card))
+    plots = reports / "plots"
+    data = plot_data(card)
+    for name, rows in data.items():
+        write_json(plots / f"{name}.json", rows)
+    if pngs:
+        write_pngs(data, plots)
