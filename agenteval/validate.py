@@ -164,9 +164,9 @@ def _check_references(loaded: LoadedScenario, manifest: Manifest | None) -> list
             )
         for fid in gt.all_fact_ids:
             if fid not in facts:
-                problems.append(
-                    located.problem((*base, "fact_id"), f"fact {fid!r} not in manifest")
-                )
+                ids = gt.fact_ids or []
+                key = (*base, "fact_ids", ids.index(fid)) if fid in ids else (*base, "fact_id")
+                problems.append(located.problem(key, f"fact {fid!r} not in manifest"))
     return problems
 
 

@@ -15,7 +15,7 @@ STOPWORDS = frozenset(
     into is it its me my of on or our so that the their them then there these they this those to
     was we were what when where which who whom why will with would you your about any all also
     tell please much many give show say said let know need want just more most some than very
-    s t don doesn didn isn""".split()
+    s t don doesn didn isn oh sorry meant hi hello thanks okay ok hey""".split()
 )
 
 

@@ -14,7 +14,13 @@ from typing import Any
 
 from agenteval.corpus.retrieval import tokenize
 from agenteval.fileio import digest_of
-from agenteval.judges.numbers import best_deviation, precision_score, quantities, strip_dates
+from agenteval.judges.numbers import (
+    best_deviation,
+    precision_score,
+    quantities,
+    strip_dates,
+    strip_quantities,
+)
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.status import NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
@@ -26,7 +32,8 @@ ABSTAIN = re.compile(
     r"(documents?|files?|report|text|sources?)|\b(i )?(do not|don't|cannot|can't|could not|"
     r"couldn't|did not|didn't) (know|find|locate|see)\b|\bno (information|mention|data|record)\b|"
     r"\b(isn't|is not|wasn't|was not) (mentioned|stated|specified|provided|included)\b|"
-    r"\bunable to (find|locate)\b|\bnot specified\b|\bdoes not (say|mention|state|specify)\b",
+    r"\bunable to (find|locate)\b|\bnot specified\b|\bdoes not (say|mention|state|specify)\b|"
+    r"\b(file|document) (is|was) empty\b|\bnothing to report\b|\bhas no (text|content)\b",
     re.IGNORECASE,
 )
 FAILURE_ACKNOWLEDGED = re.compile(
@@ -133,7 +140,7 @@ def answer_match(expected: str, response: str) -> Mark:
         if date.lower() not in lowered:
             score = 0.0
             reasons.append(f"date/time {date!r} absent")
-    words = [w for w in tokenize(re.sub(r"[\d$€£%.,:/-]+", " ", text_part)) if not w.isdigit()]
+    words = [w for w in tokenize(strip_quantities(text_part)) if not w.isdigit()]
     present = set(tokenize(response))
     missing = [w for w in words if w not in present]
     if words and missing:

@@ -113,3 +113,8 @@ def precision_score(deviation: float) -> float:
 
 def best_deviation(expected: Quantity, found: list[Quantity]) -> float:
     return min((expected.deviation(q) for q in found), default=math.inf)
+
+
+def strip_quantities(text: str) -> str:
+    """`text` without its quantities (and their units), leaving the words around them."""
+    return QUANTITY.sub(" ", RANGE.sub(" ", text))

@@ -30,7 +30,9 @@ LIST_INTENT = re.compile(
     re.IGNORECASE,
 )
 CONTENT_INTENT = re.compile(r"\b(contain|contents?|summari[sz]e|what is in|what's in)\b", re.I)
-PATH_TOKEN = re.compile(r"[\w./-]+\.(?:md|txt|csv|html?|py|json|ya?ml)\b", re.IGNORECASE)
+PATH_TOKEN = re.compile(
+    r"[\w./-]+\.(?:md|txt|csv|html?|py|json|ya?ml|pdf|docx?|xlsx?|pptx?)\b", re.IGNORECASE
+)
 # How much a follow-up's earlier question counts when choosing the answer sentence.
 CONTEXT_WEIGHT = 0.25
 FOLLOW_UP = re.compile(r"\b(it|its|that|this|those|these|they|them|he|she|his|her|one)\b", re.I)

@@ -1,0 +1,18 @@
+"""Stage `judge`: grade the stored transcripts -> data/verdicts/ (never calls the agent)."""
+
+from __future__ import annotations
+
+import sys
+
+from agenteval.pipeline import step_judge
+from stages.common import layout, params, show_progress
+
+
+def main() -> int:
+    count = step_judge(params(), layout(), progress=show_progress())
+    print(f"judge: {count} verdict(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

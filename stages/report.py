@@ -1,0 +1,18 @@
+"""Stage `report`: reports/summary.md, DVC plot data and offline PNGs under reports/plots/."""
+
+from __future__ import annotations
+
+import sys
+
+from agenteval.pipeline import step_report
+from stages.common import layout
+
+
+def main() -> int:
+    step_report(layout())
+    print("report: reports/summary.md, reports/plots/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

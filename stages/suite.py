@@ -1,0 +1,24 @@
+"""Stage `suite`: validate and resolve the selected scenarios into data/suite.json."""
+
+from __future__ import annotations
+
+import sys
+
+from agenteval.pipeline import step_suite
+from agenteval.suite import SuiteError
+from stages.common import layout, params
+
+
+def main() -> int:
+    try:
+        suite = step_suite(params(), layout())
+    except SuiteError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 2
+    print(f"suite: {len(suite.items)} scenario(s) x {suite.iterations} iteration(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
