@@ -1,0 +1,1 @@
+"""Judges: `code` checks what code can; others grade with a rubric."""

@@ -1,0 +1,1 @@
+"""Agents under test: a registry keyed by `kind` (see base.REGISTRY)."""
