@@ -1,4 +1,4 @@
-"""Typed file formats: every file the stages exchange has a model here and an exported JSON Schema."""
+"""Typed file formats: every file the stages exchange has a model and an exported JSON Schema."""
 
 from agenteval.schema.corpus import AdversarialDocument, Document, Fact, Manifest
 from agenteval.schema.scenario import GroundTruth, IndexDocument, Scenario, Setup, Turn
