@@ -5,35 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agenteval.fileio import digest_of, sha256_file
+from agenteval.corpus.pins import corpus_digest
+from agenteval.fileio import digest_of
 from agenteval.problems import Problem
-from agenteval.schema.corpus import Manifest
 from agenteval.schema.suite import Suite, SuiteItem
-from agenteval.validate import ADVERSARIAL_DIR, DOCUMENTS_DIR, LoadedScenario, validate
+from agenteval.validate import LoadedScenario, validate
 
 
 class SuiteError(Exception):
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__("\n".join(str(p) for p in problems))
         self.problems = problems
-
-
-def corpus_digest(manifest: Manifest | None, root: Path, sources: Path | None = None) -> str:
-    """Digest of the corpus bytes: manifest pins (or the files' own sha256) plus external pins."""
-    files: dict[str, str | None] = {}
-    if manifest is not None:
-        for folder, docs in (
-            (DOCUMENTS_DIR, manifest.documents),
-            (ADVERSARIAL_DIR, manifest.adversarial_documents),
-        ):
-            for doc in docs:
-                path = root / folder / doc.filename
-                files[str(folder / doc.filename)] = doc.sha256 or (
-                    sha256_file(path) if path.is_file() else None
-                )
-    external = sources if sources is not None else root / "eval/sources.yaml"
-    pins = sha256_file(external) if external.is_file() else None
-    return digest_of({"documents": files, "sources": pins})
 
 
 def _selected(item: LoadedScenario, categories: list[str], ids: list[str]) -> bool:

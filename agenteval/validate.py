@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agenteval.corpus.pins import documents, external_paths
+from agenteval.fileio import sha256_file
 from agenteval.problems import Problem
 from agenteval.schema.corpus import AdversarialDocument, Document, Fact, Manifest
 from agenteval.schema.scenario import GroundTruth, IndexDocument, Scenario, Setup, Turn
@@ -19,8 +21,6 @@ SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DEFAULT_SCENARIOS = Path("eval/scenarios")
 DEFAULT_MANIFEST = Path("eval/corpus/manifest.json")
-DOCUMENTS_DIR = Path("eval/corpus/documents")
-ADVERSARIAL_DIR = Path("eval/corpus/adversarial")
 
 # Where each nested mapping's allowed keys come from, for unknown-key warnings.
 _SCENARIO_SHAPE: dict[str, Any] = {
@@ -116,8 +116,12 @@ def scenario_files(paths: Sequence[Path]) -> list[Path]:
     return files
 
 
-def check_path_inside(raw: str, root: Path) -> str | None:
-    """Why `raw` is not an acceptable repository path, or None when it is."""
+def check_path_inside(raw: str, root: Path, fetched: Set[str] = frozenset()) -> str | None:
+    """Why `raw` is not an acceptable repository path, or None when it is.
+
+    Paths in `fetched` are materialised by `agenteval fetch`; they may be absent until then
+    (the scenario is reported SKIPPED_NO_DOCUMENT, not invalid).
+    """
     if not raw.strip():
         return "path is empty"
     candidate = Path(raw)
@@ -126,7 +130,7 @@ def check_path_inside(raw: str, root: Path) -> str | None:
     resolved = (root / candidate).resolve()
     if not resolved.is_relative_to(root.resolve()):
         return f"path {raw!r} escapes the repository root"
-    if not resolved.is_file():
+    if not resolved.is_file() and str(resolved.relative_to(root.resolve())) not in fetched:
         return f"path {raw!r} does not exist"
     return None
 
@@ -170,10 +174,10 @@ def _check_references(loaded: LoadedScenario, manifest: Manifest | None) -> list
     return problems
 
 
-def _check_paths(loaded: LoadedScenario, root: Path) -> list[Problem]:
+def _check_paths(loaded: LoadedScenario, root: Path, fetched: Set[str]) -> list[Problem]:
     problems = []
     for i, doc in enumerate(loaded.scenario.setup.index_documents):
-        why = check_path_inside(doc.path, root)
+        why = check_path_inside(doc.path, root, fetched)
         if why:
             loc = ("setup", "index_documents", i, "path")
             problems.append(loaded.located.problem(loc, f"setup.index_documents: {why}"))
@@ -235,30 +239,54 @@ def _check_manifest(manifest: Manifest, located: Located, root: Path) -> list[Pr
     problems: list[Problem] = []
     seen_docs: set[str] = set()
     seen_facts: set[str] = set()
-    groups: tuple[tuple[str, Sequence[Document | AdversarialDocument], Path], ...] = (
-        ("documents", manifest.documents, DOCUMENTS_DIR),
-        ("adversarial_documents", manifest.adversarial_documents, ADVERSARIAL_DIR),
-    )
-    for key, docs, folder in groups:
-        for i, doc in enumerate(docs):
-            loc = (key, i)
-            if doc.id in seen_docs:
-                problems.append(located.problem((*loc, "id"), f"duplicate document id {doc.id!r}"))
-            seen_docs.add(doc.id)
-            why = check_path_inside(str(folder / doc.filename), root)
-            if why:
-                problems.append(located.problem((*loc, "filename"), f"document {doc.id}: {why}"))
-            if doc.sha256 is not None and not SHA256.match(doc.sha256):
-                problems.append(
-                    located.problem((*loc, "sha256"), "sha256 must be 64 lowercase hex")
-                )
-            for j, fact in enumerate(getattr(doc, "facts", [])):
-                if fact.id in seen_facts:
-                    msg = f"duplicate fact id {fact.id!r}"
-                    problems.append(located.problem((*loc, "facts", j, "id"), msg))
-                seen_facts.add(fact.id)
+    fetched = external_paths(root)
+    for key, i, doc, rel in documents(manifest):
+        loc = (key, i)
+        if doc.id in seen_docs:
+            problems.append(located.problem((*loc, "id"), f"duplicate document id {doc.id!r}"))
+        seen_docs.add(doc.id)
+        where = (*loc, "path") if getattr(doc, "path", None) else (*loc, "filename")
+        why = check_path_inside(rel, root, fetched)
+        if why:
+            problems.append(located.problem(where, f"document {doc.id}: {why}"))
+        problems.extend(_check_pin(doc, rel, root, located, loc))
+        for j, fact in enumerate(getattr(doc, "facts", [])):
+            if fact.id in seen_facts:
+                msg = f"duplicate fact id {fact.id!r}"
+                problems.append(located.problem((*loc, "facts", j, "id"), msg))
+            seen_facts.add(fact.id)
     problems.extend(_check_totals(manifest, located))
     return problems
+
+
+def _check_pin(
+    doc: Document | AdversarialDocument, rel: str, root: Path, located: Located, loc: Loc
+) -> list[Problem]:
+    if doc.sha256 is None:
+        return []
+    if not SHA256.match(doc.sha256):
+        return [located.problem((*loc, "sha256"), "sha256 must be 64 lowercase hex")]
+    path = root / rel
+    if not path.is_file():
+        return []
+    actual = sha256_file(path)
+    if actual == doc.sha256:
+        return []
+    msg = (
+        f"document {doc.id}: {rel} no longer matches its pin (expected {doc.sha256}, "
+        f"got {actual}); if the change is deliberate run `agenteval corpus pin`"
+    )
+    return [located.problem((*loc, "sha256"), msg)]
+
+
+def _check_sources(root: Path) -> list[Problem]:
+    """The external corpus pins, when the repository has them."""
+    from agenteval.schema.sources import validate_sources
+
+    path = root / "eval/sources.yaml"
+    if not path.is_file():
+        return []
+    return list(validate_sources(path, display=_display(path, root)))
 
 
 def _check_totals(manifest: Manifest, located: Located) -> list[Problem]:
@@ -281,6 +309,8 @@ def validate(
     targets = list(paths) or [root / DEFAULT_SCENARIOS]
     manifest_file = manifest_path or root / DEFAULT_MANIFEST
     result = Validation()
+    fetched = external_paths(root)
+    result.problems.extend(_check_sources(root))
     if manifest_file.exists() or manifest_path is not None:
         result.manifest, problems = load_manifest(manifest_file, root)
         result.problems.extend(problems)
@@ -294,7 +324,7 @@ def validate(
     for item in loaded:
         result.problems.extend(_check_turns(item))
         result.problems.extend(_check_references(item, result.manifest))
-        result.problems.extend(_check_paths(item, root))
+        result.problems.extend(_check_paths(item, root, fetched))
     result.scenarios = loaded
     result.problems.sort(key=lambda p: (p.path, p.line, p.message))
     return result

@@ -287,3 +287,45 @@ def test_random_yaml_never_traceback(repo: Path, doc: object) -> None:
     (repo / "eval/scenarios/fuzz.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True))
     for problem in validate([], root=repo).problems:
         assert LINE.match(str(problem))
+
+
+def test_pinned_document_bytes_must_match(repo: Path) -> None:
+    from agenteval.corpus.pins import pin_manifest
+
+    write(repo, "good.yaml", GOOD)
+    changes = pin_manifest(repo / "eval/corpus/manifest.json", repo)
+    assert {c.doc_id for c in changes} == {"report", "empty_file"}
+    assert validate([], root=repo).ok
+    assert pin_manifest(repo / "eval/corpus/manifest.json", repo) == []  # idempotent
+    (repo / "eval/corpus/documents/report.md").write_text("Revenue was $9.9 million.\n")
+    (msg,) = messages(repo)
+    assert msg.startswith("eval/corpus/manifest.json:") and "no longer matches its pin" in msg
+    assert "agenteval corpus pin" in msg
+
+
+def test_fetched_paths_may_be_absent_until_fetch(repo: Path) -> None:
+    sha = "a" * 64
+    (repo / "eval/sources.yaml").write_text(
+        textwrap.dedent(f"""\
+        sources:
+          texts:
+            title: T
+            homepage: https://example.org/
+            license: CC0
+            files:
+              a.txt: {{url: "https://example.org/a.txt", sha256: "{sha}", bytes: 10}}
+        """)
+    )
+    write(
+        repo,
+        "ext.yaml",
+        GOOD.replace("eval/corpus/documents/report.md", "data/corpora/texts/a.txt"),
+    )
+    assert validate([], root=repo).ok
+    write(
+        repo,
+        "ext.yaml",
+        GOOD.replace("eval/corpus/documents/report.md", "data/corpora/texts/b.txt"),
+    )
+    (msg,) = messages(repo)
+    assert "does not exist" in msg

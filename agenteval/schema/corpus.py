@@ -19,6 +19,11 @@ class Fact(_Open):
 class Document(_Open):
     id: str
     filename: str = Field(description="Relative to the documents directory.")
+    path: str | None = Field(
+        None,
+        description="Repository-relative location when the document does not live in the "
+        "documents directory (e.g. a pinned external file under data/corpora/).",
+    )
     format: str | None = None
     domain: str | None = None
     sha256: str | None = Field(None, description="Pin of the file's bytes (lowercase hex).")
