@@ -1,0 +1,83 @@
+"""Content-addressed on-disk cache of completions.
+
+The key covers everything that determines a reply (protocol, base URL, model, the exact
+request body) plus the iteration index: an unchanged rerun is served entirely from disk,
+while repeated samples of the same request (iteration 0, 1, 2, ...) stay independent.
+Request headers, where the key travels, are never part of the key or the stored value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agenteval.llm.types import Completion
+
+CACHE_FORMAT = 1
+
+
+def canonical_json(value: Any) -> str:
+    """Stable serialisation: sorted keys, no whitespace, so equal requests hash equally."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def cache_key(protocol: str, base_url: str, model: str, body: Any, iteration: int) -> str:
+    payload = {
+        "format": CACHE_FORMAT,
+        "protocol": protocol,
+        "base_url": base_url,
+        "model": model,
+        "body": body,
+        "iteration": iteration,
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Directory of `<key[:2]>/<key>.json` files, each holding one Completion."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def path_for(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Completion | None:
+        path = self.path_for(key)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            if raw.get("format") != CACHE_FORMAT:
+                return None
+            completion = Completion.model_validate(raw["completion"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
+            # A damaged entry is a miss; the fresh reply will overwrite it.
+            return None
+        return completion.model_copy(update={"cached": True})
+
+    def put(self, key: str, completion: Completion) -> None:
+        path = self.path_for(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stored = completion.model_copy(update={"cached": False})
+        text = canonical_json(
+            {"format": CACHE_FORMAT, "completion": stored.model_dump(mode="json")}
+        )
+        # Write to a temp file in the same directory and rename, so concurrent readers and
+        # an interrupted run never see a half-written entry.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise

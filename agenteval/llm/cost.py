@@ -1,0 +1,89 @@
+"""Pricing completions from a per-model price table.
+
+Every cost carries its source. `provider_usage` is priced from token counts the provider
+reported; `estimated` is priced from a characters/4 guess and only exists when the caller
+asked for estimates. No usage, or no price for the model, means cost None ("n/a"), never 0:
+a zero would read as "free" and drag averages down.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from agenteval.llm.types import CostSource, Usage
+
+CHARS_PER_TOKEN = 4
+
+
+class ModelPrice(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_mtok: float
+    output_per_mtok: float
+    # Absent cache rates fall back to the input rate: an upper bound is safer than
+    # pretending cached tokens were free.
+    cache_read_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        read_rate = (
+            self.input_per_mtok if self.cache_read_per_mtok is None else self.cache_read_per_mtok
+        )
+        write_rate = (
+            self.input_per_mtok if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        )
+        total = (
+            usage.input_tokens * self.input_per_mtok
+            + usage.output_tokens * self.output_per_mtok
+            + usage.cache_read_tokens * read_rate
+            + usage.cache_write_tokens * write_rate
+        )
+        return total / 1_000_000
+
+
+class PriceTable:
+    """Model name -> ModelPrice, built from the `prices` mapping in run params."""
+
+    def __init__(self, prices: Mapping[str, ModelPrice | Mapping[str, Any]] | None = None) -> None:
+        self._prices: dict[str, ModelPrice] = {}
+        for model, entry in (prices or {}).items():
+            self._prices[model] = (
+                entry if isinstance(entry, ModelPrice) else ModelPrice.model_validate(dict(entry))
+            )
+
+    def price_for(self, *models: str) -> ModelPrice | None:
+        """First price found among the candidate names (configured name, reported name)."""
+        for model in models:
+            if model and model in self._prices:
+                return self._prices[model]
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self._prices)
+
+
+def estimate_tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN) if chars > 0 else 0
+
+
+def price_completion(
+    prices: PriceTable | None,
+    models: tuple[str, ...],
+    usage: Usage | None,
+    estimated: Usage | None,
+) -> tuple[float | None, CostSource | None]:
+    """(cost_usd, cost_source) for one call."""
+    price = prices.price_for(*models) if prices else None
+    if price is None:
+        return None, None
+    if usage is not None:
+        return price.cost(usage), "provider_usage"
+    if estimated is not None:
+        return price.cost(estimated), "estimated"
+    return None, None

@@ -1,0 +1,158 @@
+"""Scrubber: known secret values and secret-shaped strings become [REDACTED]."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+import string
+import uuid
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from agenteval.llm import REDACTED, Scrubber
+
+KNOWN = "Kx7-my-endpoint-credential-93"
+
+
+def test_known_values_from_named_and_secret_looking_variables() -> None:
+    env = {
+        "MY_LLM_CRED": "custom-name-credential-1",  # only known because it is named
+        "OPENAI_API_KEY": "plain-looking-value-2",
+        "GITHUB_TOKEN": "another-plain-value-3",
+        "DB_SECRET_PATH": "secret-looking-name-4",
+        "HOME": "/home/someone-not-secret",
+        "SHORT_TOKEN": "abc",  # too short to redact without mangling ordinary text
+    }
+    scrubber = Scrubber.from_environment(["MY_LLM_CRED"], env=env)
+    text = " ".join(env.values())
+    out = scrubber.scrub_text(text)
+    for name in ("MY_LLM_CRED", "OPENAI_API_KEY", "GITHUB_TOKEN", "DB_SECRET_PATH"):
+        assert env[name] not in out
+    assert "/home/someone-not-secret" in out and " abc" in out
+    assert sorted(scrubber.leaks(text)) == [
+        "env:DB_SECRET_PATH",
+        "env:GITHUB_TOKEN",
+        "env:MY_LLM_CRED",
+        "env:OPENAI_API_KEY",
+    ]
+
+
+def test_nested_structures_are_scrubbed_and_types_kept() -> None:
+    scrubber = Scrubber(secret_values=[KNOWN])
+    data = {
+        "transcript": [{"role": "tool", "content": f"env shows KEY={KNOWN}"}],
+        "pair": (KNOWN, 3),
+        KNOWN: "as a key",
+        "api_key": "anything-at-all",
+        "api_key_env": "OPENAI_API_KEY",
+        "usage": {"input_tokens": 12, "cost_usd": None, "cached": True},
+    }
+    out = scrubber.scrub(data)
+    assert KNOWN not in json.dumps(out, default=str)
+    assert out["pair"] == (REDACTED, 3)
+    assert out[REDACTED] == "as a key"
+    assert out["api_key"] == REDACTED
+    assert out["api_key_env"] == "OPENAI_API_KEY"
+    assert out["usage"] == {"input_tokens": 12, "cost_usd": None, "cached": True}
+    assert data["pair"] == (KNOWN, 3), "the input must not be modified"
+
+
+def _random_base62(n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(n))
+
+
+SECRET_SHAPES = [
+    "sk-ant-api03-Qw3rTy_uIoP-aSdFgHjKl9876",
+    "sk-proj-AbCdEf0123456789ghijkLMNOP",
+    "sk-0123456789abcdefABCDEF",
+    "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+    "github_pat_11ABCDEFG0123456789_abcdefghij",
+    "hf_abcdefghijklmnopqrstuvwxyzABCD",
+    "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+    "AKIAIOSFODNN7EXAMPLE",
+    "xoxb-1234567890-abcdefghijkl",
+    "gsk_abcdefghijklmnopqrstuvwxyz012345",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXBhcnQ",
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822c",  # 48 hex: not a digest length
+    _random_base62(40, 1),
+    base64.b64encode(bytes(range(7, 37))).decode(),
+]
+
+
+@pytest.mark.parametrize("secret", SECRET_SHAPES)
+def test_secret_shapes_are_redacted(secret: str) -> None:
+    text = f"the agent printed {secret} to its log"
+    out = Scrubber().scrub_text(text)
+    assert secret not in out
+    assert out.startswith("the agent printed ") and out.endswith(" to its log")
+    assert REDACTED in out
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer abc.def-ghi_jkl123", "Authorization: Bearer [REDACTED]"),
+        ("curl https://bob:pa55w0rd@example.org/x", "curl https://[REDACTED]@example.org/x"),
+        ("password=hunter2hunter2 ok", "password=[REDACTED] ok"),
+        ("{'api_key': 'abcdefgh12345'}", "{'api_key': '[REDACTED]'}"),
+        ('{"x-api-key": "abcdefgh12345"}', '{"x-api-key": "[REDACTED]"}'),
+    ],
+)
+def test_labelled_secrets_keep_their_label(text: str, expected: str) -> None:
+    assert Scrubber().scrub_text(text) == expected
+
+
+BENIGN = [
+    "sha256:" + hashlib.sha256(b"corpus").hexdigest(),
+    "commit " + hashlib.sha1(b"x").hexdigest(),
+    "run id " + uuid.UUID(int=0x1234_5678_9ABC_4DEF_8123_4567_89AB_CDEF).hex,
+    "model Qwen3-Coder-30B-A3B-Instruct-GGUF-Q4_K_M and claude-sonnet-4-5-20250929",
+    "path /work/main/agenteval/llm/anthropic_client.py line 120",
+    "class ScenarioRunnerWithRetryAndTimeoutHandling2",
+    "api_key_env: OPENAI_API_KEY",
+    "max_tokens=1024 input_tokens=50 cache_read_tokens=0",
+    "The judge returned verdict A after 3 turns and 1234567890 ms.",
+    "tokens: 5",
+]
+
+
+@pytest.mark.parametrize("text", BENIGN)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    scrubber = Scrubber()
+    assert scrubber.scrub_text(text) == text
+    assert scrubber.leaks(text) == []
+
+
+def test_leaks_report_labels_never_values() -> None:
+    scrubber = Scrubber(secret_values={"env:X_API_KEY": KNOWN})
+    labels = scrubber.leaks([f"a {KNOWN}", {"token": "sk-ant-api03-abcdefghijklmnop"}])
+    assert labels == ["env:X_API_KEY", "field:token"]
+    assert all(KNOWN not in label for label in labels)
+
+
+def test_add_secret_later() -> None:
+    scrubber = Scrubber()
+    assert scrubber.scrub_text(KNOWN) == KNOWN
+    scrubber.add_secret(KNOWN)
+    assert scrubber.scrub_text(f"[{KNOWN}]") == f"[{REDACTED}]"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.text(max_size=40),
+    after=st.text(max_size=40),
+    secret=st.text(
+        alphabet=string.ascii_letters + string.digits + "-_./+=", min_size=8, max_size=60
+    ),
+)
+def test_known_secret_never_survives(before: str, after: str, secret: str) -> None:
+    assume(secret not in REDACTED)
+    scrubber = Scrubber(secret_values=[secret])
+    out = scrubber.scrub({"text": before + secret + after, "list": [secret]})
+    assert secret not in json.dumps(out)
+    assert scrubber.scrub(out) == out, "scrubbing is idempotent"
