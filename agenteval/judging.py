@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -12,6 +11,7 @@ from pydantic import ValidationError
 
 from agenteval.engine import transcript_path
 from agenteval.fileio import read_json, write_json
+from agenteval.registry import build
 from agenteval.schema.suite import Suite, SuiteItem
 from agenteval.schema.transcript import Participant, Transcript
 from agenteval.schema.verdict import Verdict
@@ -26,12 +26,8 @@ class Judge(Protocol):
 REGISTRY = {"code": "agenteval.judges.code:CodeJudge"}
 
 
-def make_judge(section: dict[str, Any], root: Path) -> Judge:
-    kind = section.get("kind", "code")
-    if kind not in REGISTRY:
-        raise ValueError(f"unknown judge kind {kind!r} (known: {', '.join(sorted(REGISTRY))})")
-    module, _, name = REGISTRY[kind].partition(":")
-    judge: Judge = getattr(importlib.import_module(module), name)(section)
+def make_judge(params: dict[str, Any], root: Path) -> Judge:
+    judge: Judge = build(REGISTRY, "judge", params, root)
     return judge
 
 

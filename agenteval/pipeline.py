@@ -87,8 +87,8 @@ def step_suite(params: dict[str, Any], layout: Layout) -> Suite:
 
 def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -> list[Transcript]:
     suite = load_suite(layout)
-    target = make_target(params["target"], layout.root)
-    simulator = make_simulator(params["simulator"], layout.root)
+    target = make_target(params, layout.root)
+    simulator = make_simulator(params, layout.root)
     run = params["run"]
     total = len(suite.items) * suite.iterations
     with progress_bar("agent", total, progress) as tick:
@@ -107,7 +107,7 @@ def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -
 
 def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -> int:
     suite = load_suite(layout)
-    judge = make_judge(params["judge"], layout.root)
+    judge = make_judge(params, layout.root)
     total = len(suite.items) * suite.iterations
     with progress_bar("judge", total, progress) as tick:
         verdicts = asyncio.run(

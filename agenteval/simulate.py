@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from agenteval.registry import build
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.transcript import Participant, TranscriptTurn
 
@@ -28,7 +28,7 @@ class Simulator(Protocol):
 class ScriptedSimulator:
     """Sends `user_message` when the scenario has one, else the turn's objective verbatim."""
 
-    def __init__(self, section: dict[str, Any] | None = None, root: Path | None = None) -> None:
+    def __init__(self, params: dict[str, Any] | None = None, root: Path | None = None) -> None:
         self.participant = Participant(kind="scripted")
 
     async def message(
@@ -41,10 +41,6 @@ class ScriptedSimulator:
 REGISTRY = {"scripted": "agenteval.simulate:ScriptedSimulator"}
 
 
-def make_simulator(section: dict[str, Any], root: Path) -> Simulator:
-    kind = section.get("kind", "scripted")
-    if kind not in REGISTRY:
-        raise ValueError(f"unknown simulator kind {kind!r} (known: {', '.join(sorted(REGISTRY))})")
-    module, _, name = REGISTRY[kind].partition(":")
-    simulator: Simulator = getattr(importlib.import_module(module), name)(section, root)
+def make_simulator(params: dict[str, Any], root: Path) -> Simulator:
+    simulator: Simulator = build(REGISTRY, "simulator", params, root)
     return simulator

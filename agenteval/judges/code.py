@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agenteval.corpus.retrieval import tokenize
@@ -51,7 +52,7 @@ class Mark:
 
 
 class CodeJudge:
-    def __init__(self, section: dict[str, Any] | None = None) -> None:
+    def __init__(self, params: dict[str, Any] | None = None, root: Path | None = None) -> None:
         self.participant = Participant(
             kind=KIND, model=None, protocol=None, config_digest=digest_of({"kind": KIND})
         )

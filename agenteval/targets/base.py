@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from agenteval.registry import build
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.transcript import Participant, ToolCall, Usage
 
@@ -56,11 +56,6 @@ REGISTRY = {
 }
 
 
-def make_target(section: dict[str, Any], root: Path) -> Target:
-    kind = section.get("kind", "builtin")
-    if kind not in REGISTRY:
-        raise ValueError(f"unknown target kind {kind!r} (known: {', '.join(sorted(REGISTRY))})")
-    module, _, name = REGISTRY[kind].partition(":")
-    factory = getattr(importlib.import_module(module), name)
-    target: Target = factory(section, root)
+def make_target(params: dict[str, Any], root: Path) -> Target:
+    target: Target = build(REGISTRY, "target", params, root)
     return target

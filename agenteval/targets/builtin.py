@@ -39,7 +39,8 @@ FOLLOW_UP = re.compile(r"\b(it|its|that|this|those|these|they|them|he|she|his|he
 
 
 class BuiltinTarget:
-    def __init__(self, section: dict[str, Any], root: Path) -> None:
+    def __init__(self, params: dict[str, Any], root: Path) -> None:
+        section = params["target"]
         self.root = root
         self.knobs = {**DEFAULT_KNOBS, **(section.get("params") or {})}
         self.agent_dir = root / section.get("agent", "eval/agents/default")
