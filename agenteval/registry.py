@@ -15,7 +15,7 @@ from typing import Any
 
 def build(registry: Mapping[str, str], role: str, params: dict[str, Any], root: Path) -> Any:
     section = params.get(role) or {}
-    kind = section.get("kind")
+    kind = str(section.get("kind"))
     if kind not in registry:
         known = ", ".join(sorted(registry))
         raise ValueError(f"unknown {role} kind {kind!r} (known: {known})")
