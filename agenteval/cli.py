@@ -26,6 +26,7 @@ corpus_app = typer.Typer(help="The in-repository corpus and its pins.", no_args_
 app.add_typer(corpus_app, name="corpus")
 
 EXIT_INVALID = 2
+EXIT_STOPPED = 3  # quota, credentials or run budget: resumable
 
 
 def _version(value: bool) -> None:
@@ -97,7 +98,7 @@ def run(
 ) -> None:
     """suite -> infer -> judge -> score -> report, into one run directory."""
     from agenteval.fileio import read_json, write_json
-    from agenteval.pipeline import Layout, run_all
+    from agenteval.pipeline import Layout, run_evaluation
     from agenteval.suite import SuiteError
 
     root = Path.cwd().resolve()
@@ -117,20 +118,29 @@ def run(
         out = out or Path("runs") / stamp
         write_json(out / "params.json", params)
     try:
-        card = run_all(params, Layout.run_dir(root, out), progress=progress and sys.stderr.isatty())
+        layout = Layout.run_dir(root, out)
+        result = run_evaluation(params, layout, progress=progress and sys.stderr.isatty())
     except SuiteError as exc:
         _fail([str(p) for p in exc.problems])
         return
     except (ValueError, OSError, KeyError) as exc:  # configuration the run cannot start with
         _fail([f"cannot run: {type(exc).__name__}: {exc}"])
         return
-    s = card.summary
+    s = result.scorecard.summary
     typer.echo(
         f"{s.total} run(s): {s.passed} passed, {s.failed} failed, "
         f"{s.total - s.passed - s.failed - s.blocked} unmeasured; "
         f"judged pass rate {s.judged_pass_rate}, avg score {s.avg_score}"
     )
     typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
+    if result.stop_reason:
+        _fail(
+            [
+                f"run stopped early: {result.stop_reason}",
+                f"resume with: agenteval run --resume {out}",
+            ],
+            EXIT_STOPPED,
+        )
 
 
 @schema_app.command("export")

@@ -46,6 +46,17 @@ class Unit:
     seed: int
 
 
+class BudgetExceeded(Exception):
+    """A scenario or the whole run reached its spending limit."""
+
+
+def _is_quota(exc: BaseException) -> bool:
+    # Imported lazily: the offline default never loads the LLM clients.
+    from agenteval.llm.retry import QuotaExhausted
+
+    return isinstance(exc, QuotaExhausted)
+
+
 class Inference:
     def __init__(
         self,
@@ -57,12 +68,19 @@ class Inference:
         *,
         concurrency: int = 4,
         timeout_s: float = 900,
+        budget_usd_per_scenario: float | None = None,
+        budget_usd_total: float | None = None,
         on_done: Callable[[Transcript], None] | None = None,
     ) -> None:
         self.suite, self.target, self.simulator = suite, target, simulator
         self.out, self.root = out, root
         self.concurrency = max(1, concurrency)
         self.timeout_s = timeout_s
+        self.budget_scenario = budget_usd_per_scenario
+        self.budget_total = budget_usd_total
+        self.spent_usd = 0.0
+        # Set when the run must stop (quota, credentials, run budget): later units are NOT_RUN.
+        self.stop_reason: str | None = None
         self.on_done = on_done or (lambda _t: None)
 
     def units(self) -> list[Unit]:
@@ -87,7 +105,7 @@ class Inference:
             and stored.target.config_digest == self.target.participant.config_digest
             and stored.simulator == self.simulator.participant
             and stored.seed == unit.seed
-            and stored.status != Status.NOT_RUN
+            and not stored.resumable
         )
         return stored if same else None
 
@@ -98,17 +116,16 @@ class Inference:
             done = self.existing(unit)
             if done is None:
                 async with semaphore:
-                    done = await self.run_unit(unit)
+                    done = self.not_run(unit) if self.stop_reason else await self.run_unit(unit)
                 write_json(transcript_path(self.out, unit.item.scenario.id, unit.iteration), done)
             self.on_done(done)
             return done
 
         return list(await asyncio.gather(*(guarded(u) for u in self.units())))
 
-    async def run_unit(self, unit: Unit) -> Transcript:
-        scenario = unit.item.scenario
-        transcript = Transcript(
-            scenario_id=scenario.id,
+    def new_transcript(self, unit: Unit) -> Transcript:
+        return Transcript(
+            scenario_id=unit.item.scenario.id,
             iteration=unit.iteration,
             seed=unit.seed,
             scenario_digest=unit.item.digest,
@@ -117,6 +134,16 @@ class Inference:
             simulator=self.simulator.participant,
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
+
+    def not_run(self, unit: Unit) -> Transcript:
+        transcript = self.new_transcript(unit)
+        transcript.status, transcript.resumable = Status.NOT_RUN, True
+        transcript.error = f"run stopped before this scenario: {self.stop_reason}"
+        return transcript
+
+    async def run_unit(self, unit: Unit) -> Transcript:
+        scenario = unit.item.scenario
+        transcript = self.new_transcript(unit)
         start = time.perf_counter()
         if unit.item.missing_documents:
             transcript.status = Status.SKIPPED_NO_DOCUMENT
@@ -132,11 +159,39 @@ class Inference:
         except SetupFailed as exc:
             transcript.status, transcript.error = exc.status, str(exc)
             transcript.setup_calls = exc.calls
+        except BudgetExceeded as exc:
+            transcript.status, transcript.error = Status.BUDGET_EXCEEDED, str(exc)
         except Exception as exc:
-            transcript.status = Status.ERRORED
-            transcript.error = f"{type(exc).__name__}: {exc}"
+            self._record_crash(transcript, exc)
         transcript.duration_s = round(time.perf_counter() - start, 4)
         return transcript
+
+    def _record_crash(self, transcript: Transcript, exc: Exception) -> None:
+        if _is_quota(exc):
+            # Out of quota or credit, or a rejected key: nothing later can succeed; stop the
+            # run now and let a resume retry this scenario.
+            transcript.status, transcript.resumable = Status.INFRA_ERROR, True
+            transcript.error = f"quota or credential failure: {exc}"
+            self.stop_reason = self.stop_reason or transcript.error
+        else:
+            transcript.status = Status.ERRORED
+            transcript.error = f"{type(exc).__name__}: {exc}"
+
+    def charge(self, transcript: Transcript, cost: float | None) -> None:
+        """Add a reply's known cost; cut the scenario or the run when a budget is reached."""
+        if cost is None:
+            return
+        transcript.cost_usd = round((transcript.cost_usd or 0.0) + cost, 8)
+        self.spent_usd += cost
+        if self.budget_total is not None and self.spent_usd >= self.budget_total:
+            reason = f"run budget ${self.budget_total:g} reached (spent ${self.spent_usd:.4f})"
+            self.stop_reason = self.stop_reason or reason
+            raise BudgetExceeded(reason)
+        if self.budget_scenario is not None and transcript.cost_usd >= self.budget_scenario:
+            spent = transcript.cost_usd
+            raise BudgetExceeded(
+                f"scenario budget ${self.budget_scenario:g} reached (${spent:.4f})"
+            )
 
     async def _converse(self, unit: Unit, transcript: Transcript) -> None:
         scenario = unit.item.scenario
@@ -161,5 +216,6 @@ class Inference:
                         simulator_fault=message.fault,
                     )
                 )
+                self.charge(transcript, reply.usage.cost_usd if reply.usage else None)
         finally:
             await session.close()

@@ -7,7 +7,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -55,9 +55,30 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
+class _Scrub(Protocol):
+    def scrub(self, obj: Any) -> Any: ...
+
+    def scrub_text(self, text: str) -> str: ...
+
+
+_scrubber: _Scrub | None = None
+
+
+def install_scrubber(scrubber: _Scrub | None) -> None:
+    """Route every file this process writes through `scrubber` (known and shaped secrets)."""
+    global _scrubber
+    _scrubber = scrubber
+
+
+def write_text(path: Path, text: str) -> None:
+    write_atomic(path, _scrubber.scrub_text(text) if _scrubber else text)
+
+
 def write_json(path: Path, value: Any) -> None:
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
+    if _scrubber is not None:
+        value = _scrubber.scrub(value)
     write_atomic(path, json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 

@@ -47,6 +47,17 @@ def load_verdict(folder: Path, scenario_id: str, iteration: int) -> Verdict | No
         return None
 
 
+def _still_valid(verdict: Verdict, transcript: Transcript, judge: Judge) -> bool:
+    """A stored verdict counts when it graded this exact transcript with this exact judge."""
+    from agenteval.fileio import digest_of
+
+    return (
+        verdict.transcript_digest == digest_of(transcript)
+        and verdict.judge == judge.participant
+        and verdict.status != "ERRORED"
+    )
+
+
 async def run_judging(
     suite: Suite,
     transcripts: Path,
@@ -64,6 +75,10 @@ async def run_judging(
         transcript = load_transcript(transcripts, item.scenario.id, iteration)
         if transcript is None:
             return None
+        stored = load_verdict(verdicts, item.scenario.id, iteration)
+        if stored is not None and _still_valid(stored, transcript, judge):
+            notify(stored)  # a judge call costs money: never pay twice for the same grade
+            return stored
         async with semaphore:
             verdict = await judge.judge(item, transcript)
         write_json(transcript_path(verdicts, item.scenario.id, iteration), verdict)

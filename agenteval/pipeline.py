@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenteval import fileio
 from agenteval.engine import Inference
 from agenteval.fileio import read_json, write_json
 from agenteval.judging import make_judge, run_judging
@@ -85,7 +86,30 @@ def step_suite(params: dict[str, Any], layout: Layout) -> Suite:
     return suite
 
 
-def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -> list[Transcript]:
+@dataclass
+class InferResult:
+    transcripts: list[Transcript]
+    stop_reason: str | None  # why the run stopped early (quota, credentials, run budget)
+
+
+def install_scrubber(params: dict[str, Any]) -> None:
+    """Every file written from here on passes the scrubber: known key values and shapes."""
+    from agenteval.llm.scrub import Scrubber
+
+    names = [
+        str(params.get(role, {}).get("api_key_env"))
+        for role in ("target", "simulator", "judge")
+        if params.get(role, {}).get("api_key_env")
+    ]
+    fileio.install_scrubber(Scrubber.from_environment(names))
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value in (None, "", "null") else float(value)
+
+
+def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -> InferResult:
+    install_scrubber(params)
     suite = load_suite(layout)
     target = make_target(params, layout.root)
     simulator = make_simulator(params, layout.root)
@@ -100,12 +124,16 @@ def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -
             layout.root,
             concurrency=int(run.get("concurrency", 4)),
             timeout_s=float(run.get("timeout_s", 900)),
+            budget_usd_per_scenario=_optional_float(run.get("budget_usd_per_scenario")),
+            budget_usd_total=_optional_float(run.get("budget_usd_total")),
             on_done=tick,
         )
-        return asyncio.run(engine.run())
+        transcripts = asyncio.run(engine.run())
+    return InferResult(transcripts, engine.stop_reason)
 
 
 def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -> int:
+    install_scrubber(params)
     suite = load_suite(layout)
     judge = make_judge(params, layout.root)
     total = len(suite.items) * suite.iterations
@@ -136,10 +164,22 @@ def step_report(layout: Layout, pngs: bool = True) -> None:
     write_report(Scorecard.model_validate(read_json(layout.scorecard)), layout.reports, pngs)
 
 
+@dataclass
+class RunResult:
+    scorecard: Scorecard
+    stop_reason: str | None
+
+
 def run_all(params: dict[str, Any], layout: Layout, progress: bool = False) -> Scorecard:
+    """The whole evaluation, returning its scorecard (see `run_evaluation` for early stops)."""
+    return run_evaluation(params, layout, progress).scorecard
+
+
+def run_evaluation(params: dict[str, Any], layout: Layout, progress: bool = False) -> RunResult:
+    """The whole evaluation; a stopped inference is still judged and reported as it stands."""
     step_suite(params, layout)
-    step_infer(params, layout, progress)
+    inferred = step_infer(params, layout, progress)
     step_judge(params, layout, progress)
     card = step_score(params, layout)
     step_report(layout)
-    return card
+    return RunResult(card, inferred.stop_reason)

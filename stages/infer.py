@@ -9,9 +9,14 @@ from stages.common import layout, params, show_progress
 
 
 def main() -> int:
-    transcripts = step_infer(params(), layout(), progress=show_progress())
-    completed = sum(t.status == "COMPLETED" for t in transcripts)
-    print(f"infer: {completed}/{len(transcripts)} conversation(s) completed")
+    result = step_infer(params(), layout(), progress=show_progress())
+    completed = sum(t.status == "COMPLETED" for t in result.transcripts)
+    print(f"infer: {completed}/{len(result.transcripts)} conversation(s) completed")
+    if result.stop_reason:
+        # Finished transcripts are kept (the stage output persists): rerunning resumes.
+        print(f"infer: stopped early: {result.stop_reason}", file=sys.stderr)
+        print("infer: resume with: dvc repro", file=sys.stderr)
+        return 3
     return 0
 
 

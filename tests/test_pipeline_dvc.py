@@ -77,7 +77,9 @@ def test_changing_the_judge_does_not_rerun_the_agent(repo: Path) -> None:
 def test_forced_rerun_is_byte_identical(repo: Path) -> None:
     first = (repo / "reports/scorecard.json").read_bytes()
     metrics = (repo / "reports/metrics.json").read_bytes()
-    sh(["dvc", "repro", "--force", "infer"], repo)
-    sh(["dvc", "repro"], repo)
+    # Transcripts persist across runs (resume); remove them so the agent really runs again.
+    shutil.rmtree(repo / "data/transcripts")
+    shutil.rmtree(repo / "data/verdicts")
+    sh(["dvc", "repro", "--force"], repo)
     assert (repo / "reports/scorecard.json").read_bytes() == first
     assert (repo / "reports/metrics.json").read_bytes() == metrics

@@ -62,6 +62,12 @@ class Transcript(BaseModel):
     turns: list[TranscriptTurn] = Field(default_factory=list)
     started_at: str | None = None
     duration_s: float | None = None
+    cost_usd: float | None = Field(None, description="Known cost of the agent's calls; None = n/a.")
+    resumable: bool = Field(
+        False,
+        description="Not the agent's fault and worth retrying: a resumed run runs it again "
+        "(quota or credential stop, run budget reached before it started).",
+    )
 
     @property
     def unmeasured_status(self) -> Status | None:
