@@ -207,4 +207,7 @@ def corpus_pin(
 
 
 def main() -> None:
+    from agenteval import cli_gate
+
+    cli_gate.register(app)
     app()

@@ -158,6 +158,23 @@ def step_score(params: dict[str, Any], layout: Layout) -> Scorecard:
     return card
 
 
+def step_stats(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
+    """Every headline number with its uncertainty -> reports/noise.json."""
+    from agenteval.noise import noise_report
+
+    section = params["stats"]
+    card = Scorecard.model_validate(read_json(layout.scorecard))
+    report = noise_report(
+        card,
+        conf=float(section.get("conf", 0.95)),
+        tau=float(section.get("stability_tau", 0.2)),
+        resamples=int(section.get("bootstrap_resamples", 2000)),
+        seed=int(section.get("seed", 0)),
+    )
+    write_json(layout.reports / "noise.json", report)
+    return report
+
+
 def step_report(layout: Layout, pngs: bool = True) -> None:
     from agenteval.report import write_report
 
@@ -181,5 +198,6 @@ def run_evaluation(params: dict[str, Any], layout: Layout, progress: bool = Fals
     inferred = step_infer(params, layout, progress)
     step_judge(params, layout, progress)
     card = step_score(params, layout)
+    step_stats(params, layout)
     step_report(layout)
     return RunResult(card, inferred.stop_reason)

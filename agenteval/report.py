@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agenteval.fileio import write_atomic, write_json
+from agenteval.fileio import digest_of, read_json, write_json, write_text
 from agenteval.schema.scorecard import ScenarioResult, Scorecard
 from agenteval.schema.status import JUDGED_STATUSES, Status
 
@@ -32,7 +32,49 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def _header(card: Scorecard) -> list[str]:
+def _pm(block: dict[str, Any] | None, fmt: str) -> str | None:
+    """'value ± half-width' from a noise.json interval block; None when there is no block."""
+    if not block or block.get("value") is None:
+        return None
+    half = block.get("half_width")
+    text = format(block["value"], fmt)
+    return text if half is None else f"{text} ± {format(half, fmt)}"
+
+
+def load_noise(card: Scorecard, reports: Path) -> dict[str, Any] | None:
+    """reports/noise.json if it was computed from this very scorecard, else None."""
+    path = reports / "noise.json"
+    if not path.is_file():
+        return None
+    noise = read_json(path)
+    # A noise.json left over from another scorecard would attach foreign intervals.
+    if not isinstance(noise, dict) or noise.get("scorecard_digest") != digest_of(card):
+        return None
+    return noise
+
+
+def _headline(card: Scorecard, noise: dict[str, Any] | None) -> list[str]:
+    s = card.summary
+    overall = (noise or {}).get("overall") or {}
+    rate = _pm(overall.get("judged_pass_rate"), ".1%") or _pct(s.judged_pass_rate)
+    score = _pm(overall.get("avg_score"), ".2f") or _num(s.avg_score)
+    lines = [
+        f"- Pass rate (all): {_pct(s.pass_rate)} · pass rate (judged): {rate}",
+        f"- Average score (judged, FAIL capped at 5.99): {score}/10",
+    ]
+    if noise is not None:
+        conf = noise.get("conf", 0.95)
+        mde = ((noise.get("mde") or {}).get("judged_pass_rate") or {}).get("mde")
+        lines.append(
+            f"- ± is the half-width of the {conf:.0%} interval, clustered by scenario; "
+            "a paired comparison at this size detects a pass-rate change of "
+            + ("n/a" if mde is None else f"{mde * 100:.0f} percentage points")
+            + " with 80% power (conservative estimate)"
+        )
+    return lines
+
+
+def _header(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
     s, cfg = card.summary, card.config
     target, judge = cfg.get("target", {}), cfg.get("judge", {})
     lines = [
@@ -56,16 +98,13 @@ def _header(card: Scorecard) -> list[str]:
     }  # fmt: skip
     shown = [f"{name} {count}" for name, count in unmeasured.items() if count]
     lines.append("- Unmeasured: " + (" · ".join(shown) if shown else "none"))
-    lines += [
-        f"- Pass rate (all): {_pct(s.pass_rate)} · pass rate (judged): {_pct(s.judged_pass_rate)}",
-        f"- Average score (judged, FAIL capped at 5.99): {_num(s.avg_score)}/10",
-    ]
+    lines += _headline(card, noise)
     if card.usage.get("cost_usd") is not None:
         lines.append(f"- Cost: ${card.usage['cost_usd']:.4f}")
     return lines
 
 
-def _categories(card: Scorecard) -> list[str]:
+def _categories(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
     lines = [
         "",
         "## By category",
@@ -73,10 +112,14 @@ def _categories(card: Scorecard) -> list[str]:
         "| Category | Total | Pass | Fail | Blocked | Unmeasured | Judged pass rate | Avg score |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    intervals = (noise or {}).get("categories") or {}
     for name, c in card.summary.by_category.items():
+        block = intervals.get(name) or {}
+        rate = _pm(block.get("judged_pass_rate"), ".0%") or _pct(c.judged_pass_rate)
+        score = _pm(block.get("avg_score"), ".2f") or _num(c.avg_score)
         lines.append(
             f"| {name} | {c.total} | {c.passed} | {c.failed} | {c.blocked} | {c.unmeasured} "
-            f"| {_pct(c.judged_pass_rate)} | {_num(c.avg_score)} |"
+            f"| {rate} | {score} |"
         )
     return lines
 
@@ -99,8 +142,8 @@ def _scenario_line(rows: list[ScenarioResult], card: Scorecard) -> list[str]:
     return lines
 
 
-def summary_markdown(card: Scorecard) -> str:
-    lines = _header(card) + _categories(card) + ["", "## Scenarios", ""]
+def summary_markdown(card: Scorecard, noise: dict[str, Any] | None = None) -> str:
+    lines = _header(card, noise) + _categories(card, noise) + ["", "## Scenarios", ""]
     grouped: dict[str, list[ScenarioResult]] = {}
     for result in card.scenarios:
         grouped.setdefault(result.id, []).append(result)
@@ -148,7 +191,7 @@ def write_pngs(data: dict[str, list[dict[str, Any]]], folder: Path) -> None:
 
 
 def write_report(card: Scorecard, reports: Path, pngs: bool = True) -> None:
-    write_atomic(reports / "summary.md", summary_markdown(card))
+    write_text(reports / "summary.md", summary_markdown(card, load_noise(card, reports)))
     plots = reports / "plots"
     data = plot_data(card)
     for name, rows in data.items():

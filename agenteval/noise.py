@@ -1,0 +1,420 @@
+"""How noisy a run is: intervals for every headline number, and the run-to-run noise floor.
+
+Two products:
+
+* :func:`noise_report` reads one scorecard and writes ``reports/noise.json`` (the ``stats`` DVC
+  stage): per scenario k/N with a Wilson interval, a stability class and the score's mean and
+  SD; per category and overall the judged pass rate and the average score (FAIL capped, as in
+  :func:`agenteval.scoring.capped`) with standard errors clustered by scenario; between- and
+  within-scenario variance of the score; and the minimum detectable effect (MDE) of a paired
+  comparison of this size.
+* :func:`measure_noise` runs one configuration R times with different suite seeds and writes
+  ``noise_floor.json`` (:func:`noise_floor`), which ``agenteval compare --noise`` reads.
+
+Nothing here is NaN: a statistic that the data cannot identify (one scenario, one iteration)
+is ``None`` with a ``note`` saying why, because a reader can act on "unknown" but not on NaN.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agenteval.fileio import digest_of
+from agenteval.schema.scorecard import Scorecard
+from agenteval.schema.status import JUDGED_STATUSES, Status
+from agenteval.scoring import FAIL_SCORE_CAP, SCORE_MAX, SCORE_MIN
+from agenteval.stats import (
+    classify_stability,
+    mde,
+    mean_ci,
+    variance_components,
+    wilson_interval,
+)
+
+SCHEMA = "agenteval.noise/1"
+FLOOR_SCHEMA = "agenteval.noise_floor/1"
+# Conventional design values for the MDE: two-sided 5% test, 80% power.
+MDE_ALPHA, MDE_POWER = 0.05, 0.8
+# Six decimals keep JSON diffs readable and are far below any difference worth reporting.
+DIGITS = 6
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(float(value), DIGITS)
+
+
+@dataclass
+class ScenarioTally:
+    """One scenario's iterations in one scorecard, reduced to what the statistics need."""
+
+    id: str
+    category: str
+    digest: str | None
+    runs: int = 0
+    outcomes: list[float] = field(default_factory=list)  # 1.0 PASS, 0.0 FAIL/BLOCKED
+    scores: list[float] = field(default_factory=list)  # capped scores of judged iterations
+    statuses: list[str] = field(default_factory=list)
+
+    @property
+    def k(self) -> int:
+        return int(sum(self.outcomes))
+
+    @property
+    def n(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def rate(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    @property
+    def score_mean(self) -> float | None:
+        return math.fsum(self.scores) / len(self.scores) if self.scores else None
+
+    @property
+    def unmeasured(self) -> int:
+        return self.runs - self.n
+
+
+def fail_cap_of(card: Scorecard) -> float:
+    rules = (card.config.get("judge") or {}).get("rules") or {}
+    return float(rules.get("fail_cap", FAIL_SCORE_CAP))
+
+
+def tally(card: Scorecard) -> dict[str, ScenarioTally]:
+    """Group a scorecard's rows by scenario id, in first-seen order."""
+    cap = fail_cap_of(card)
+    digests = card.config.get("scenarios") or {}
+    out: dict[str, ScenarioTally] = {}
+    for row in card.scenarios:
+        t = out.setdefault(
+            row.id, ScenarioTally(row.id, row.category, digests.get(row.id, row.scenario_digest))
+        )
+        t.runs += 1
+        t.statuses.append(row.status)
+        if row.status not in JUDGED_STATUSES:
+            continue
+        t.outcomes.append(1.0 if row.status == Status.PASS else 0.0)
+        if row.score is not None:
+            # The same cap as scoring.capped: a FAIL never lifts the average quality signal.
+            t.scores.append(min(row.score, cap) if row.status == Status.FAIL else row.score)
+    return out
+
+
+def _sd(values: Sequence[float]) -> float | None:
+    if len(values) < 2:
+        return None
+    mean = math.fsum(values) / len(values)
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def scenario_stats(t: ScenarioTally, conf: float, tau: float) -> dict[str, Any]:
+    """k/N, Wilson interval, stability class and score spread of one scenario."""
+    row: dict[str, Any] = {"category": t.category, "k": t.k, "n": t.n, "runs": t.runs}
+    row["pass_rate"] = _r(t.rate)
+    if t.n:
+        low, high = wilson_interval(t.k, t.n, conf)
+        row["wilson"] = [_r(low), _r(high)]
+    else:
+        row["wilson"] = None
+        row["note"] = "no judged iteration: nothing to estimate"
+    # classify_stability keeps its own 90% interval: the class is a screening label and its
+    # documented thresholds (e.g. 11/11 for stable_pass) are stated at that level.
+    row["stability"] = classify_stability(t.k, t.n, tau)
+    row["score_mean"] = _r(t.score_mean)
+    row["score_sd"] = _r(_sd(t.scores))
+    if t.n and len(t.scores) < 2:
+        row["score_sd_note"] = "one judged iteration: no within-scenario spread"
+    return row
+
+
+def _interval(
+    values: Sequence[float], clusters: Sequence[str], conf: float, bounds: tuple[float, float]
+) -> dict[str, Any]:
+    """Mean with a scenario-clustered t interval, clipped to the metric's range."""
+    if not values:
+        return {"value": None, "note": "no judged iteration"}
+    out: dict[str, Any] = {"value": _r(math.fsum(values) / len(values)), "n": len(values)}
+    out["n_scenarios"] = len(set(clusters))
+    if out["n_scenarios"] < 2:
+        out.update(se=None, low=None, high=None, half_width=None)
+        out["note"] = "one scenario: between-scenario spread, hence the SE, is not identified"
+        return out
+    ci = mean_ci(values, clusters, conf, "t")
+    # The t interval can cross 0 or 1 for rates near the edge; the metric cannot.
+    out.update(se=_r(ci.se), half_width=_r(ci.half_width))
+    out.update(low=_r(max(bounds[0], ci.low)), high=_r(min(bounds[1], ci.high)))
+    if ci.se == 0.0:
+        out["note"] = "no variation observed: the interval is degenerate, not exact"
+    return out
+
+
+def _bootstrap(
+    values: Sequence[float], clusters: Sequence[str], conf: float, resamples: int, seed: int
+) -> dict[str, Any] | None:
+    if len(set(clusters)) < 2:
+        return None
+    ci = mean_ci(values, clusters, conf, "bootstrap", resamples=resamples, seed=seed)
+    return {"low": _r(ci.low), "high": _r(ci.high), "resamples": resamples, "seed": seed}
+
+
+def _variance(scores: Sequence[float], clusters: Sequence[str]) -> dict[str, Any]:
+    """Between- and within-scenario variance of the score (one-way random effects)."""
+    n_clusters = len(set(clusters))
+    if n_clusters < 2 or len(scores) <= n_clusters:
+        why = "fewer than 2 scenarios" if n_clusters < 2 else "no scenario has 2+ iterations"
+        return {"between": None, "within": None, "note": f"not identified: {why}"}
+    between, within = variance_components(scores, clusters)
+    return {"between": _r(between), "within": _r(within)}
+
+
+def _flat(
+    tallies: Iterable[ScenarioTally],
+) -> tuple[list[float], list[str], list[float], list[str]]:
+    outcomes: list[float] = []
+    o_ids: list[str] = []
+    scores: list[float] = []
+    s_ids: list[str] = []
+    for t in tallies:
+        outcomes += t.outcomes
+        o_ids += [t.id] * t.n
+        scores += t.scores
+        s_ids += [t.id] * len(t.scores)
+    return outcomes, o_ids, scores, s_ids
+
+
+def group_stats(
+    tallies: Sequence[ScenarioTally], conf: float, resamples: int, seed: int
+) -> dict[str, Any]:
+    """Headline numbers of a group of scenarios (a category or the whole run)."""
+    outcomes, o_ids, scores, s_ids = _flat(tallies)
+    pass_rate = _interval(outcomes, o_ids, conf, (0.0, 1.0))
+    avg_score = _interval(scores, s_ids, conf, (SCORE_MIN, SCORE_MAX))
+    if resamples >= 2:
+        pass_rate["bootstrap"] = _bootstrap(outcomes, o_ids, conf, resamples, seed)
+        avg_score["bootstrap"] = _bootstrap(scores, s_ids, conf, resamples, seed)
+    return {
+        "scenarios": len(tallies),
+        "judged_pass_rate": pass_rate,
+        "avg_score": avg_score,
+        "score_variance": _variance(scores, s_ids),
+    }
+
+
+def _mde_for(means: Sequence[float], within: float | None, repeats: float) -> dict[str, Any]:
+    """MDE of a paired comparison of len(means) scenarios; see :func:`mde_report`."""
+    n = len(means)
+    out: dict[str, Any] = {"n_pairs": n}
+    sd_means = _sd(means)
+    if sd_means is None:
+        return out | {"mde": None, "note": "fewer than 2 measured scenarios"}
+    conservative = math.sqrt(2.0) * sd_means
+    if conservative == 0.0:
+        out.update(mde=None, note="no variation across scenarios: the SD of differences is unknown")
+    else:
+        out.update(mde=_r(mde(conservative, n, MDE_ALPHA, MDE_POWER)), sd_diff=_r(conservative))
+    if within is None or repeats < 2:
+        out["repeat_noise_only"] = None
+        out["repeat_noise_note"] = "needs 2+ iterations per scenario"
+    else:
+        sd_noise = math.sqrt(2.0 * within / repeats)
+        value = mde(sd_noise, n, MDE_ALPHA, MDE_POWER) if sd_noise > 0 else None
+        out["repeat_noise_only"] = {"sd_diff": _r(sd_noise), "mde": _r(value)}
+    return out
+
+
+def _harmonic(values: Sequence[int]) -> float:
+    positive = [v for v in values if v > 0]
+    return len(positive) / math.fsum(1.0 / v for v in positive) if positive else 0.0
+
+
+def mde_report(tallies: Sequence[ScenarioTally]) -> dict[str, Any]:
+    """MDE at 80% power (two-sided alpha .05) for a paired comparison at this n.
+
+    One run has no per-scenario differences, so the SD of differences is estimated:
+
+    * ``mde`` (headline, conservative): sd_diff = sqrt(2) * SD of per-scenario means, i.e. the
+      two runs' per-scenario means treated as uncorrelated. Pairing only lowers the SD when the
+      correlation is positive, so this bounds the true SD from above in the usual case.
+    * ``repeat_noise_only`` (optimistic): sd_diff = sqrt(2 * within / r), the repeat-to-repeat
+      noise alone (within-scenario variance, r = harmonic mean of iterations); it assumes the
+      change moves every scenario by the same amount.
+
+    ``compare`` reports the MDE from the observed SD of differences instead.
+    """
+    measured = [t for t in tallies if t.n]
+    scored = [t for t in tallies if t.scores]
+    outcomes, o_ids, scores, s_ids = _flat(measured)
+    rate_within = _within(outcomes, o_ids)
+    score_within = _within(scores, s_ids)
+    return {
+        "alpha": MDE_ALPHA,
+        "power": MDE_POWER,
+        "judged_pass_rate": _mde_for(
+            [t.rate or 0.0 for t in measured], rate_within, _harmonic([t.n for t in measured])
+        ),
+        "avg_score": _mde_for(
+            [t.score_mean or 0.0 for t in scored],
+            score_within,
+            _harmonic([len(t.scores) for t in scored]),
+        ),
+    }
+
+
+def _within(values: Sequence[float], clusters: Sequence[str]) -> float | None:
+    n_clusters = len(set(clusters))
+    if n_clusters < 2 or len(values) <= n_clusters:
+        return None
+    return variance_components(values, clusters)[1]
+
+
+def noise_report(
+    card: Scorecard, conf: float = 0.95, tau: float = 0.2, resamples: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """Every headline number of one scorecard with its uncertainty (``reports/noise.json``)."""
+    tallies = tally(card)
+    by_category: dict[str, list[ScenarioTally]] = {}
+    for t in tallies.values():
+        by_category.setdefault(t.category, []).append(t)
+    notes = []
+    if int(card.config.get("iterations") or 1) < 2:
+        notes.append(
+            "1 iteration: within-scenario noise is not measured; intervals reflect "
+            "between-scenario spread only and stability classes stay 'uncertain'"
+        )
+    return {
+        "schema": SCHEMA,
+        # Lets the report tell a current noise.json from one left over from another scorecard.
+        "scorecard_digest": digest_of(card),
+        "conf": conf,
+        "stability_tau": tau,
+        "iterations": card.config.get("iterations"),
+        "seeds": card.config.get("seeds"),
+        "overall": group_stats(list(tallies.values()), conf, resamples, seed),
+        "categories": {
+            name: group_stats(rows, conf, resamples, seed)
+            for name, rows in sorted(by_category.items())
+        },
+        "mde": mde_report(list(tallies.values())),
+        "scenarios": {t.id: scenario_stats(t, conf, tau) for t in tallies.values()},
+        "notes": notes,
+    }
+
+
+# ----------------------------------------------------------------------------- noise floor
+
+
+def _spread(values: Sequence[float | None]) -> dict[str, Any]:
+    seen = [v for v in values if v is not None]
+    if not seen:
+        return {
+            "values": list(values),
+            "mean": None,
+            "sd": None,
+            "min": None,
+            "max": None,
+            "spread": None,
+        }
+    return {
+        "values": [_r(v) for v in values],
+        "mean": _r(math.fsum(seen) / len(seen)),
+        "sd": _r(_sd(seen)),
+        "min": _r(min(seen)),
+        "max": _r(max(seen)),
+        "spread": _r(max(seen) - min(seen)),
+    }
+
+
+def _flip_rate(k: int, n: int) -> float | None:
+    """P(two repeats of the unchanged configuration disagree) = 2 p (1 - p), unbiased form."""
+    return 2.0 * k * (n - k) / (n * (n - 1)) if n >= 2 else None
+
+
+def _floor_scenario(rows: Sequence[ScenarioTally | None]) -> dict[str, Any]:
+    present = [t for t in rows if t is not None]
+    k = sum(t.k for t in present)
+    n = sum(t.n for t in present)
+    scores = [s for t in present for s in t.scores]
+    rates = [None if t is None else t.rate for t in rows]
+    spread = _spread(rates)
+    return {
+        "category": present[0].category,
+        "digest": present[0].digest,
+        "k": k,
+        "n": n,
+        "pass_rates": spread["values"],
+        "pass_rate_spread": spread.get("spread"),
+        "flipped": 0 < k < n,
+        "flip_rate": _r(_flip_rate(k, n)),
+        "score_mean": _r(math.fsum(scores) / len(scores)) if scores else None,
+        "score_sd": _r(_sd(scores)),
+    }
+
+
+def _metric(card: Scorecard, name: str, category: str | None = None) -> float | None:
+    source = card.summary if category is None else card.summary.by_category.get(category)
+    value = None if source is None else getattr(source, name)
+    return None if value is None else float(value)
+
+
+def noise_floor(cards: Sequence[Scorecard]) -> dict[str, Any]:
+    """Run-to-run noise of R scorecards of one configuration (``noise_floor.json``)."""
+    if len(cards) < 2:
+        raise ValueError(f"a noise floor needs at least 2 runs, got {len(cards)}")
+    tallies = [tally(card) for card in cards]
+    ids = list(dict.fromkeys(i for t in tallies for i in t))
+    scenarios = {i: _floor_scenario([t.get(i) for t in tallies]) for i in ids}
+    categories = sorted({c for card in cards for c in card.summary.by_category})
+    metrics = ("judged_pass_rate", "avg_score")
+    first = cards[0].config
+    return {
+        "schema": FLOOR_SCHEMA,
+        "runs": len(cards),
+        "iterations": first.get("iterations"),
+        "seeds": [card.config.get("seeds") for card in cards],
+        "config": {key: first.get(key) for key in ("target", "simulator", "judge")}
+        | {"corpus_digest": first.get("corpus_digest")},
+        "run_metrics": {m: _spread([_metric(c, m) for c in cards]) for m in metrics},
+        "category_metrics": {
+            cat: {m: _spread([_metric(c, m, cat) for c in cards]) for m in metrics}
+            for cat in categories
+        },
+        "scenarios_flipping": sum(s["flipped"] for s in scenarios.values()),
+        "scenarios": scenarios,
+    }
+
+
+def measure_noise(
+    params: dict[str, Any], runs: int, out_dir: Path, root: Path, progress: bool = False
+) -> dict[str, Any]:
+    """Run one configuration ``runs`` times with suite seeds seed, seed+1, ...; write the floor.
+
+    Iteration seeds are suite.seed * 1000 + iteration, so consecutive suite seeds give disjoint
+    iteration seeds (for fewer than 1000 iterations) and the engine's per-iteration transcript
+    cache never reuses an answer across runs. Each run lives in ``out_dir/run-<r>/``.
+    """
+    from agenteval.fileio import write_json
+    from agenteval.pipeline import Layout, step_infer, step_judge, step_score, step_suite
+
+    if runs < 2:
+        raise ValueError(f"--runs must be at least 2 to measure run-to-run noise, got {runs}")
+    base_seed = int(params["suite"].get("seed", 0))
+    cards = []
+    for r in range(runs):
+        run_params = copy.deepcopy(params)
+        run_params["suite"]["seed"] = base_seed + r
+        run_dir = out_dir / f"run-{r + 1}"
+        write_json(run_dir / "params.json", run_params)
+        layout = Layout.run_dir(root, run_dir)
+        step_suite(run_params, layout)
+        step_infer(run_params, layout, progress)
+        step_judge(run_params, layout, progress)
+        cards.append(step_score(run_params, layout))
+    floor = noise_floor(cards)
+    write_json(out_dir / "noise_floor.json", floor)
+    return floor
