@@ -192,6 +192,26 @@ def fetch(
         typer.echo(f"missing: {item}", err=True)
 
 
+@app.command("serve-mcp")
+def serve_mcp(
+    transport: Annotated[str, typer.Option(help="stdio | http")] = "stdio",
+    port: Annotated[int, typer.Option(help="Port for --transport http.")] = 8765,
+    host: Annotated[str, typer.Option(help="Address for --transport http.")] = "127.0.0.1",
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
+    ] = None,
+    params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
+) -> None:
+    """Expose the configured target as an MCP server with the Agent UI tool set."""
+    from agenteval.serve_mcp import TRANSPORTS, serve
+
+    if transport not in TRANSPORTS:
+        _fail([f"--transport must be one of {', '.join(TRANSPORTS)}"])
+    params = _load_params(params_file, list(set_ or []))
+    # On stdio, stdout carries the protocol: nothing else may be printed there.
+    serve(params, Path.cwd().resolve(), transport=transport, host=host, port=port)  # type: ignore[arg-type]
+
+
 @corpus_app.command("pin")
 def corpus_pin(
     manifest: Annotated[Path, typer.Option()] = Path("eval/corpus/manifest.json"),

@@ -101,6 +101,8 @@ def install_scrubber(params: dict[str, Any]) -> None:
         for role in ("target", "simulator", "judge")
         if params.get(role, {}).get("api_key_env")
     ]
+    # Variables handed to an MCP agent's process may hold keys too.
+    names += [str(n) for n in params.get("target", {}).get("env") or []]
     fileio.install_scrubber(Scrubber.from_environment(names))
 
 

@@ -53,6 +53,8 @@ class Target(Protocol):
 # kind -> "module:factory"; adding a target is adding a module and a line here.
 REGISTRY = {
     "builtin": "agenteval.targets.builtin:BuiltinTarget",
+    "chat": "agenteval.targets.chat:ChatTarget",
+    "mcp": "agenteval.targets.mcp:MCPTarget",
 }
 
 
