@@ -209,7 +209,7 @@ def serve_mcp(
         _fail([f"--transport must be one of {', '.join(TRANSPORTS)}"])
     params = _load_params(params_file, list(set_ or []))
     # On stdio, stdout carries the protocol: nothing else may be printed there.
-    serve(params, Path.cwd().resolve(), transport=transport, host=host, port=port)  # type: ignore[arg-type]
+    serve(params, Path.cwd().resolve(), transport=transport, host=host, port=port)
 
 
 @corpus_app.command("pin")
