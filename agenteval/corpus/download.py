@@ -3,6 +3,13 @@
 This module only moves bytes. Whether they are the right bytes is decided by the caller, which
 hashes the finished file; the size is enforced here too so a wrong file is stopped early
 instead of filling the disk.
+
+Two retry budgets. A busy or flaky server (429, 5xx, timeouts, a connection dropped mid-body)
+gets the full `retries` with exponential backoff, because waiting is what helps. A failure to
+connect at all (DNS resolution failure, network unreachable, connection refused) almost always
+means the machine is offline or the host is gone, and waiting does not change that; it gets at
+most `connect_retries` quick retries so an offline run learns so in well under a second per
+file instead of sleeping through the whole backoff schedule.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from agenteval.corpus.errors import DownloadError, IntegrityError
+from agenteval.corpus.errors import DownloadError, IntegrityError, NetworkError
 
 ByteCallback = Callable[[int], None]
 
@@ -36,6 +43,9 @@ class RetryPolicy:
     max_delay: float = 30.0
     # A Retry-After longer than this fails the file instead of stalling the run for hours.
     max_retry_after: float = 600.0
+    # httpx.ConnectError (DNS, unreachable, refused): few and short retries, see module doc.
+    connect_retries: int = 2
+    connect_delay: float = 0.25
     sleep: Callable[[float], None] = time.sleep
     seed: int | None = None
 
@@ -44,6 +54,10 @@ class RetryPolicy:
         the other workers retrying against the same server."""
         ceiling = min(self.max_delay, self.base_delay * 2.0 ** max(0, attempt - 1))
         return ceiling / 2 + rng.uniform(0, ceiling / 2)
+
+    def connect_backoff(self, failures: int, rng: random.Random) -> float:
+        """Delay after the n-th failed connect: the normal backoff, capped at `connect_delay`."""
+        return min(self.connect_delay, self.backoff(failures, rng))
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
@@ -75,9 +89,10 @@ class DownloadResult:
 
 
 class _Retry(Exception):
-    def __init__(self, reason: str, delay: float | None = None) -> None:
+    def __init__(self, reason: str, delay: float | None = None, connect: bool = False) -> None:
         super().__init__(reason)
         self.reason, self.delay = reason, delay
+        self.connect = connect  # no connection was made at all: the short budget applies
 
 
 def _content_range(header: str | None) -> tuple[int, int | None] | None:
@@ -119,7 +134,9 @@ class _Stream:
                 append = self._check_status(response, offset)
                 self._write(response, offset if append else 0, append)
                 return append and offset > 0
-        except httpx.TransportError as exc:  # refused, reset, timed out, closed mid-body
+        except httpx.ConnectError as exc:  # DNS failure, unreachable, refused
+            raise _Retry(f"{type(exc).__name__}: {exc}", connect=True) from exc
+        except httpx.TransportError as exc:  # timed out, reset, closed mid-body
             raise _Retry(f"{type(exc).__name__}: {exc}") from exc
 
     def _check_status(self, response: httpx.Response, offset: int) -> bool:
@@ -187,11 +204,13 @@ def download(
 ) -> DownloadResult:
     """Fill `part` with exactly `size` bytes from `url`, resuming whatever `part` holds.
 
-    Retries connection errors, timeouts, 408/425/429 and most 5xx; other statuses and size
-    mismatches fail at once. Raises DownloadError or IntegrityError.
+    Retries timeouts, dropped connections, 408/425/429 and most 5xx with full backoff, and
+    failures to connect a couple of times only; other statuses and size mismatches fail at
+    once. Raises NetworkError when the retries run out, DownloadError for a permanent HTTP
+    status, IntegrityError for a wrong size.
     """
     rng = random.Random(policy.seed)
-    attempts = received = 0
+    attempts = received = connect_failures = 0
     resumed = False
     while True:
         offset = _start_offset(part, size)
@@ -204,17 +223,31 @@ def download(
             return DownloadResult(attempts, resumed, received + stream.received)
         except _Retry as exc:
             received += stream.received
-            _wait(exc, attempts, policy, rng, f"{label}: {url}")
+            connect_failures += exc.connect
+            _wait(exc, attempts, connect_failures, policy, rng, f"{label}: {url}")
 
 
-def _wait(exc: _Retry, attempts: int, policy: RetryPolicy, rng: random.Random, what: str) -> None:
-    if attempts > policy.retries:
-        raise DownloadError(f"{what}: gave up after {attempts} attempts, last: {exc.reason}")
+def _wait(
+    exc: _Retry,
+    attempts: int,
+    connect_failures: int,
+    policy: RetryPolicy,
+    rng: random.Random,
+    what: str,
+) -> None:
+    give_up = attempts > policy.retries
+    if exc.connect:
+        give_up = give_up or connect_failures > min(policy.retries, policy.connect_retries)
+    if give_up:
+        raise NetworkError(f"{what}: gave up after {attempts} attempts, last: {exc.reason}")
+    if exc.connect:
+        policy.sleep(policy.connect_backoff(connect_failures, rng))
+        return
     if exc.delay is None:
         policy.sleep(policy.backoff(attempts, rng))
         return
     if exc.delay > policy.max_retry_after:
-        raise DownloadError(
+        raise NetworkError(
             f"{what}: server asked to retry after {exc.delay:.0f}s"
             f" (more than the {policy.max_retry_after:.0f}s limit)"
         )

@@ -1,40 +1,32 @@
 """`agenteval fetch`: bring every pinned corpus file into the cache, verify it, lay it out.
 
 Two phases. First every distinct digest is made present and verified in the content cache
-(downloaded, resumed, copied from a local path, or already there). Only if all of them succeed
-is anything written under `<dest>/<source>/<path>`, so a failed run leaves the destination as
-it was. Concurrency uses threads: the work is blocking I/O plus hashing (which releases the
-GIL), httpx's sync client is thread-safe with one shared connection pool, and the CLI is
+(downloaded, resumed, copied from a local path or mirror, or already there). Only if all of
+them succeed is anything written under `<dest>/<source>/<path>`, so a failed run leaves the
+destination as it was. With `allow_missing`, files that only the network kept from us are set
+aside in `FetchReport.missing` and everything else is laid out: an offline machine or an
+outage upstream must not stop a pipeline that can run on what is there.
+
+Concurrency uses threads: the work is blocking I/O plus hashing (which releases the GIL),
+httpx's sync client is thread-safe with one shared connection pool, and the CLI is
 synchronous, so an event loop would add machinery without making anything faster.
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import httpx
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from agenteval import __version__
 from agenteval.corpus.cache import (
     ContentCache,
-    Placement,
     copy_file,
     default_cache_dir,
     materialise,
@@ -45,9 +37,12 @@ from agenteval.corpus.errors import (
     FetchError,
     IntegrityError,
     MultipleFetchErrors,
+    NetworkError,
     OfflineError,
     SourcesInvalid,
 )
+from agenteval.corpus.progress import ProgressBar
+from agenteval.corpus.report import Action, FetchReport, FileResult, MissingFile
 from agenteval.schema.sources import (
     FilePin,
     SourcesError,
@@ -57,64 +52,17 @@ from agenteval.schema.sources import (
     url_kind,
 )
 
-Action = Literal["cached", "downloaded", "resumed", "copied"]
+__all__ = [
+    "DEFAULT_DEST",
+    "FetchReport",
+    "FileResult",
+    "MissingFile",
+    "corpus_files_digest",
+    "fetch_sources",
+]
+
 DEFAULT_DEST = Path("data/corpora")
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class FileResult:
-    source: str
-    path: str  # relative to <dest>/<source>
-    sha256: str
-    bytes: int
-    action: Action  # how the bytes reached the cache in this run
-    attempts: int  # requests made for them (0 when cached)
-    transferred: int  # bytes received or copied in this run (shared digests count once)
-    placed: Placement  # how the destination file was produced
-    replaced: bool  # a stale or wrong destination file was overwritten
-    destination: Path
-
-
-@dataclass(frozen=True)
-class FetchReport:
-    files: tuple[FileResult, ...]
-    dest: Path
-    cache_dir: Path
-
-    @property
-    def total_files(self) -> int:
-        return len(self.files)
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(f.bytes for f in self.files)
-
-    @property
-    def transferred_bytes(self) -> int:
-        return sum(f.transferred for f in self.files)
-
-    def counts(self) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for item in self.files:
-            found[item.action] = found.get(item.action, 0) + 1
-        return found
-
-    def summary(self) -> str:
-        """One line for the CLI, e.g. `5 files, 98,964 bytes in data/corpora: 5 cached`."""
-        parts = ", ".join(f"{n} {action}" for action, n in sorted(self.counts().items()))
-        return f"{self.total_files} files, {self.total_bytes:,} bytes in {self.dest}: {parts}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "dest": str(self.dest),
-            "cache_dir": str(self.cache_dir),
-            "total_files": self.total_files,
-            "total_bytes": self.total_bytes,
-            "transferred_bytes": self.transferred_bytes,
-            "counts": self.counts(),
-            "files": [{**vars(f), "destination": str(f.destination)} for f in self.files],
-        }
 
 
 def corpus_files_digest(sources: SourcesFile | Path) -> str:
@@ -128,18 +76,41 @@ def corpus_files_digest(sources: SourcesFile | Path) -> str:
     return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """One place the bytes of a blob may come from."""
+
+    location: str
+    local: bool  # file:// or a path: no socket needed, usable offline
+    mirror: bool  # from `mirrors`: wrong bytes there are not final, see _try_candidates
+
+    @property
+    def rank(self) -> int:
+        """Local mirrors (cheap, no network), then pinned URLs, then remote mirrors."""
+        return 1 if not self.mirror else 0 if self.local else 2
+
+
 @dataclass
 class _Blob:
-    """One distinct digest; several pins may share it, and their URLs act as mirrors."""
+    """One distinct digest; several pins may share it, and all their locations serve it."""
 
     sha256: str
     size: int
-    urls: list[str] = field(default_factory=list)
+    candidates: list[_Candidate] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
         return self.labels[0]
+
+    def add(self, location: str, mirror: bool) -> None:
+        known = {c.location: c for c in self.candidates}
+        if location in known and (mirror or not known[location].mirror):
+            return
+        if location in known:  # also some pin's url: the stricter url role wins
+            self.candidates.remove(known[location])
+        self.candidates.append(_Candidate(location, url_kind(location) != "http", mirror))
+        self.candidates.sort(key=lambda c: c.rank)  # stable: file order within a rank
 
 
 @dataclass(frozen=True)
@@ -152,48 +123,8 @@ class _Obtained:
 class _NotCached(Exception):
     """Offline and no local copy to take the file from."""
 
-
-class _Bar:
-    """rich progress (bytes, with files in the label) on an interactive stderr, else nothing."""
-
-    def __init__(self, enabled: bool, files: int, total_bytes: int) -> None:
-        self._files, self._done = files, 0
-        self._lock = threading.Lock()
-        self._progress: Progress | None = None
-        self._task = TaskID(0)
-        console = Console(stderr=True)
-        if enabled and console.is_terminal:
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                console=console,
-            )
-            self._task = self._progress.add_task(self._label(), total=total_bytes)
-
-    def _label(self) -> str:
-        return f"corpora {self._done}/{self._files} files"
-
-    def __enter__(self) -> _Bar:
-        if self._progress is not None:
-            self._progress.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-
-    def advance(self, n: int) -> None:
-        if self._progress is not None:
-            self._progress.advance(self._task, n)
-
-    def files_done(self, n: int) -> None:
-        with self._lock:
-            self._done += n
-            if self._progress is not None:
-                self._progress.update(self._task, description=self._label())
+    def __str__(self) -> str:
+        return "offline: not in the cache and no local copy or mirror present"
 
 
 @dataclass
@@ -203,7 +134,8 @@ class _Context:
     policy: RetryPolicy
     offline: bool
     base_dir: Path
-    bar: _Bar
+    bar: ProgressBar
+    allow_missing: bool = False
 
 
 def _as_sources(sources: SourcesFile | Path) -> SourcesFile:
@@ -222,22 +154,28 @@ def _group_blobs(pins: list[tuple[str, str, FilePin]]) -> dict[str, _Blob]:
     for name, rel, pin in pins:
         blob = blobs.setdefault(pin.sha256, _Blob(pin.sha256, pin.size))
         blob.labels.append(f"{name}/{rel}")
-        if pin.url not in blob.urls:
-            blob.urls.append(pin.url)
+        blob.add(pin.url, mirror=False)
+        for mirror in pin.mirrors:
+            blob.add(mirror, mirror=True)
     return blobs
 
 
-def _copy_local(url: str, blob: _Blob, ctx: _Context) -> _Obtained:
-    src = local_path(url, ctx.base_dir)
-    if not src.is_file():
-        raise DownloadError(f"{blob.label}: local source not found: {src}")
+def _copy_local(src: Path, blob: _Blob, ctx: _Context, where: str) -> _Obtained:
     tmp = ctx.cache.temp(blob.sha256)
+    copied = 0
+
+    def counted(n: int) -> None:
+        nonlocal copied
+        copied += n
+        ctx.bar.advance(n)
+
     try:
-        copied = copy_file(src, tmp, ctx.bar.advance)
+        copy_file(src, tmp, counted)
+        ctx.cache.install(tmp, blob.sha256, blob.size, blob.label, where)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        ctx.bar.advance(-copied)  # the next candidate starts the bar for this file afresh
         raise
-    ctx.cache.install(tmp, blob.sha256, blob.size, blob.label, f"copied from {src}")
     return _Obtained("copied", 1, copied)
 
 
@@ -272,8 +210,8 @@ def _obtain(blob: _Blob, ctx: _Context) -> _Obtained:
     if ctx.cache.lookup(blob.sha256, blob.size, blob.label):
         ctx.bar.advance(blob.size)
         return _Obtained("cached", 0, 0)
-    urls = [u for u in blob.urls if not (ctx.offline and url_kind(u) == "http")]
-    if not urls:
+    candidates = [c for c in blob.candidates if c.local or not ctx.offline]
+    if not candidates:
         raise _NotCached
     ctx.cache.entry(blob.sha256).parent.mkdir(parents=True, exist_ok=True)
     with ctx.cache.lock(blob.sha256):
@@ -281,17 +219,67 @@ def _obtain(blob: _Blob, ctx: _Context) -> _Obtained:
         if ctx.cache.lookup(blob.sha256, blob.size, blob.label):
             ctx.bar.advance(blob.size)
             return _Obtained("cached", 0, 0)
-        failures: list[DownloadError] = []
-        for url in urls:
-            try:
-                if url_kind(url) == "http":
-                    return _download(url, blob, ctx)
-                return _copy_local(url, blob, ctx)
-            except DownloadError as exc:  # try the next mirror; integrity errors stop here
+        return _try_candidates(blob, candidates, ctx)
+
+
+def _try_one(candidate: _Candidate, blob: _Blob, ctx: _Context) -> _Obtained | None:
+    """The bytes from one location; None for a local mirror this machine does not have."""
+    if not candidate.local:
+        return _download(candidate.location, blob, ctx)
+    src = local_path(candidate.location, ctx.base_dir)
+    if candidate.mirror:
+        if not src.is_file():
+            return None
+        try:
+            return _copy_local(src, blob, ctx, f"copied from mirror {src}")
+        except OSError as exc:  # unreadable mirror: the url may still be fine
+            raise DownloadError(f"{blob.label}: cannot read mirror {src}: {exc}") from exc
+    if not src.is_file():
+        raise DownloadError(f"{blob.label}: local source not found: {src}")
+    return _copy_local(src, blob, ctx, f"copied from {src}")
+
+
+def _try_candidates(blob: _Blob, candidates: list[_Candidate], ctx: _Context) -> _Obtained:
+    """The first location that yields the pinned bytes wins.
+
+    Wrong bytes from a pinned `url` stop here: upstream changed, and a person has to look.
+    Wrong bytes from a mirror only mean that copy is stale (a distribution updated its
+    licence file, say); the next location is tried, and the mismatch is reported only if no
+    location delivers, so a stale mirror never hides a good url.
+    """
+    failures: list[FetchError] = []
+    for candidate in candidates:
+        try:
+            got = _try_one(candidate, blob, ctx)
+        except IntegrityError as exc:
+            if candidate.mirror:
                 failures.append(exc)
-        if len(failures) == 1:
-            raise failures[0]
-        raise DownloadError(f"{blob.label}: every URL failed: " + "; ".join(map(str, failures)))
+            elif failures:  # say what the mirrors tried before it answered
+                raise exc.with_also([str(f) for f in failures]) from exc
+            else:
+                raise
+        except DownloadError as exc:  # not reachable or not there: try the next location
+            failures.append(exc)
+        else:
+            if got is not None:
+                return got
+    raise _combined(blob, failures)
+
+
+def _combined(blob: _Blob, failures: list[FetchError]) -> Exception:
+    """One error for a blob no location could deliver; a mismatch outranks the rest."""
+    if not failures:  # offline, and every local mirror absent
+        return _NotCached()
+    mismatch = next((f for f in failures if isinstance(f, IntegrityError)), None)
+    others = [str(f) for f in failures if f is not mismatch]
+    if mismatch is not None:
+        return mismatch.with_also(others)
+    if len(failures) == 1:
+        return failures[0]
+    # Any network failure means the file may well arrive once the network is back.
+    networked = any(isinstance(f, NetworkError) for f in failures)
+    kind = NetworkError if networked else DownloadError
+    return kind(f"{blob.label}: every location failed: " + "; ".join(others))
 
 
 def _guard_os_errors(label: str, work: Callable[[], T]) -> T:
@@ -330,24 +318,32 @@ def _raise_collected(errors: list[BaseException], missing: list[str], cache_dir:
         raise MultipleFetchErrors(failures)
 
 
-def _obtain_all(blobs: list[_Blob], ctx: _Context, jobs: int) -> dict[str, _Obtained]:
+def _obtain_all(
+    blobs: list[_Blob], ctx: _Context, jobs: int
+) -> tuple[dict[str, _Obtained], dict[str, str]]:
+    """Obtained blobs by digest, and (with allow_missing) why each missing one is not."""
+
     def work(blob: _Blob) -> _Obtained:
         result = _guard_os_errors(blob.label, lambda: _obtain(blob, ctx))
         ctx.bar.files_done(len(blob.labels))
         return result
 
     obtained: dict[str, _Obtained] = {}
+    set_aside: dict[str, str] = {}
     errors: list[BaseException] = []
-    missing: list[str] = []
+    not_cached: list[str] = []
     for blob, outcome in _run_all(blobs, work, jobs):
-        if isinstance(outcome, _NotCached):
-            missing.extend(blob.labels)
-        elif isinstance(outcome, BaseException):
-            errors.append(outcome)
-        else:
+        if isinstance(outcome, _Obtained):
             obtained[blob.sha256] = outcome
-    _raise_collected(sorted(errors, key=str), missing, ctx.cache.root)
-    return obtained
+        elif ctx.allow_missing and isinstance(outcome, _NotCached | NetworkError):
+            # MissingFile prints its own label; the error's would repeat it.
+            set_aside[blob.sha256] = str(outcome).removeprefix(f"{blob.label}: ")
+        elif isinstance(outcome, _NotCached):
+            not_cached.extend(blob.labels)
+        else:
+            errors.append(outcome)
+    _raise_collected(sorted(errors, key=str), not_cached, ctx.cache.root)
+    return obtained, set_aside
 
 
 def _materialise_all(
@@ -422,12 +418,20 @@ def fetch_sources(
     retry_policy: RetryPolicy | None = None,
     link: bool = True,
     client: httpx.Client | None = None,
+    allow_missing: bool = False,
 ) -> FetchReport:
     """Fetch, verify and lay out every pinned file; raises a FetchError subclass on failure.
 
-    `retries` overrides `retry_policy.retries`; the policy carries the backoff timings.
-    `link` hardlinks destination files to the cache when possible (copies otherwise).
-    Offline, http(s) pins must already be cached; file:// and local paths are still copied.
+    Each file comes from the cache if present, else from its local mirrors, its url, then
+    its remote mirrors: the first that has the pinned bytes. `retries` overrides
+    `retry_policy.retries`; the policy carries the backoff timings. `link` hardlinks
+    destination files to the cache when possible (copies otherwise). Offline, http(s)
+    locations are skipped: files must be cached or have a local url or mirror.
+
+    `allow_missing` lists files kept away by the network (unreachable host, DNS failure,
+    timeouts, 429/5xx, or offline and not cached) in `FetchReport.missing` and lays out the
+    rest. Wrong bytes anywhere still raise, and so does a file whose only failure is a
+    permanent answer such as HTTP 404 (see NetworkError).
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
@@ -437,8 +441,17 @@ def fetch_sources(
     pins = list(sf.pins())
     blobs = _group_blobs(pins)
     total = sum(blob.size for blob in blobs.values())
-    with _Bar(progress, len(pins), total) as bar, _client(client, offline, jobs, timeout) as http:
-        ctx = _Context(cache, http, policy, offline, sf.base_dir, bar)
-        obtained = _obtain_all(list(blobs.values()), ctx, jobs)
-    results = _materialise_all(pins, obtained, cache, dest, link, jobs)
-    return FetchReport(tuple(results), dest, cache.root)
+    with (
+        ProgressBar(progress, len(pins), total) as bar,
+        _client(client, offline, jobs, timeout) as http,
+    ):
+        ctx = _Context(cache, http, policy, offline, sf.base_dir, bar, allow_missing)
+        obtained, set_aside = _obtain_all(list(blobs.values()), ctx, jobs)
+    present = [item for item in pins if item[2].sha256 in obtained]
+    results = _materialise_all(present, obtained, cache, dest, link, jobs)
+    missing = [
+        MissingFile(name, rel, pin.sha256, pin.size, set_aside[pin.sha256])
+        for name, rel, pin in pins
+        if pin.sha256 in set_aside
+    ]
+    return FetchReport(tuple(results), dest, cache.root, tuple(missing))

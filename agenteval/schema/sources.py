@@ -2,7 +2,9 @@
 
 Nothing downloaded is committed; this file is the only record of what a corpus is. A pin is
 trusted only through its digest, so the URL may be https, http, file:// or a plain path (relative
-paths are read from the directory holding the sources file).
+paths are read from the directory holding the sources file). `mirrors` lists other places
+holding the same bytes, e.g. a distribution's copy of a licence text; they take the same kinds
+of location, and a local mirror that does not exist on this machine is simply not used.
 """
 
 from __future__ import annotations
@@ -124,14 +126,30 @@ RelPath = Annotated[str, AfterValidator(check_relative_path)]
 SourceName = Annotated[str, AfterValidator(_check_source_name)]
 
 
+Location = Annotated[StrictStr, AfterValidator(_check_url)]
+
+
 class FilePin(BaseModel):
-    """One file: where to get it and the exact bytes it must have."""
+    """One file: where to get it and the exact bytes it must have.
+
+    The fetcher tries, in order: its cache, local `mirrors` (file:// URLs and paths), `url`,
+    then remote `mirrors`. A mirror is trusted no more than `url`: its bytes are checked
+    against the same digest, and a stale mirror never hides a good `url` (the mismatch is
+    reported only if no location yields the pinned bytes).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    url: Annotated[StrictStr, AfterValidator(_check_url)]
+    url: Location
     sha256: Annotated[StrictStr, AfterValidator(_check_sha256)]
     size: StrictInt = Field(alias="bytes", description="Exact size in bytes.")
+    mirrors: list[Location] = Field(
+        default_factory=list, description="Other locations of the same bytes."
+    )
+
+    def locations(self) -> list[str]:
+        """url first, then mirrors: every place this pin names."""
+        return [self.url, *self.mirrors]
 
     @field_validator("size")
     @classmethod
@@ -270,19 +288,44 @@ def _pin_consistency(sf: SourcesFile, located: Located) -> list[Problem]:
     return problems
 
 
+def _pin_locations(name: str, rel: str, pin: FilePin) -> Iterator[tuple[Loc, str]]:
+    """Each location a pin names with its place in the file: url, then mirrors.<n>."""
+    yield _pin_loc(name, rel, "url"), pin.url
+    for index, mirror in enumerate(pin.mirrors):
+        yield (*_pin_loc(name, rel, "mirrors"), index), mirror
+
+
 def _local_problems(sf: SourcesFile, located: Located) -> list[Problem]:
+    """Unreadable file:// URLs are errors anywhere; a missing local `url` is a warning. A
+    missing local mirror says nothing: mirrors exist on some machines only (that is the
+    point of having them), so the same file must validate cleanly everywhere."""
     problems = []
     for name, rel, pin in sf.pins():
-        if url_kind(pin.url) == "http":
-            continue
-        try:
-            path = local_path(pin.url, sf.base_dir)
-        except ValueError as exc:
-            problems.append(_at(located, _pin_loc(name, rel, "url"), str(exc)))
-            continue
-        if not path.is_file():
-            msg = f"local source {str(path)!r} does not exist (yet)"
-            problems.append(_at(located, _pin_loc(name, rel, "url"), msg, warning=True))
+        for loc, location in _pin_locations(name, rel, pin):
+            if url_kind(location) == "http":
+                continue
+            try:
+                path = local_path(location, sf.base_dir)
+            except ValueError as exc:
+                problems.append(_at(located, loc, str(exc)))
+                continue
+            if loc[-1] == "url" and not path.is_file():
+                msg = f"local source {str(path)!r} does not exist (yet)"
+                problems.append(_at(located, loc, msg, warning=True))
+    return problems
+
+
+def _mirror_problems(sf: SourcesFile, located: Located) -> list[Problem]:
+    """A mirror repeating the url or another mirror is harmless but surely a slip."""
+    problems = []
+    for name, rel, pin in sf.pins():
+        seen = {pin.url}
+        for index, mirror in enumerate(pin.mirrors):
+            if mirror in seen:
+                loc = (*_pin_loc(name, rel, "mirrors"), index)
+                msg = f"{mirror!r} is listed twice (as url or mirror)"
+                problems.append(_at(located, loc, msg, warning=True))
+            seen.add(mirror)
     return problems
 
 
@@ -306,6 +349,7 @@ def _parse(path: Path, display: str | None = None) -> tuple[SourcesFile | None, 
     problems += _layout_problems(sf, located)
     problems += _pin_consistency(sf, located)
     problems += _local_problems(sf, located)
+    problems += _mirror_problems(sf, located)
     return sf, sorted(problems, key=lambda p: (p.line, p.message))
 
 
