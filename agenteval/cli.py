@@ -8,11 +8,14 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agenteval import __version__
+
+if TYPE_CHECKING:
+    from agenteval.pipeline import Layout
 
 app = typer.Typer(
     help="Reproducible, noise-aware evaluation of LLM agents.",
@@ -98,6 +101,7 @@ def run(
 ) -> None:
     """suite -> infer -> judge -> score -> report, into one run directory."""
     from agenteval.fileio import read_json, write_json
+    from agenteval.judging import JudgingStopped
     from agenteval.pipeline import Layout, run_evaluation
     from agenteval.suite import SuiteError
 
@@ -123,6 +127,9 @@ def run(
     except SuiteError as exc:
         _fail([str(p) for p in exc.problems])
         return
+    except JudgingStopped as exc:
+        _fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
+        return
     except (ValueError, OSError, KeyError) as exc:  # configuration the run cannot start with
         _fail([f"cannot run: {type(exc).__name__}: {exc}"])
         return
@@ -133,6 +140,7 @@ def run(
         f"judged pass rate {s.judged_pass_rate}, avg score {s.avg_score}"
     )
     typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
+    _track(params, layout)
     if result.stop_reason:
         _fail(
             [
@@ -141,6 +149,23 @@ def run(
             ],
             EXIT_STOPPED,
         )
+
+
+def _track(params: dict[str, Any], layout: Layout) -> None:
+    """Log the run to MLflow unless tracking.enabled is false."""
+    if not (params.get("tracking") or {}).get("enabled", True):
+        return
+    from agenteval.track import log_evaluation
+    from agenteval.tracking.store import TrackingError
+
+    try:
+        result = log_evaluation(layout, params)
+    except TrackingError as exc:
+        _fail([f"MLflow logging failed: {exc}"], 1)
+        return
+    if result is not None:
+        verb = "logged" if result.created else "already logged as"
+        typer.echo(f"MLflow: {verb} run {result.run_id} ({result.tracking_uri})")
 
 
 @schema_app.command("export")

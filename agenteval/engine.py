@@ -50,7 +50,7 @@ class BudgetExceeded(Exception):
     """A scenario or the whole run reached its spending limit."""
 
 
-def _is_quota(exc: BaseException) -> bool:
+def is_quota(exc: BaseException) -> bool:
     # Imported lazily: the offline default never loads the LLM clients.
     from agenteval.llm.retry import QuotaExhausted
 
@@ -167,7 +167,7 @@ class Inference:
         return transcript
 
     def _record_crash(self, transcript: Transcript, exc: Exception) -> None:
-        if _is_quota(exc):
+        if is_quota(exc):
             # Out of quota or credit, or a rejected key: nothing later can succeed; stop the
             # run now and let a resume retry this scenario.
             transcript.status, transcript.resumable = Status.INFRA_ERROR, True

@@ -23,7 +23,10 @@ class Judge(Protocol):
     async def judge(self, item: SuiteItem, transcript: Transcript) -> Verdict: ...
 
 
-REGISTRY = {"code": "agenteval.judges.code:CodeJudge"}
+REGISTRY = {
+    "code": "agenteval.judges.code:CodeJudge",
+    "llm": "agenteval.judges.llm:LLMJudge",
+}
 
 
 def make_judge(params: dict[str, Any], root: Path) -> Judge:
@@ -87,3 +90,7 @@ async def run_judging(
 
     jobs = [one(item, i) for item in suite.items for i in range(suite.iterations)]
     return [v for v in await asyncio.gather(*jobs) if v is not None]
+
+
+class JudgingStopped(Exception):
+    """The judge's quota or credentials failed: verdicts written so far are kept (resumable)."""

@@ -36,9 +36,18 @@ DEFAULTS: dict[str, Any] = {
         "pass_threshold": 6.0,
         "min_correctness": 4.0,
     },
-    "run": {"concurrency": 4, "timeout_s": 900},
+    "run": {
+        "concurrency": 4,
+        "timeout_s": 900,
+        "budget_usd_per_scenario": None,
+        "budget_usd_total": None,
+        "cache_dir": ".cache/agenteval/llm",
+        "max_attempts": 5,
+        "request_timeout_s": 60,
+        "prices": {},
+    },
     "stats": {"conf": 0.95, "stability_tau": 0.2, "bootstrap_resamples": 2000},
-    "tracking": {"experiment": "agenteval", "uri": None, "enabled": True},
+    "tracking": {"experiment": "agenteval", "uri": None, "enabled": True, "traces": True},
 }
 
 

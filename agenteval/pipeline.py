@@ -139,7 +139,7 @@ def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -
     suite = load_suite(layout)
     judge = make_judge(params, layout.root)
     total = len(suite.items) * suite.iterations
-    with progress_bar("judge", total, progress) as tick:
+    with progress_bar("judge", total, progress) as tick, _quota_stops_judging():
         verdicts = asyncio.run(
             run_judging(
                 suite,
@@ -181,6 +181,20 @@ def step_report(layout: Layout, pngs: bool = True) -> None:
     from agenteval.report import write_report
 
     write_report(Scorecard.model_validate(read_json(layout.scorecard)), layout.reports, pngs)
+
+
+@contextmanager
+def _quota_stops_judging() -> Iterator[None]:
+    """A judge out of quota stops judging; finished verdicts stay and a rerun resumes."""
+    try:
+        yield
+    except Exception as exc:
+        from agenteval.engine import is_quota
+        from agenteval.judging import JudgingStopped
+
+        if is_quota(exc):
+            raise JudgingStopped(f"judge quota or credential failure: {exc}") from exc
+        raise
 
 
 @dataclass

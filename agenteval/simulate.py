@@ -38,7 +38,10 @@ class ScriptedSimulator:
         return UserMessage(text)
 
 
-REGISTRY = {"scripted": "agenteval.simulate:ScriptedSimulator"}
+REGISTRY = {
+    "scripted": "agenteval.simulate:ScriptedSimulator",
+    "llm": "agenteval.simulate_llm:LLMSimulator",
+}
 
 
 def make_simulator(params: dict[str, Any], root: Path) -> Simulator:

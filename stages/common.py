@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,10 @@ from agenteval.pipeline import Layout
 
 
 def root() -> Path:
-    # DVC runs stages from the repository root (or a temporary copy of it for queued
-    # experiments); DVC_ROOT names it when set.
-    return Path(os.environ.get("DVC_ROOT") or Path.cwd()).resolve()
+    # DVC runs each stage with the working directory at the repository root of the workspace
+    # being reproduced (a temporary copy for `dvc exp run --temp/--queue`). DVC_ROOT names the
+    # *original* workspace in those runs, so it is right for the shared MLflow store only.
+    return Path.cwd().resolve()
 
 
 def params() -> dict[str, Any]:

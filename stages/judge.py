@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 
+from agenteval.judging import JudgingStopped
 from agenteval.pipeline import step_judge
 from stages.common import layout, params, show_progress
 
 
 def main() -> int:
-    count = step_judge(params(), layout(), progress=show_progress())
+    try:
+        count = step_judge(params(), layout(), progress=show_progress())
+    except JudgingStopped as exc:
+        print(f"judge: {exc}; verdicts so far are kept: resume with `dvc repro`", file=sys.stderr)
+        return 3
     print(f"judge: {count} verdict(s)")
     return 0
 

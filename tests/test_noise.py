@@ -151,7 +151,7 @@ def test_stats_stage_and_summary_show_half_widths(
     card = make_card({"a": "PPF", "b": "PFF", "c": "PPP"}, categories={"c": "other"})
     write_json(tmp_path / "reports" / "scorecard.json", card)
     (tmp_path / "params.yaml").write_text("stats:\n  bootstrap_resamples: 100\n", encoding="utf-8")
-    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     assert stage.main() == 0
     noise = read_json(tmp_path / "reports" / "noise.json")
     assert noise["overall"]["judged_pass_rate"]["bootstrap"]["resamples"] == 100

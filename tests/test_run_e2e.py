@@ -16,8 +16,12 @@ from agenteval.scoring import ScoringRules, capped, summarize, turn_score
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def agenteval(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONUTF8="1")
+def agenteval(
+    *args: str, cwd: Path = ROOT, track: bool = False, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONUTF8="1", **(env_extra or {}))
+    if args[:1] == ("run",) and "--resume" not in args and not track:
+        args = (*args, "--set", "tracking.enabled=false")  # MLflow has its own tests
     return subprocess.run(
         [sys.executable, "-m", "agenteval", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False,
@@ -27,7 +31,7 @@ def agenteval(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run")
-    done = agenteval("run", "--out", str(out), "--no-progress", "--set", "tracking.enabled=false")
+    done = agenteval("run", "--out", str(out), "--no-progress")
     assert done.returncode == 0, done.stderr
     return out
 
@@ -124,3 +128,18 @@ def test_bad_configuration_exits_2_without_traceback(
 def test_version_and_help() -> None:
     assert agenteval("--version").stdout.startswith("agenteval ")
     assert "validate" in agenteval("--help").stdout
+
+
+def test_run_logs_to_mlflow(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    done = agenteval(
+        "run", "--out", str(tmp_path / "t"), "--no-progress", "--scenario", "honest_about_limits",
+        track=True, env_extra={"MLFLOW_TRACKING_URI": f"sqlite:///{store}"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "MLflow: logged run" in done.stdout and store.is_file()
+    again = agenteval(
+        "run", "--resume", str(tmp_path / "t"), "--no-progress",
+        env_extra={"MLFLOW_TRACKING_URI": f"sqlite:///{store}"},
+    )  # fmt: skip
+    assert "already logged as" in again.stdout, again.stdout + again.stderr

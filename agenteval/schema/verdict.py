@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agenteval.schema.transcript import Participant
+from agenteval.schema.transcript import Participant, Usage
 
 
 class TurnVerdict(BaseModel):
@@ -22,6 +22,21 @@ class TurnVerdict(BaseModel):
     simulator_fault: str | None = None
 
 
+class Disagreement(BaseModel):
+    """Two judges far apart on a dimension both scored, kept for calibration review."""
+
+    turn: int
+    dimension: str
+    llm_score: float
+    code_score: float
+    rule: str = Field(
+        description="gap: the scores differ by a wide margin; threshold: they fall on opposite "
+        "sides of the minimum correctness."
+    )
+    llm_reason: str | None = None
+    code_reason: str | None = None
+
+
 class Verdict(BaseModel):
     scenario_id: str
     iteration: int = 0
@@ -36,3 +51,11 @@ class Verdict(BaseModel):
     root_cause: str | None = None
     recommended_fix: str | None = None
     error: str | None = None
+    disagreements: list[Disagreement] = Field(
+        default_factory=list,
+        description="Dimensions where a model judge and the code checks disagree.",
+    )
+    judge_attempts: int | None = Field(
+        None, description="Model calls the judge made, re-asks after invalid output included."
+    )
+    usage: Usage | None = Field(None, description="The judge's own tokens and cost.")

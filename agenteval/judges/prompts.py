@@ -1,0 +1,251 @@
+"""Prompt files under eval/prompts/: loading, `{{placeholder}}` rendering, rubric numbers.
+
+Prompts are edited like configuration, so they hold words only: every number they cite
+(weights, thresholds, the numeric precision table, score anchors) is rendered here from the
+code that enforces it, and a placeholder without a value is an error rather than a silent
+hole in the prompt. Double braces keep literal JSON braces in prompts unambiguous.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agenteval.fileio import sha256_text
+from agenteval.judges.numbers import PRECISION_TABLE
+from agenteval.schema.scenario import Turn
+from agenteval.schema.suite import SuiteItem
+from agenteval.schema.transcript import ToolCall, Transcript, TranscriptTurn
+from agenteval.schema.verdict import TurnVerdict
+from agenteval.scoring import DIMENSIONS, SCORE_MAX, SCORE_MIN, ScoringRules
+
+PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
+
+# Score anchors of the rubric's scoring guides. Intermediate values are allowed; these are
+# the levels each guide describes. "partial" is also the cap on context retention when the
+# agent asks again for something already established.
+RUBRIC_ANCHORS: dict[str, float] = {
+    "full": SCORE_MAX,
+    "minor": 7.0,
+    "partial": 4.0,
+    "none": SCORE_MIN,
+}
+# Identical consecutive tool calls that make a tool loop (judges.code.efficiency checks the
+# same count).
+TOOL_LOOP_REPEATS = 3
+
+
+class PromptError(ValueError):
+    """A prompt file is missing, or a placeholder in it has no value."""
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    path: Path
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return sha256_text(self.text)
+
+    def placeholders(self) -> set[str]:
+        return set(PLACEHOLDER.findall(self.text))
+
+    def render(self, values: Mapping[str, object], text: str | None = None) -> str:
+        source = self.text if text is None else text
+        missing = sorted(set(PLACEHOLDER.findall(source)) - set(values))
+        if missing:
+            raise PromptError(f"{self.path}: no value for placeholder(s) {missing}")
+        return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), source).strip() + "\n"
+
+
+def load_prompt(path: Path) -> PromptTemplate:
+    try:
+        return PromptTemplate(path, path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PromptError(f"cannot read prompt {path}: {exc}") from None
+
+
+def split_sections(text: str, marker: str) -> tuple[str, dict[str, str]]:
+    """(text before the first `marker` heading, {heading name: body}) for `### name` lists."""
+    head, *rest = re.split(rf"^{re.escape(marker)}[ \t]*", text, flags=re.MULTILINE)
+    sections: dict[str, str] = {}
+    for block in rest:
+        name, _, body = block.partition("\n")
+        sections[name.strip()] = body.strip()
+    return head, sections
+
+
+def number(value: float) -> str:
+    """4.0 -> "4", 5.99 -> "5.99": how a person writes a threshold."""
+    return f"{value:g}"
+
+
+def percent(share: float) -> str:
+    return f"{share * 100:g}%"
+
+
+def precision_table() -> str:
+    rows = ["| Deviation from the expected figure | Highest correctness allowed |", "|---|---|"]
+    lower = "exact"
+    for limit, cap in PRECISION_TABLE:
+        span = f"up to {percent(limit)}" if lower == "exact" else f"{lower} to {percent(limit)}"
+        rows.append(f"| {span} | {number(cap)} |")
+        lower = f"over {percent(limit)}"
+    rows.append(f"| {lower} | {number(SCORE_MIN)} |")
+    return "\n".join(rows)
+
+
+def weights_table(rules: ScoringRules) -> str:
+    total = sum(rules.weights.get(d, 0.0) for d in DIMENSIONS) or 1.0
+    rows = ["| Dimension | Weight |", "|---|---|"]
+    rows += [f"| {d} | {percent(rules.weights.get(d, 0.0) / total)} |" for d in DIMENSIONS]
+    return "\n".join(rows)
+
+
+def rubric_values(rules: ScoringRules) -> dict[str, str]:
+    """Every number the judge prompts cite, taken from the code that enforces it."""
+    total = sum(rules.weights.get(d, 0.0) for d in DIMENSIONS) or 1.0
+    values = {f"anchor_{name}": number(v) for name, v in RUBRIC_ANCHORS.items()}
+    values |= {f"weight_{d}": percent(rules.weights.get(d, 0.0) / total) for d in DIMENSIONS}
+    values |= {
+        "score_min": number(SCORE_MIN),
+        "score_max": number(SCORE_MAX),
+        "pass_threshold": number(rules.pass_threshold),
+        "min_correctness": number(rules.min_correctness),
+        "fail_cap": number(rules.fail_cap),
+        "precision_table": precision_table(),
+        "precision_zero_beyond": percent(PRECISION_TABLE[-1][0]),
+        "tool_loop_repeats": str(TOOL_LOOP_REPEATS),
+        "weights_table": weights_table(rules),
+        "dimensions": ", ".join(DIMENSIONS),
+    }
+    return values
+
+
+# -- what the judge reads -----------------------------------------------------------------
+# Tool results are trimmed in judge input: enough to check a quoted figure against what the
+# agent saw, without paying for every retrieved passage on every turn.
+MAX_RESULT_CHARS = 1500
+MAX_EARLIER_REPLY_CHARS = 1500
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " [...]"
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def scenario_block(item: SuiteItem) -> str:
+    s = item.scenario
+    docs = ", ".join(d.path for d in s.setup.index_documents) or "none (the agent must find them)"
+    lines = [
+        f"- id: {s.id}",
+        f"- category: {s.category}",
+        f"- severity: {s.severity or 'unspecified'}",
+        f"- persona: {s.persona}",
+        f"- documents indexed before the first turn: {docs}",
+    ]
+    if s.description:
+        lines.append(f"- description: {' '.join(s.description.split())}")
+    if s.expected_outcome:
+        lines.append(f"- expected outcome: {' '.join(s.expected_outcome.split())}")
+    return "## Scenario\n" + "\n".join(lines)
+
+
+def ground_truth_block(item: SuiteItem, turn: Turn) -> str:
+    lines = [f"- objective: {turn.objective}"]
+    gt = turn.ground_truth
+    if gt is not None:
+        if gt.answer_unknown:
+            lines.append("- expected answer: NOT in the documents; the agent must say so")
+        elif gt.expected_answer:
+            lines.append(f"- expected answer: {gt.expected_answer}")
+        for fact_id in gt.all_fact_ids:
+            fact = item.facts.get(fact_id)
+            if fact is not None:
+                answer = fact.answer if fact.answer is not None else "(not in the document)"
+                lines.append(f"- fact {fact_id}: {fact.question} -> {answer}")
+        for label, value in (
+            ("expected phrases", gt.expected_phrases),
+            ("expected behaviour", gt.expected_behavior),
+            ("note for the judge", gt.note),
+        ):
+            if value:
+                lines.append(f"- {label}: {value}")
+    if turn.success_criteria:
+        lines.append(f"- success criteria: {' '.join(turn.success_criteria.split())}")
+    if turn.expected_tools:
+        lines.append(f"- tools expected: {', '.join(turn.expected_tools)}")
+    forbidden = item.scenario.forbidden_for(turn)
+    if forbidden:
+        lines.append(f"- tools forbidden: {', '.join(forbidden)}")
+    return "## Ground truth for this turn\n" + "\n".join(lines)
+
+
+def tool_calls_block(calls: list[ToolCall]) -> str:
+    if not calls:
+        return "## Tool calls in this turn\n(none)"
+    lines = []
+    for n, call in enumerate(calls, start=1):
+        outcome = _json(call.result) if call.ok else f"ERROR: {call.error}"
+        lines.append(
+            f"{n}. {call.name}({_json(call.arguments)}) -> {_clip(outcome, MAX_RESULT_CHARS)}"
+        )
+    return "## Tool calls in this turn\n" + "\n".join(lines)
+
+
+def earlier_turns_block(turns: list[TranscriptTurn]) -> str:
+    if not turns:
+        return "## Earlier turns\n(none: this is the first turn)"
+    parts = []
+    for said in turns:
+        tools = ", ".join(c.name for c in said.tool_calls) or "no tools"
+        reply = _clip(said.response.strip(), MAX_EARLIER_REPLY_CHARS)
+        parts.append(f"Turn {said.turn} user: {said.user_message}\n({tools})\nAgent: {reply}")
+    return "## Earlier turns\n" + "\n\n".join(parts)
+
+
+def turn_case(item: SuiteItem, transcript: Transcript, said: TranscriptTurn) -> str:
+    """The turn judge's user message for one turn of the transcript."""
+    turn = next(t for t in item.scenario.turns if t.turn == said.turn)
+    earlier = [t for t in transcript.turns if t.turn < said.turn]
+    return "\n\n".join(
+        [
+            scenario_block(item),
+            earlier_turns_block(earlier),
+            ground_truth_block(item, turn),
+            f"## This turn ({said.turn})\nUser message: {said.user_message}",
+            tool_calls_block(said.tool_calls),
+            f"## Agent reply\n{said.response}",
+        ]
+    )
+
+
+def scenario_case(item: SuiteItem, transcript: Transcript, turns: list[TurnVerdict]) -> str:
+    """The scenario judge's user message: the conversation with each turn's grades."""
+    graded = {t.turn: t for t in turns}
+    parts = [scenario_block(item)]
+    for said, turn in zip(transcript.turns, item.scenario.turns, strict=False):
+        verdict = graded.get(said.turn)
+        lines = [
+            f"## Turn {said.turn}",
+            f"Objective: {turn.objective}",
+            f"User: {said.user_message}",
+            tool_calls_block(said.tool_calls).split("\n", 1)[1],
+            f"Agent: {_clip(said.response.strip(), MAX_EARLIER_REPLY_CHARS)}",
+        ]
+        if said.simulator_fault:
+            lines.append(f"(simulated user fault, not counted: {said.simulator_fault})")
+        if verdict is not None:
+            for dim in DIMENSIONS:
+                score = verdict.scores.get(dim)
+                shown = "not judged" if score is None else number(score)
+                lines.append(f"- {dim}: {shown}; {verdict.reasons.get(dim, '')}".rstrip("; "))
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)

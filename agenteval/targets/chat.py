@@ -1,0 +1,392 @@
+"""Target `chat`: the built-in tool-using harness that turns any model endpoint into an agent.
+
+The system prompt and tool descriptions come from the agent config folder, the tools are the
+shared DocumentTools (same retrieval as the builtin agent), and every model call, tool call,
+result, latency and token count is recorded. `tool_mode: context` serves models that cannot
+call tools: the harness searches on their behalf and puts the passages in the prompt.
+
+This module also holds the endpoint plumbing the user simulator and the LLM judge share
+(`EndpointConfig`, `sum_usage`), because the chat target was the first role to need it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agenteval import __version__
+from agenteval.fileio import canonical_json, digest_of
+from agenteval.llm import (
+    AssistantMessage,
+    BaseChatClient,
+    Completion,
+    Endpoint,
+    Message,
+    SystemMessage,
+    ToolCallRequest,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+    make_client,
+)
+from agenteval.schema.scenario import IndexDocument, Scenario
+from agenteval.schema.status import Status
+from agenteval.schema.transcript import Participant, ToolCall, Usage
+from agenteval.targets.base import AgentReply, SessionContext, SetupFailed
+from agenteval.targets.builtin import DEFAULT_KNOBS, agent_files_digest
+from agenteval.targets.tools import TOOL_NAMES, DocumentTools
+
+ENDPOINT_FIELDS = ("model", "base_url", "api_key_env", "protocol", "params")
+# Knobs of the harness that live in `<role>.params` next to request fields; they configure
+# retrieval and must never reach the model server, which would reject unknown fields.
+HARNESS_KNOBS = frozenset({"chunk_size", "top_k", "abstain_threshold"})
+DEFAULT_CACHE_DIR = ".cache/agenteval/llm"
+DEFAULT_MAX_TOOL_STEPS = 8
+TOOL_MODES = ("native", "context")
+ADVERSARIAL_CATEGORY = "adversarial"
+
+# Harness wording, not agent configuration: it describes what the harness itself did.
+INDEXED_NOTE = "Documents already indexed for this conversation: {names}."
+CONTEXT_NOTE = (
+    "In this conversation you cannot call tools. Before each user message the system searches "
+    "the indexed documents for you and shows the passages it found; answer from them."
+)
+CONTEXT_MESSAGE = "Passages found in the indexed documents:\n{passages}\n\nUser message:\n{message}"
+NO_PASSAGES = "(no passages found)"
+
+
+# -- endpoint plumbing shared by every model-backed role ----------------------------------
+def endpoint_from(section: Mapping[str, Any], role: str) -> Endpoint:
+    """The Endpoint described by a params section (`target`, `simulator` or `judge`)."""
+    fields = {name: section[name] for name in ENDPOINT_FIELDS if section.get(name) is not None}
+    if not fields.get("model"):
+        raise ValueError(f"{role}.model is required for {role}.kind={section.get('kind')!r}")
+    params = dict(fields.get("params") or {})
+    fields["params"] = {k: v for k, v in params.items() if k not in HARNESS_KNOBS}
+    return Endpoint.model_validate(fields)
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """An endpoint plus the run-wide client settings (`run.*`)."""
+
+    endpoint: Endpoint
+    cache_dir: Path | None
+    prices: Mapping[str, Any] | None
+    concurrency: int
+    max_attempts: int
+    timeout: float
+    estimate_missing_usage: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], role: str, root: Path) -> EndpointConfig:
+        run = params.get("run") or {}
+        raw_cache = run.get("cache_dir", DEFAULT_CACHE_DIR)
+        return cls(
+            endpoint=endpoint_from(params.get(role) or {}, role),
+            # An explicit null/empty value switches the cache off; absent means the default.
+            cache_dir=(root / str(raw_cache)) if raw_cache else None,
+            prices=run.get("prices") or None,
+            concurrency=int(run.get("concurrency", 4)),
+            max_attempts=int(run.get("max_attempts", 5)),
+            timeout=float(run.get("request_timeout_s", 60.0)),
+            estimate_missing_usage=bool(run.get("estimate_missing_usage", False)),
+        )
+
+    def open(self) -> BaseChatClient:
+        """A new client; the caller closes it. Roles use `client()` instead."""
+        return make_client(
+            self.endpoint,
+            cache_dir=self.cache_dir,
+            prices=self.prices,
+            concurrency=self.concurrency,
+            max_attempts=self.max_attempts,
+            timeout=self.timeout,
+            estimate_missing_usage=self.estimate_missing_usage,
+        )
+
+    async def client(self) -> BaseChatClient:
+        """The client for this configuration in the running event loop, shared by callers.
+
+        Building an HTTP client costs tens of milliseconds (TLS context, certificate store),
+        far more than the harness's own work per sample, and a shared client also reuses
+        connections. It cannot be shared across loops (the pipeline runs inference and
+        judging in separate `asyncio.run` calls), so there is one per loop, closed when
+        the loop shuts down.
+        """
+        loop = asyncio.get_running_loop()
+        table = _LOOP_CLIENTS.setdefault(loop, {})
+        key = canonical_json([self.describe(), str(self.cache_dir), self.prices, self.options()])
+        if key not in table:
+            client = self.open()
+            keeper = _close_with_loop(client, loop, key)
+            table[key] = (client, keeper)  # registered before the await: no second client
+            await keeper.__anext__()
+        return table[key][0]
+
+    def options(self) -> list[Any]:
+        return [self.concurrency, self.max_attempts, self.timeout, self.estimate_missing_usage]
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance: which model, where, with which request params; never the key."""
+        return {**self.endpoint.describe(), "params": dict(self.endpoint.params)}
+
+
+_LOOP_CLIENTS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[str, tuple[BaseChatClient, AsyncGenerator[None, None]]]
+] = weakref.WeakKeyDictionary()
+
+
+async def _close_with_loop(
+    client: BaseChatClient, loop: asyncio.AbstractEventLoop, key: str
+) -> AsyncGenerator[None, None]:
+    # asyncio.run closes every suspended async generator of its loop before closing the loop
+    # (shutdown_asyncgens), which makes this parked generator a loop-exit hook.
+    try:
+        yield
+    finally:
+        # Drop the entry first: the client references the loop, so a stale entry would keep
+        # the closed loop (and the client) alive for the rest of the process.
+        table = _LOOP_CLIENTS.get(loop, {})
+        table.pop(key, None)
+        if not table:
+            _LOOP_CLIENTS.pop(loop, None)
+        await client.aclose()
+
+
+def sum_usage(completions: Iterable[Completion]) -> Usage | None:
+    """Token and cost totals over several calls, in the transcript's Usage shape.
+
+    The cost is None (n/a) as soon as one call's cost is unknown: a partial sum would read
+    as the full price. Estimated token counts are used only when the provider gave none,
+    and then the whole total is labelled `estimated`.
+    """
+    done = list(completions)
+    if not done:
+        return None
+    totals = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
+    counted = False
+    cost: float | None = 0.0
+    sources: set[str] = set()
+    for completion in done:
+        usage = completion.usage or completion.estimated_usage
+        if usage is not None:
+            counted = True
+            for name in totals:
+                totals[name] += int(getattr(usage, name))
+        if completion.cost_usd is None or cost is None:
+            cost = None
+        else:
+            cost += completion.cost_usd
+        if completion.cost_source:
+            sources.add(completion.cost_source)
+    source = None
+    if cost is not None:
+        source = "estimated" if "estimated" in sources else "provider_usage"
+    if not counted:
+        return Usage(cost_usd=cost, cost_source=source)
+    return Usage(**totals, cost_usd=None if cost is None else round(cost, 8), cost_source=source)
+
+
+# -- the target ---------------------------------------------------------------------------
+def load_tool_specs(agent_dir: Path) -> list[ToolSpec]:
+    """Tool descriptions from `tools.yaml`, limited to the tools the harness implements."""
+    raw = yaml.safe_load((agent_dir / "tools.yaml").read_text(encoding="utf-8")) or {}
+    specs = []
+    for name in TOOL_NAMES:
+        entry = raw.get(name)
+        if isinstance(entry, Mapping):
+            specs.append(
+                ToolSpec(
+                    name=name,
+                    description=str(entry.get("description") or "").strip(),
+                    parameters=dict(entry.get("parameters") or {"type": "object"}),
+                )
+            )
+    return specs
+
+
+class ChatTarget:
+    def __init__(self, params: dict[str, Any], root: Path) -> None:
+        section = params["target"]
+        self.config = EndpointConfig.from_params(params, "target", root)
+        self.agent_dir = root / section.get("agent", "eval/agents/default")
+        self.system_prompt = (self.agent_dir / "system_prompt.md").read_text(encoding="utf-8")
+        self.tool_specs = load_tool_specs(self.agent_dir)
+        knobs = {**DEFAULT_KNOBS, **(section.get("params") or {})}
+        self.chunk_size, self.top_k = int(knobs["chunk_size"]), int(knobs["top_k"])
+        self.library = list(section.get("library") or ["eval/corpus/documents"])
+        self.max_tool_steps = int(section.get("max_tool_steps", DEFAULT_MAX_TOOL_STEPS))
+        self.tool_mode = str(section.get("tool_mode", "native"))
+        if self.tool_mode not in TOOL_MODES:
+            raise ValueError(
+                f"target.tool_mode must be one of {TOOL_MODES}, not {self.tool_mode!r}"
+            )
+        if self.max_tool_steps < 0:
+            raise ValueError("target.max_tool_steps must be >= 0")
+        harness = {
+            "tool_mode": self.tool_mode,
+            "max_tool_steps": self.max_tool_steps,
+            "chunk_size": self.chunk_size,
+            "top_k": self.top_k,
+            "library": self.library,
+        }
+        endpoint = self.config.endpoint
+        self.participant = Participant(
+            kind="chat",
+            model=endpoint.model,
+            protocol=endpoint.protocol,
+            config_digest=digest_of(
+                {
+                    "endpoint": self.config.describe(),
+                    "harness": harness,
+                    "files": agent_files_digest(self.agent_dir),
+                    "code": __version__,
+                }
+            ),
+            details={"endpoint": self.config.describe(), "harness": harness},
+        )
+
+    async def open_session(self, scenario: Scenario, ctx: SessionContext) -> ChatSession:
+        tools = DocumentTools(ctx.root, self.library, self.chunk_size, self.top_k)
+        return ChatSession(self, await self.config.client(), tools, scenario, ctx.iteration)
+
+
+class ChatSession:
+    """One conversation: the message history is the agent's whole memory across turns."""
+
+    def __init__(
+        self,
+        target: ChatTarget,
+        client: BaseChatClient,
+        tools: DocumentTools,
+        scenario: Scenario,
+        iteration: int,
+    ) -> None:
+        self.target = target
+        self.client = client
+        self.tools = tools
+        self.adversarial = scenario.category == ADVERSARIAL_CATEGORY
+        self.iteration = iteration
+        self.offered = {spec.name for spec in target.tool_specs}
+        self.messages: list[Message] = [SystemMessage(content=self._system_prompt([]))]
+
+    def _system_prompt(self, indexed: Sequence[str]) -> str:
+        parts = [self.target.system_prompt.strip()]
+        if indexed:
+            parts.append(INDEXED_NOTE.format(names=", ".join(indexed)))
+        if self.target.tool_mode == "context":
+            parts.append(CONTEXT_NOTE)
+        return "\n\n".join(parts)
+
+    async def setup(self, documents: list[IndexDocument]) -> list[ToolCall]:
+        for doc in documents:
+            self.tools.call("index_document", path=doc.path)
+        calls, self.tools.calls = self.tools.calls, []
+        empty = [c for c in calls if not c.ok or (c.result or {}).get("chunk_count", 0) == 0]
+        if empty and not self.adversarial:
+            names = ", ".join(str(c.arguments.get("path")) for c in empty)
+            raise SetupFailed(Status.SETUP_ERROR, f"indexed to 0 chunks: {names}", calls)
+        self.messages[0] = SystemMessage(content=self._system_prompt(sorted(self.tools.indexed)))
+        return calls
+
+    async def send(self, message: str) -> AgentReply:
+        first = len(self.tools.calls)
+        completions: list[Completion] = []
+        if self.target.tool_mode == "context":
+            text = await self._send_with_context(message, completions)
+        else:
+            text = await self._send_with_tools(message, completions)
+        return AgentReply(text, self.tools.calls[first:], sum_usage(completions))
+
+    async def close(self) -> None:
+        return None  # the client is shared by the loop's sessions and closed with the loop
+
+    # -- native tool calling --------------------------------------------------------------
+    async def _send_with_tools(self, message: str, completions: list[Completion]) -> str:
+        self.messages.append(UserMessage(content=message))
+        steps = 0
+        while True:
+            completion = await self.client.complete(
+                self.messages, tools=self.target.tool_specs, iteration=self.iteration
+            )
+            completions.append(completion)
+            self.messages.append(completion.to_message())
+            if not completion.tool_calls:
+                return completion.text
+            capped = False
+            for request in completion.tool_calls:
+                if steps >= self.target.max_tool_steps:
+                    capped = True
+                    record = self._skip(request)
+                else:
+                    steps += 1
+                    record = self._run(request)
+                self.messages.append(_tool_message(request, record))
+            if capped:
+                # The turn ends with what the model has said so far; the skipped calls are
+                # in the transcript (ok=False) so the cap is visible to judges and readers.
+                return completion.text
+
+    def _run(self, request: ToolCallRequest) -> ToolCall:
+        if request.raw_arguments is not None:
+            error = f"arguments are not a JSON object: {request.raw_arguments[:200]}"
+            return self._record(request, error)
+        if request.name not in self.offered:
+            return self._record(request, f"unknown tool {request.name!r}")
+        return self.tools.call(request.name, **request.arguments)
+
+    def _skip(self, request: ToolCallRequest) -> ToolCall:
+        limit = self.target.max_tool_steps
+        return self._record(request, f"not run: tool step limit of {limit} per turn reached")
+
+    def _record(self, request: ToolCallRequest, error: str) -> ToolCall:
+        record = ToolCall(
+            name=request.name, arguments=request.arguments, ok=False, error=error, latency_ms=0.0
+        )
+        self.tools.calls.append(record)
+        return record
+
+    # -- context mode ---------------------------------------------------------------------
+    async def _send_with_context(self, message: str, completions: list[Completion]) -> str:
+        call = self.tools.call("query_documents", query=message, top_k=self.target.top_k)
+        results = (call.result or {}).get("results", []) if call.ok else []
+        self.messages.append(
+            UserMessage(
+                content=CONTEXT_MESSAGE.format(passages=_passages(results), message=message)
+            )
+        )
+        completion = await self.client.complete(self.messages, iteration=self.iteration)
+        completions.append(completion)
+        self.messages.append(AssistantMessage(content=completion.text))
+        return completion.text
+
+
+def _tool_message(request: ToolCallRequest, record: ToolCall) -> ToolMessage:
+    payload = record.result if record.ok else {"error": record.error}
+    return ToolMessage(
+        tool_call_id=request.id,
+        name=request.name,
+        content=json.dumps(payload, ensure_ascii=False),
+        is_error=not record.ok,
+    )
+
+
+def _passages(results: Sequence[Mapping[str, Any]]) -> str:
+    if not results:
+        return NO_PASSAGES
+    return "\n\n".join(
+        f"[{r.get('doc')} #{r.get('chunk')}]\n{str(r.get('text', '')).strip()}" for r in results
+    )

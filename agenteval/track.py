@@ -1,0 +1,173 @@
+"""Log an evaluation to MLflow: one run with params, provenance, metrics, reports and traces.
+
+    result = log_evaluation(Layout.repository(root), load_params(root / "params.yaml"))
+
+The run carries the run key of the evaluation (tag `agenteval.run_key`); logging the same
+evaluation again returns the existing run instead of a duplicate. mlflow is imported only
+inside the call, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agenteval.fileio import read_json, write_json
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+    from agenteval.pipeline import Layout
+    from agenteval.schema.scorecard import Scorecard
+
+RUN_RECORD = "mlflow_run.json"
+
+
+@dataclass(frozen=True)
+class TrackResult:
+    run_id: str
+    created: bool
+    traces_logged: int
+    experiment_id: str = ""
+    run_key: str = ""
+    tracking_uri: str = ""  # without credentials
+
+
+@dataclass(frozen=True)
+class _Destination:
+    uri: str
+    experiment: str
+    run_name: str | None
+
+
+def log_evaluation(
+    layout: Layout,
+    params: dict[str, Any],
+    *,
+    uri: str | None = None,
+    experiment: str | None = None,
+    run_name: str | None = None,
+    traces: bool | None = None,
+) -> TrackResult | None:
+    """Log the run in `layout` (scorecard, metrics, reports, transcripts, verdicts).
+
+    Returns None without touching MLflow when `tracking.enabled` is false. `traces`
+    (default `tracking.traces`, else true) logs the conversations as traces. Writes
+    reports/mlflow_run.json. Raises TrackingError when the store lost traces.
+    """
+    section = params.get("tracking") or {}
+    if not section.get("enabled", True):
+        return None
+    if traces is None:
+        traces = bool(section.get("traces", True))
+    from agenteval.schema.scorecard import Scorecard
+    from agenteval.tracking.provenance import run_key
+    from agenteval.tracking.store import (
+        DEFAULT_EXPERIMENT,
+        ensure_experiment,
+        find_run,
+        mlflow_client,
+        public_uri,
+        repository_root,
+        resolve_tracking_uri,
+    )
+
+    root = repository_root(layout.root)
+    dest = _Destination(
+        resolve_tracking_uri(uri or section.get("uri"), root),
+        experiment or section.get("experiment") or DEFAULT_EXPERIMENT,
+        run_name,
+    )
+    card = Scorecard.model_validate(read_json(layout.scorecard))
+    key, basis = run_key(layout, params)
+    with mlflow_client(dest.uri) as client:
+        experiment_id = ensure_experiment(client, dest.experiment, dest.uri)
+        existing = find_run(client, experiment_id, key)
+        if existing is not None:
+            run_id, created, sent = existing, False, 0
+        else:
+            run_id = _create_run(client, experiment_id, card, key, basis, dest)
+            sent = _fill_run(client, experiment_id, run_id, layout, params, card, traces)
+            created = True
+    result = TrackResult(run_id, created, sent, experiment_id, key, public_uri(dest.uri))
+    write_run_record(layout, result)
+    return result
+
+
+def write_run_record(layout: Layout, result: TrackResult | None) -> Path:
+    """reports/mlflow_run.json, the DVC-tracked pointer to the run ({"enabled": false} if off)."""
+    path = layout.reports / RUN_RECORD
+    record: dict[str, Any] = {"enabled": False}
+    if result is not None:
+        record = {"enabled": True} | asdict(result)
+    write_json(path, record)
+    return path
+
+
+def _create_run(
+    client: MlflowClient,
+    experiment_id: str,
+    card: Scorecard,
+    key: str,
+    basis: str,
+    dest: _Destination,
+) -> str:
+    from agenteval.tracking.store import RUN_KEY_TAG
+
+    model = (card.config.get("target") or {}).get("model") or "agent"
+    name = dest.run_name or os.environ.get("DVC_EXP_NAME") or f"{model}-{key[:8]}"
+    tags = {RUN_KEY_TAG: key, f"{RUN_KEY_TAG}.basis": basis}
+    run = client.create_run(experiment_id, run_name=name, tags=tags)
+    return str(run.info.run_id)
+
+
+def _fill_run(
+    client: MlflowClient,
+    experiment_id: str,
+    run_id: str,
+    layout: Layout,
+    params: dict[str, Any],
+    card: Scorecard,
+    traces: bool,
+) -> int:
+    """Params, tags, metrics, artifacts, then traces; the run ends FAILED if any step fails,
+    so a later attempt logs a fresh run instead of finding this incomplete one."""
+    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
+
+    from agenteval.tracking import conversations, provenance, results
+
+    try:
+        scrubber = provenance.secret_scrubber(params)
+        tags = provenance.provenance_tags(layout, params, card)
+        tags = {key: scrubber.scrub_text(value) for key, value in tags.items()}
+        results.log_batched(
+            client,
+            run_id,
+            params=provenance.run_params(params, scrubber, MAX_PARAM_VAL_LENGTH),
+            tags=tags,
+            metrics=results.run_metrics(_flat_metrics(layout, card), card),
+        )
+        results.log_artifacts(client, run_id, layout, card, provenance.known_secret_values(params))
+        sent = 0
+        if traces:
+            found = conversations.load_conversations(
+                layout.suite, layout.transcripts, layout.verdicts, card
+            )
+            sent = conversations.log_conversations(client, experiment_id, run_id, found, scrubber)
+    except BaseException:
+        client.set_terminated(run_id, status="FAILED")
+        raise
+    client.set_terminated(run_id, status="FINISHED")
+    return sent
+
+
+def _flat_metrics(layout: Layout, card: Scorecard) -> dict[str, Any]:
+    """metrics.json as the score stage wrote it; recomputed when a run dir lacks it."""
+    if layout.metrics.is_file():
+        flat: dict[str, Any] = read_json(layout.metrics)
+        return flat
+    from agenteval.scorecard import metrics_of
+
+    return dict(metrics_of(card))

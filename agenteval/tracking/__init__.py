@@ -1,0 +1,5 @@
+"""Parts of the MLflow tracking edge; `agenteval.track` is the public entry point.
+
+Nothing here imports mlflow at module level: the CLI imports agenteval cheaply and only a
+tracking call pays MLflow's cold import.
+"""

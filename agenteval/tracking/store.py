@@ -1,0 +1,194 @@
+"""Where runs go: the tracking URI, an offline MLflow client, the experiment, and run lookup."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+DEFAULT_EXPERIMENT = "agenteval"
+RUN_KEY_TAG = "agenteval.run_key"
+SQLITE_PREFIX = "sqlite:///"
+
+# Environment MLflow reads while we log. Telemetry is decided when mlflow is first imported,
+# so it is set before that import and left set; the others are restored afterwards.
+_TELEMETRY_OFF = ("MLFLOW_DISABLE_TELEMETRY", "true")
+_SESSION_ENV = {
+    # The async trace exporter drops traces once its 1,000-item queue is full and reports
+    # nothing; synchronous export makes every trace land before we count them.
+    "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "false",
+    "MLFLOW_ENABLE_ASYNC_LOGGING": "false",
+    # Every turn is evidence: a sampling ratio set for production tracing must not thin it.
+    "MLFLOW_TRACE_SAMPLING_RATIO": "1.0",
+}
+
+
+class TrackingError(RuntimeError):
+    """The MLflow store refused or lost something we sent."""
+
+
+def repository_root(layout_root: Path) -> Path:
+    """The repository the store belongs to.
+
+    Queued `dvc exp run` executes stages in temporary copies of the repository and points
+    DVC_ROOT at the original; keying the store on it keeps every experiment in one store.
+    """
+    env = os.environ.get("DVC_ROOT")
+    return Path(env).resolve() if env else layout_root.resolve()
+
+
+def resolve_tracking_uri(configured: str | None, root: Path) -> str:
+    """params (or an explicit argument), then MLFLOW_TRACKING_URI, then <root>/mlflow.db."""
+    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or ""
+    if not uri.strip():
+        return SQLITE_PREFIX + (root / "mlflow.db").as_posix()
+    return _absolute_sqlite(uri.strip(), root)
+
+
+def _absolute_sqlite(uri: str, root: Path) -> str:
+    # A relative sqlite path resolves against the working directory, which differs between
+    # a plain `dvc repro` and each temporary copy of a queued experiment.
+    if not uri.startswith(SQLITE_PREFIX):
+        return uri
+    path = uri[len(SQLITE_PREFIX) :]
+    if not path or path.startswith(":memory:") or Path(path).is_absolute():
+        return uri
+    return SQLITE_PREFIX + (root / path).as_posix()
+
+
+def sqlite_path(uri: str) -> Path | None:
+    if not uri.startswith(SQLITE_PREFIX):
+        return None
+    path = uri[len(SQLITE_PREFIX) :].split("?", 1)[0]
+    return Path(path) if path and not path.startswith(":memory:") else None
+
+
+def public_uri(uri: str) -> str:
+    """The URI without user:password@ and without a query string (tokens travel there)."""
+    parts = urlsplit(uri)
+    if "@" not in parts.netloc and not parts.query:
+        return uri
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, host, parts.path, "", parts.fragment))
+
+
+def artifact_location(uri: str) -> str | None:
+    """Artifacts of a sqlite store live beside it (gitignored), not under the current folder."""
+    path = sqlite_path(uri)
+    return (path.parent / "mlartifacts").as_uri() if path is not None else None
+
+
+# Resolved paths of the sqlite stores tuned by tune_sqlite in this process.
+_TUNED: set[str] = set()
+
+
+def tune_sqlite(uri: str) -> None:
+    """Write-ahead log and synchronous=NORMAL for a sqlite store.
+
+    Every MLflow write is its own transaction (a trace, each of its spans, each assessment);
+    with the default rollback journal each one waits for several fsyncs. WAL syncs only at
+    checkpoints, survives a crash of this process intact (a power cut may lose the last
+    transactions, never the file), and lets parallel experiment runs read while one writes.
+    It leaves mlflow.db-wal / mlflow.db-shm beside the store while it is open.
+    """
+    path = sqlite_path(uri)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # journal_mode is stored in the file; set once, every later connection uses it.
+        with closing(sqlite3.connect(path, timeout=20)) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.Error:
+        return  # locked or read-only: MLflow still works, only slower
+    _TUNED.add(str(path.resolve()))
+    _listen_for_connections()
+
+
+@functools.cache
+def _listen_for_connections() -> None:
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    event.listen(Engine, "connect", _on_connect)
+
+
+def _on_connect(dbapi_connection: object, _record: object) -> None:
+    # synchronous is per connection, so it is set on each one MLflow's engine opens, and
+    # only for the stores tuned above: other sqlite engines in the process are left alone.
+    if not isinstance(dbapi_connection, sqlite3.Connection):
+        return
+    files = [row[2] for row in dbapi_connection.execute("PRAGMA database_list") if row[2]]
+    if any(str(Path(f).resolve()) in _TUNED for f in files):
+        dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+
+
+@contextmanager
+def mlflow_client(uri: str) -> Iterator[MlflowClient]:
+    """An MlflowClient on `uri`, with the fluent APIs (tracing, assessments) pointed there too.
+
+    The process-wide tracking URI and the environment are restored on exit, so a later call
+    for another repository does not inherit this store.
+    """
+    os.environ[_TELEMETRY_OFF[0]] = _TELEMETRY_OFF[1]
+    saved = {name: os.environ.get(name) for name in (*_SESSION_ENV, "MLFLOW_TRACKING_URI")}
+    os.environ.update(_SESSION_ENV)
+    tune_sqlite(uri)
+    import mlflow
+    import mlflow.tracing
+
+    was_set = mlflow.is_tracking_uri_set()  # type: ignore[no-untyped-call]
+    previous = mlflow.get_tracking_uri() if was_set else None
+    mlflow.set_tracking_uri(uri)
+    # Rebuild the span exporter now that async export is off, even if the URI was unchanged.
+    mlflow.tracing.reset()  # type: ignore[no-untyped-call]
+    try:
+        yield mlflow.MlflowClient(tracking_uri=uri)
+    finally:
+        mlflow.set_tracking_uri(previous)  # type: ignore[arg-type]  # None unsets it
+        mlflow.tracing.reset()  # type: ignore[no-untyped-call]
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def ensure_experiment(client: MlflowClient, name: str, uri: str) -> str:
+    from mlflow.exceptions import MlflowException
+
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        try:
+            return client.create_experiment(name, artifact_location=artifact_location(uri))
+        except MlflowException:
+            # A parallel experiment run may have created it between the lookup and here.
+            found = client.get_experiment_by_name(name)
+            if found is None:
+                raise
+    if found.lifecycle_stage != "active":
+        raise TrackingError(
+            f"MLflow experiment {name!r} is deleted: restore it "
+            f"(`mlflow experiments restore --experiment-id {found.experiment_id}`) "
+            "or choose another tracking.experiment"
+        )
+    return str(found.experiment_id)
+
+
+def find_run(client: MlflowClient, experiment_id: str, run_key: str) -> str | None:
+    """The finished run already logged for this run key, if any (failed attempts do not count)."""
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{RUN_KEY_TAG}` = '{run_key}' and attributes.status = 'FINISHED'",
+        max_results=1,
+        order_by=["attributes.start_time DESC"],
+    )
+    return str(runs[0].info.run_id) if runs else None

@@ -1,0 +1,187 @@
+"""Benchmark: MLflow logging time on a local sqlite store, with synthetic evaluations.
+
+Run from the repository root with the venv active:  python bench/mlflow_logging.py
+Options: --scenarios N (metrics, params and artifacts; default 1000), --turns N (traces,
+each turn one trace with one tool call, three feedback scores and two expectations;
+default 200). Everything happens in a temporary folder; nothing reaches the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"  # before anything imports mlflow
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agenteval.fileio import write_json  # noqa: E402
+from agenteval.params import load_params  # noqa: E402
+from agenteval.pipeline import Layout  # noqa: E402
+from agenteval.schema.scenario import Scenario  # noqa: E402
+from agenteval.schema.scorecard import ScenarioResult, Scorecard, TurnResult  # noqa: E402
+from agenteval.schema.suite import Suite, SuiteItem  # noqa: E402
+from agenteval.schema.transcript import Participant, ToolCall, Transcript, TranscriptTurn  # noqa: E402
+from agenteval.schema.verdict import TurnVerdict, Verdict  # noqa: E402
+from agenteval.scorecard import metrics_of  # noqa: E402
+from agenteval.scoring import ScoringRules, dimension_means, summarize  # noqa: E402
+
+DIMS = ("correctness", "tool_selection", "efficiency")
+TURNS_PER_SCENARIO = 2
+JUDGE = Participant(kind="code", config_digest="0" * 64)
+
+
+def scenario_result(i: int) -> ScenarioResult:
+    turns = [
+        TurnResult(turn=t, scores=dict.fromkeys(DIMS, float((i + t) % 11)), score=6.0, passed=True)
+        for t in range(1, TURNS_PER_SCENARIO + 1)
+    ]
+    status = "PASS" if i % 3 else "FAIL"
+    return ScenarioResult(
+        id=f"s{i:05d}", category=f"c{i % 6}", status=status, score=5 + i % 50 / 10, turns=turns
+    )
+
+
+def write_scorecard(layout: Layout, results: list[ScenarioResult]) -> None:
+    rules = ScoringRules.from_params(load_params(None)["judge"])
+    card = Scorecard(
+        summary=summarize(results, rules),
+        config={"target": {"kind": "builtin", "model": "bench"}, "judge": JUDGE.model_dump()},
+        scenarios=results,
+        dimension_means=dimension_means(results),
+    )
+    write_json(layout.scorecard, card)
+    write_json(layout.metrics, metrics_of(card))
+    (layout.reports / "summary.md").write_text("# bench\n", encoding="utf-8")
+
+
+def write_conversations(layout: Layout, results: list[ScenarioResult]) -> None:
+    """Suite, transcripts and verdicts matching the scorecard, for the trace benchmark."""
+    items = []
+    for r in results:
+        scenario = Scenario.model_validate(
+            {
+                "id": r.id,
+                "category": r.category,
+                "persona": "bench",
+                "setup": {"index_documents": []},
+                "turns": [
+                    {
+                        "turn": t.turn,
+                        "objective": "ask",
+                        "ground_truth": {"expected_answer": "42"},
+                        "success_criteria": "says 42",
+                    }
+                    for t in r.turns
+                ],
+            }
+        )
+        items.append(SuiteItem(path=f"bench/{r.id}.yaml", digest="0" * 64, scenario=scenario))
+        transcript = Transcript(
+            scenario_id=r.id,
+            scenario_digest="0" * 64,
+            status="COMPLETED",
+            target=Participant(kind="builtin"),
+            simulator=Participant(kind="scripted"),
+            turns=[
+                TranscriptTurn(
+                    turn=t.turn,
+                    user_message=f"question {t.turn} of {r.id}",
+                    response="The answer is 42.",
+                    tool_calls=[
+                        ToolCall(
+                            name="query_documents",
+                            arguments={"query": "q"},
+                            result={"results": ["42"]},
+                            latency_ms=2.0,
+                        )
+                    ],
+                    latency_ms=5.0,
+                )
+                for t in r.turns
+            ],
+        )
+        write_json(layout.transcripts / r.id / "0.json", transcript)
+        verdict = Verdict(
+            scenario_id=r.id,
+            scenario_digest="0" * 64,
+            transcript_digest="0" * 64,
+            judge=JUDGE,
+            status="JUDGED",
+            turns=[
+                TurnVerdict(turn=t.turn, scores=t.scores, reasons={"correctness": "ok"})
+                for t in r.turns
+            ],
+        )
+        write_json(layout.verdicts / r.id / "0.json", verdict)
+    suite = Suite(scenario_set_digest="0" * 64, corpus_digest="0" * 64, items=items)
+    write_json(layout.suite, suite)
+
+
+def timed_log(layout: Layout, uri: str, experiment: str, traces: bool) -> tuple[float, int]:
+    from agenteval.track import log_evaluation
+
+    start = time.perf_counter()
+    result = log_evaluation(
+        layout, load_params(ROOT / "params.yaml"), uri=uri, experiment=experiment, traces=traces
+    )
+    assert result is not None and result.created
+    return time.perf_counter() - start, result.traces_logged
+
+
+def per_value_log_metric(uri: str, n: int) -> float:
+    """Seconds per value when each metric is its own log_metric call (what batching avoids)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("per-value")
+    run_id = client.create_run(experiment).info.run_id
+    start = time.perf_counter()
+    for i in range(n):
+        client.log_metric(run_id, f"scenario.s{i:05d}.0.score", float(i))
+    return (time.perf_counter() - start) / n
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=1000)
+    parser.add_argument("--turns", type=int, default=200)
+    args = parser.parse_args()
+    command = f"python bench/mlflow_logging.py --scenarios {args.scenarios} --turns {args.turns}"
+    rows: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory(prefix="agenteval-bench-") as tmp:
+        uri = f"sqlite:///{Path(tmp).as_posix()}/mlflow.db"
+        layout = Layout.run_dir(ROOT, Path(tmp) / "metrics")
+        write_scorecard(layout, [scenario_result(i) for i in range(args.scenarios)])
+        start = time.perf_counter()
+        cold, _ = timed_log(layout, uri, "cold", traces=False)
+        rows.append((f"{args.scenarios} scenarios, new store (import + schema)", f"{cold:.2f} s"))
+        write_scorecard(layout, [scenario_result(i + 1) for i in range(args.scenarios)])
+        warm, _ = timed_log(layout, uri, "warm", traces=False)
+        rows.append((f"{args.scenarios} scenarios, existing store", f"{warm:.2f} s"))
+        per_value = per_value_log_metric(uri, 300)
+        rows.append(("unbatched log_metric, per value", f"{per_value * 1000:.1f} ms"))
+        n_scenarios = max(1, args.turns // TURNS_PER_SCENARIO)
+        results = [scenario_result(i) for i in range(n_scenarios)]
+        convo = Layout.run_dir(ROOT, Path(tmp) / "traces")
+        write_scorecard(convo, results)
+        write_conversations(convo, results)
+        with_traces, sent = timed_log(convo, uri, "traces", traces=True)
+        without, _ = timed_log(convo, uri, "no-traces", traces=False)
+        seconds = with_traces - without
+        rows.append((f"{sent} turns as traces (+ feedback, expectations)", f"{seconds:.2f} s"))
+        rows.append(("per turn", f"{seconds / max(sent, 1) * 1000:.0f} ms"))
+        total = time.perf_counter() - start
+    for name, value in rows:
+        print(f"{name:52s} {value:>10s}")
+    print(f"total {total:.1f} s; rerun: {command}   (python {sys.version.split()[0]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,408 @@
+"""MLflow tracking: a real pipeline run logged to a local sqlite store (never the network)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+# Before anything imports mlflow: its telemetry client is decided at import time.
+os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+
+from agenteval.fileio import read_json, write_json
+from agenteval.params import load_params
+from agenteval.pipeline import Layout, run_all
+from agenteval.schema.scorecard import ScenarioResult, Scorecard, TurnResult
+from agenteval.schema.transcript import Transcript
+from agenteval.schema.verdict import Verdict
+from agenteval.scorecard import metrics_of
+from agenteval.scoring import ScoringRules, dimension_means, summarize
+from agenteval.track import TrackResult, log_evaluation
+from agenteval.tracking import conversations
+from agenteval.tracking.provenance import run_key
+from agenteval.tracking.store import (
+    TrackingError,
+    ensure_experiment,
+    mlflow_client,
+    public_uri,
+    repository_root,
+    resolve_tracking_uri,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ["false_premise", "incident_followups"]
+KEY_ENV = "MY_KEY"
+SECRET = "sk-test-Q7vLx2mN9pR4tW8yZ3bC6dF1"
+ISOLATED_ENV = ("MLFLOW_TRACKING_URI", "DVC_ROOT", "DVC_EXP_NAME", "DVC_EXP_BASELINE_REV")
+
+
+@dataclass
+class Logged:
+    run_dir: Path
+    layout: Layout
+    params: dict[str, Any]
+    uri: str
+    result: TrackResult
+
+
+def client(uri: str) -> Any:
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def sqlite_uri(folder: Path) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(folder / 'mlflow.db').as_posix()}"
+
+
+@pytest.fixture(scope="module")
+def isolated_env() -> Iterator[pytest.MonkeyPatch]:
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ISOLATED_ENV:
+            mp.delenv(name, raising=False)
+        mp.setenv(KEY_ENV, SECRET)
+        yield mp
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory, isolated_env: pytest.MonkeyPatch) -> Logged:
+    run_dir = tmp_path_factory.mktemp("run")
+    params = load_params(
+        ROOT / "params.yaml",
+        [f"suite.ids={json.dumps(SCENARIOS)}", f"target.api_key_env={KEY_ENV}"],
+    )
+    layout = Layout.run_dir(ROOT, run_dir)
+    run_all(params, layout)
+    uri = sqlite_uri(tmp_path_factory.mktemp("store"))
+    result = log_evaluation(layout, params, uri=uri, experiment="agenteval-test")
+    assert result is not None
+    return Logged(run_dir, layout, params, uri, result)
+
+
+def transcripts(layout: Layout) -> list[Transcript]:
+    return [Transcript.model_validate(read_json(p)) for p in layout.transcripts.rglob("*.json")]
+
+
+def run_traces(logged: Logged) -> list[Any]:
+    found = client(logged.uri).search_traces(
+        locations=[logged.result.experiment_id], run_id=logged.result.run_id, max_results=500
+    )
+    return sorted(found, key=lambda t: t.info.timestamp_ms)
+
+
+def test_run_has_params_provenance_and_metrics(logged: Logged) -> None:
+    run = client(logged.uri).get_run(logged.result.run_id)
+    assert logged.result.created and run.info.status == "FINISHED"
+    params, tags, metrics = run.data.params, run.data.tags, run.data.metrics
+    assert params["target.kind"] == "builtin" and params["judge.kind"] == "code"
+    assert json.loads(params["suite.ids"]) == SCENARIOS
+    assert params["target.api_key_env"] == KEY_ENV
+    assert params["target.params.top_k"] == "4" and params["run.concurrency"] == "4"
+    card = Scorecard.model_validate(read_json(logged.layout.scorecard))
+    assert tags["agenteval.run_key"] == logged.result.run_key
+    assert tags["agenteval.target.model"] == card.config["target"]["model"]
+    assert tags["agenteval.target.protocol"] == "in-process"
+    assert tags["agenteval.judge.kind"] == "code"
+    assert tags["agenteval.judge.config_digest"] == card.config["judge"]["config_digest"]
+    assert tags["agenteval.simulator.kind"] == "scripted"
+    for field in ("scenario_set_digest", "corpus_digest", "params_digest"):
+        assert tags[f"agenteval.{field}"] == card.config[field]
+    assert len(tags["agenteval.sha256.eval/agents/default/system_prompt.md"]) == 64
+    assert len(tags["agenteval.dvc_lock_digest"]) == 64
+    if (ROOT / ".git").exists() and shutil.which("git"):
+        assert len(tags["agenteval.git.commit"]) == 40
+        assert tags["agenteval.git.dirty"] in ("true", "false")
+    flat = read_json(logged.layout.metrics)
+    for key, value in flat.items():
+        assert metrics[key] == pytest.approx(value), key
+    for result in card.scenarios:
+        prefix = f"scenario.{result.id}.{result.iteration}"
+        assert metrics[f"{prefix}.score"] == pytest.approx(result.score)
+        assert metrics[f"{prefix}.pass"] == (1.0 if result.status == "PASS" else 0.0)
+
+
+def test_artifacts_include_reports_and_scenario_table(logged: Logged, tmp_path: Path) -> None:
+    import pandas as pd
+
+    mlflow_client = client(logged.uri)
+    names = {a.path for a in mlflow_client.list_artifacts(logged.result.run_id)}
+    assert names == {"scorecard.json", "summary.md", "metrics.json", "scenarios.parquet"}
+    local = mlflow_client.download_artifacts(logged.result.run_id, "scenarios.parquet", tmp_path)
+    table = pd.read_parquet(local)
+    card = Scorecard.model_validate(read_json(logged.layout.scorecard))
+    assert sorted(table["id"]) == sorted(SCENARIOS) and len(table) == len(card.scenarios)
+    for result in card.scenarios:
+        row = table[table["id"] == result.id].iloc[0]
+        assert row["session"] == f"{result.id}/{result.iteration}"
+        assert row["status"] == result.status and row["category"] == result.category
+        assert row["score"] == pytest.approx(result.score)
+        assert row["n_turns"] == len(result.turns)
+        judged = [t.scores.get("correctness") for t in result.turns]
+        values = [v for v in judged if v is not None]
+        if values:
+            assert row["dim_correctness"] == pytest.approx(sum(values) / len(values))
+
+
+def test_one_trace_per_turn_grouped_into_sessions(logged: Logged) -> None:
+    records = transcripts(logged.layout)
+    traces = run_traces(logged)
+    assert logged.result.traces_logged == len(traces) == sum(len(t.turns) for t in records)
+    sessions = Counter(t.info.trace_metadata["mlflow.trace.session"] for t in traces)
+    assert sessions == {f"{t.scenario_id}/{t.iteration}": len(t.turns) for t in records}
+    by_turn = {
+        (t.info.tags["agenteval.scenario_id"], int(t.info.tags["agenteval.turn"])): t
+        for t in traces
+    }
+    for record in records:
+        for turn in record.turns:
+            trace = by_turn[(record.scenario_id, turn.turn)]
+            assert trace.info.trace_metadata["mlflow.trace.user"] == "scripted"
+            root = next(s for s in trace.data.spans if s.parent_id is None)
+            assert root.inputs["messages"][-1]["content"] == turn.user_message
+            assert root.outputs["messages"][-1]["content"] == turn.response
+            tools = [s for s in trace.data.spans if s.span_type == "TOOL"]
+            assert [s.name for s in tools] == [c.name for c in turn.tool_calls]
+            assert [s.inputs for s in tools] == [c.arguments for c in turn.tool_calls]
+    # Turns of one session are ordered by start time, as MLflow's session view sorts them.
+    first = [t for t in traces if t.info.tags["agenteval.scenario_id"] == SCENARIOS[0]]
+    assert [t.info.tags["agenteval.turn"] for t in first] == ["1", "2"]
+
+
+def test_judge_scores_are_feedback_with_the_judge_as_source(logged: Logged) -> None:
+    from mlflow.entities import Feedback
+
+    traces = run_traces(logged)
+    verdicts = [
+        Verdict.model_validate(read_json(p)) for p in logged.layout.verdicts.rglob("*.json")
+    ]
+    judge = verdicts[0].judge
+    expected, seen = 0, 0
+    for verdict in verdicts:
+        for turn in verdict.turns:
+            trace = next(
+                t
+                for t in traces
+                if t.info.tags["agenteval.scenario_id"] == verdict.scenario_id
+                and t.info.tags["agenteval.turn"] == str(turn.turn)
+            )
+            feedback = {a.name: a for a in trace.info.assessments if isinstance(a, Feedback)}
+            judged = {d: s for d, s in turn.scores.items() if s is not None}
+            assert set(feedback) == set(judged)  # not-judged dimensions are skipped
+            for dimension, score in judged.items():
+                item = feedback[dimension]
+                assert item.value == pytest.approx(score)
+                assert item.source.source_type == "CODE"
+                assert item.source.source_id == f"code:-:{judge.config_digest[:12]}"
+                assert item.metadata["judge.config_digest"] == judge.config_digest
+                assert item.rationale == turn.reasons.get(dimension)
+            expected += len(judged)
+            seen += len(feedback)
+    assert seen == expected > 0
+
+
+def test_ground_truth_is_logged_as_expectations(logged: Logged) -> None:
+    from mlflow.entities import Expectation
+
+    traces = run_traces(logged)
+    premise = {
+        t.info.tags["agenteval.turn"]: {
+            a.name: a for a in t.info.assessments if isinstance(a, Expectation)
+        }
+        for t in traces
+        if t.info.tags["agenteval.scenario_id"] == "false_premise"
+    }
+    assert premise["1"]["expected_answer"].value == "17%"
+    assert premise["1"]["expected_tools"].value == ["query_documents"]
+    assert "17%" in premise["1"]["success_criteria"].value
+    assert premise["2"]["expected_phrases"].value == ["Fairweather"]
+    source = premise["2"]["expected_answer"].source
+    assert source.source_type == "HUMAN"
+    assert source.source_id.startswith("scenario:eval/scenarios/adversarial/false_premise.yaml@")
+
+
+def test_logging_again_returns_the_same_run(logged: Logged) -> None:
+    again = log_evaluation(
+        logged.layout, logged.params, uri=logged.uri, experiment="agenteval-test"
+    )
+    assert again is not None and not again.created and again.traces_logged == 0
+    assert again.run_id == logged.result.run_id and again.run_key == logged.result.run_key
+    mlflow_client = client(logged.uri)
+    assert len(mlflow_client.search_runs([logged.result.experiment_id])) == 1
+    assert len(run_traces(logged)) == logged.result.traces_logged
+    record = read_json(logged.layout.reports / "mlflow_run.json")
+    assert record["run_id"] == logged.result.run_id and record["created"] is False
+    assert record["tracking_uri"] == logged.uri
+
+
+def test_planted_secret_appears_nowhere(logged: Logged, tmp_path: Path) -> None:
+    # An agent that printed its environment: the key lands in a reply, a tool result and
+    # the summary. Only the variable's NAME may reach MLflow.
+    run_dir = tmp_path / "run"
+    shutil.copytree(logged.run_dir, run_dir)
+    layout = Layout.run_dir(ROOT, run_dir)
+    path = next(layout.transcripts.rglob("*.json"))
+    record = read_json(path)
+    record["turns"][0]["response"] += f" (env: {KEY_ENV}={SECRET})"
+    record["turns"][0]["tool_calls"][0]["result"] = {"stdout": f"{KEY_ENV}={SECRET}"}
+    write_json(path, record)
+    with (layout.reports / "summary.md").open("a", encoding="utf-8") as handle:
+        handle.write(f"\nleaked {SECRET}\n")
+    store = tmp_path / "store"
+    result = log_evaluation(layout, logged.params, uri=sqlite_uri(store), experiment="secret")
+    assert result is not None and result.created and result.traces_logged > 0
+    run = client(sqlite_uri(store)).get_run(result.run_id)
+    assert run.data.params["target.api_key_env"] == KEY_ENV
+    assert SECRET not in json.dumps([run.data.params, run.data.tags])
+    for file in store.rglob("*"):  # the database, every artifact and trace blob
+        if file.is_file():
+            assert SECRET.encode() not in file.read_bytes(), file
+    assert SECRET not in (layout.reports / "mlflow_run.json").read_text()
+
+
+def test_lost_traces_fail_loudly_and_leave_no_reusable_run(
+    logged: Logged, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri = logged.uri  # a fresh experiment in the same store
+    real_count = conversations.count_traces
+    monkeypatch.setattr(conversations, "count_traces", lambda *a: real_count(*a) - 1)
+    with pytest.raises(TrackingError, match="dropped"):
+        log_evaluation(logged.layout, logged.params, uri=uri, experiment="lossy")
+    monkeypatch.setattr(conversations, "count_traces", real_count)
+    retry = log_evaluation(logged.layout, logged.params, uri=uri, experiment="lossy")
+    assert retry is not None and retry.created
+    statuses = sorted(r.info.status for r in client(uri).search_runs([retry.experiment_id]))
+    assert statuses == ["FAILED", "FINISHED"]
+
+
+def test_disabled_tracking_does_nothing(tmp_path: Path) -> None:
+    params = load_params(ROOT / "params.yaml", ["tracking.enabled=false"])
+    layout = Layout.run_dir(ROOT, tmp_path)  # no scorecard at all: nothing may be read
+    assert log_evaluation(layout, params, uri=sqlite_uri(tmp_path)) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tracking_uri_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ISOLATED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    repo, copy = tmp_path / "repo", tmp_path / "exp-copy"
+    assert resolve_tracking_uri(None, repository_root(repo)) == sqlite_uri(repo.resolve())
+    # Queued experiments run in a temporary copy; DVC_ROOT names the real repository.
+    monkeypatch.setenv("DVC_ROOT", str(repo))
+    assert resolve_tracking_uri(None, repository_root(copy)) == sqlite_uri(repo.resolve())
+    assert resolve_tracking_uri("sqlite:///runs.db", repo) == f"sqlite:///{repo}/runs.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
+    assert resolve_tracking_uri(None, repo) == "http://127.0.0.1:5000"
+    assert resolve_tracking_uri("sqlite:////abs/x.db", repo) == "sqlite:////abs/x.db"
+    assert public_uri("https://user:pw@host:5000/x?token=t") == "https://host:5000/x"
+
+
+def test_run_key_follows_dvc_lock_only_when_it_describes_the_files(
+    logged: Logged, tmp_path: Path
+) -> None:
+    key, basis = run_key(logged.layout, logged.params)
+    assert basis == "files" and key == logged.result.run_key  # --out runs: dvc.lock is not theirs
+    changed = load_params(ROOT / "params.yaml", [f"suite.ids={json.dumps(SCENARIOS)}"])
+    assert run_key(logged.layout, changed)[0] != key
+    repo = Layout.repository(tmp_path)
+    repo.reports.mkdir()
+    shutil.copy(logged.layout.scorecard, repo.scorecard)
+    md5 = hashlib.md5(repo.scorecard.read_bytes(), usedforsecurity=False).hexdigest()
+    lock = {
+        "schema": "2.0",
+        "stages": {
+            "infer": {"cmd": "python -m stages.infer", "params": {"params.yaml": {"run": {}}}},
+            "score": {"outs": [{"path": "reports/scorecard.json", "md5": md5}]},
+            "track": {"outs": [{"path": "reports/mlflow_run.json", "md5": "0" * 32}]},
+        },
+    }
+
+    def key_with(stages: dict[str, Any]) -> tuple[str, str]:
+        (tmp_path / "dvc.lock").write_text(yaml.safe_dump({**lock, "stages": stages}))
+        return run_key(repo, logged.params)
+
+    base, basis = key_with(lock["stages"])
+    assert basis == "dvc.lock"
+    # Our own entry is ignored; any upstream change (here infer's params) gives a new key.
+    assert key_with({**lock["stages"], "track": {"outs": []}})[0] == base
+    assert key_with({**lock["stages"], "infer": {"cmd": "x"}})[0] != base
+    # A lock that recorded another scorecard is stale for these files: keyed on them instead.
+    stale = {**lock["stages"], "score": {"outs": [{"path": "reports/scorecard.json", "md5": "1"}]}}
+    assert key_with(stale)[1] == "files"
+
+
+def test_stage_writes_a_record_when_tracking_is_off(tmp_path: Path) -> None:
+    (tmp_path / "params.yaml").write_text("tracking:\n  enabled: false\n")
+    env = {k: v for k, v in os.environ.items() if k not in ISOLATED_ENV}
+    env["DVC_ROOT"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "stages.track"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert read_json(tmp_path / "reports" / "mlflow_run.json") == {"enabled": False}
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def synthetic_layout(folder: Path, n: int) -> Layout:
+    """A scorecard of `n` scenarios (two turns each) with its metrics and summary."""
+    dims = ("correctness", "tool_selection", "efficiency")
+    results = [
+        ScenarioResult(
+            id=f"scenario_{i:04d}",
+            category=f"category_{i % 6}",
+            severity="standard",
+            status="PASS" if i % 3 else "FAIL",
+            score=round(5 + (i % 50) / 10, 4),
+            turns=[
+                TurnResult(
+                    turn=t, scores=dict.fromkeys(dims, float((i + t) % 11)), score=6.0, passed=True
+                )
+                for t in (1, 2)
+            ],
+        )
+        for i in range(n)
+    ]
+    rules = ScoringRules.from_params(load_params(None)["judge"])
+    card = Scorecard(
+        summary=summarize(results, rules),
+        config={"target": {"kind": "builtin", "model": "synthetic"}, "judge": {"kind": "code"}},
+        scenarios=results,
+        dimension_means=dimension_means(results),
+    )
+    layout = Layout.run_dir(ROOT, folder)
+    write_json(layout.scorecard, card)
+    write_json(layout.metrics, metrics_of(card))
+    (layout.reports / "summary.md").write_text("# synthetic\n", encoding="utf-8")
+    return layout
+
+
+def test_thousand_scenarios_metrics_log_in_under_ten_seconds(
+    tmp_path: Path, isolated_env: pytest.MonkeyPatch
+) -> None:
+    layout = synthetic_layout(tmp_path / "run", 1000)
+    params = load_params(ROOT / "params.yaml")
+    uri = sqlite_uri(tmp_path / "store")
+    # A store is created once and then reused by every run: its schema creation (~2 s) and
+    # mlflow's cold import are paid before the clock starts, as in a repository's second run.
+    with mlflow_client(uri) as warm:
+        ensure_experiment(warm, "scale", uri)
+    start = time.perf_counter()
+    result = log_evaluation(layout, params, uri=uri, experiment="scale", traces=False)
+    elapsed = time.perf_counter() - start
+    assert result is not None and result.created
+    metrics = client(uri).get_run(result.run_id).data.metrics
+    assert len(metrics) == len(read_json(layout.metrics)) + 2 * 1000
+    assert elapsed < 10.0, f"logging 1,000 scenarios took {elapsed:.1f} s"
