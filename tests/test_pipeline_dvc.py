@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -22,8 +23,9 @@ IGNORE = shutil.ignore_patterns(
 
 
 def sh(cmd: list[str], cwd: Path) -> str:
-    env = dict(os.environ, PYTHONUTF8="1", DVC_NO_ANALYTICS="1")
-    env.pop("DVC_ROOT", None)
+    env = dict(os.environ, PYTHONUTF8="1", DVC_NO_ANALYTICS="1", MLFLOW_DISABLE_TELEMETRY="true")
+    for name in ("DVC_ROOT", "MLFLOW_TRACKING_URI", "DVC_EXP_NAME"):
+        env.pop(name, None)
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"{cmd}: {done.stdout}\n{done.stderr}"
     return done.stdout + done.stderr
@@ -33,6 +35,9 @@ def sh(cmd: list[str], cwd: Path) -> str:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("pipeline") / "repo"
     shutil.copytree(ROOT, path, ignore=IGNORE)
+    # Conversations as traces are covered by tests/test_track.py; here they would only slow
+    # every repro down.
+    set_param(path, "tracking", "traces", False)
     sh(["git", "init", "-q"], path)
     sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A"], path)
     sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"], path)
@@ -53,7 +58,34 @@ def test_repro_produces_reports(repo: Path) -> None:
     assert (repo / "data/suite.json").is_file()
     assert any((repo / "data/transcripts").rglob("0.json"))
     status = json.loads(sh(["dvc", "status", "--json"], repo).splitlines()[-1] or "{}")
-    assert status == {}
+    # fetch re-verifies the pinned corpora on every repro by design; nothing else is stale.
+    assert status == {"fetch": ["always changed"]}
+
+
+def runs(repo: Path) -> list[Any]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("agenteval")
+    assert experiment is not None
+    return list(client.search_runs([experiment.experiment_id], order_by=["start_time ASC"]))
+
+
+def test_repro_logs_one_mlflow_run_with_provenance(repo: Path) -> None:
+    (run,) = runs(repo)
+    tags, params = run.data.tags, run.data.params
+    card = json.loads((repo / "reports/scorecard.json").read_text())
+    for field in ("scenario_set_digest", "corpus_digest", "params_digest"):
+        assert tags[f"agenteval.{field}"] == card["config"][field]
+    assert tags["agenteval.target.model"] == "builtin-bm25"
+    assert tags["agenteval.judge.kind"] == "code" and len(tags["agenteval.dvc_lock_digest"]) == 64
+    assert len(tags["agenteval.git.commit"]) == 40
+    assert params["target.kind"] == "builtin" and "judge.pass_threshold" in params
+    assert run.data.metrics["total"] == card["summary"]["total"]
+    record = json.loads((repo / "reports/mlflow_run.json").read_text())
+    assert record["run_id"] == run.info.run_id
+    sh(["dvc", "repro", "--force", "track"], repo)  # same results: the same run, not a second
+    assert len(runs(repo)) == 1
 
 
 def test_changing_the_judge_does_not_rerun_the_agent(repo: Path) -> None:
@@ -83,3 +115,25 @@ def test_forced_rerun_is_byte_identical(repo: Path) -> None:
     sh(["dvc", "repro", "--force"], repo)
     assert (repo / "reports/scorecard.json").read_bytes() == first
     assert (repo / "reports/metrics.json").read_bytes() == metrics
+
+
+def test_exp_run_with_another_model_is_a_second_comparable_run(repo: Path) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    sh([*git, "add", "-A"], repo)
+    sh([*git, "commit", "-qm", "baseline results"], repo)
+    before = len(runs(repo))
+    sh(["dvc", "exp", "run", "-S", "target.model=builtin-k2", "-S", "target.params.top_k=2"], repo)
+    after = runs(repo)
+    assert len(after) == before + 1
+    old, new = after[-2], after[-1]
+    changed = {k for k in old.data.params.keys() | new.data.params.keys()
+               if old.data.params.get(k) != new.data.params.get(k)}  # fmt: skip
+    assert changed == {"target.model", "target.params.top_k"}
+    assert new.data.tags.get("agenteval.dvc.exp_name")
+    assert set(old.data.metrics) >= {"pass_rate", "avg_score"} <= set(new.data.metrics)
+    diff = json.loads(sh(["dvc", "metrics", "diff", "--json"], repo).splitlines()[-1])
+    deltas = diff["reports/metrics.json"]
+    # top_k=2 retrieves less: the headline score moves and dvc shows old, new and the delta.
+    assert deltas["avg_score"]["diff"] == pytest.approx(
+        deltas["avg_score"]["new"] - deltas["avg_score"]["old"]
+    )
