@@ -346,10 +346,10 @@ def test_run_key_follows_dvc_lock_only_when_it_describes_the_files(
 def test_stage_writes_a_record_when_tracking_is_off(tmp_path: Path) -> None:
     (tmp_path / "params.yaml").write_text("tracking:\n  enabled: false\n")
     env = {k: v for k, v in os.environ.items() if k not in ISOLATED_ENV}
-    env["DVC_ROOT"] = str(tmp_path)
+    env["PYTHONPATH"] = str(ROOT)  # the stage runs in the workspace DVC gives it: here tmp_path
     done = subprocess.run(
         [sys.executable, "-m", "stages.track"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert read_json(tmp_path / "reports" / "mlflow_run.json") == {"enabled": False}
