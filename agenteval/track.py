@@ -139,15 +139,22 @@ def _fill_run(
     from agenteval.tracking import conversations, provenance, results
 
     try:
+        from agenteval.report import load_noise
+
+        noise = load_noise(card, layout.reports)
         scrubber = provenance.secret_scrubber(params)
         tags = provenance.provenance_tags(layout, params, card)
+        summary_line = results.headline(noise)
+        if summary_line:  # shown as the run's description in the MLflow UI
+            tags["mlflow.note.content"] = summary_line
         tags = {key: scrubber.scrub_text(value) for key, value in tags.items()}
         results.log_batched(
             client,
             run_id,
             params=provenance.run_params(params, scrubber, MAX_PARAM_VAL_LENGTH),
             tags=tags,
-            metrics=results.run_metrics(_flat_metrics(layout, card), card),
+            metrics=results.run_metrics(_flat_metrics(layout, card), card)
+            | results.interval_metrics(noise),
         )
         results.log_artifacts(client, run_id, layout, card, provenance.known_secret_values(params))
         sent = 0

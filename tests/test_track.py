@@ -139,7 +139,13 @@ def test_artifacts_include_reports_and_scenario_table(logged: Logged, tmp_path: 
 
     mlflow_client = client(logged.uri)
     names = {a.path for a in mlflow_client.list_artifacts(logged.result.run_id)}
-    assert names == {"scorecard.json", "summary.md", "metrics.json", "scenarios.parquet"}
+    assert names == {
+        "scorecard.json",
+        "summary.md",
+        "metrics.json",
+        "noise.json",
+        "scenarios.parquet",
+    }
     local = mlflow_client.download_artifacts(logged.result.run_id, "scenarios.parquet", tmp_path)
     table = pd.read_parquet(local)
     card = Scorecard.model_validate(read_json(logged.layout.scorecard))
@@ -406,3 +412,15 @@ def test_thousand_scenarios_metrics_log_in_under_ten_seconds(
     metrics = client(uri).get_run(result.run_id).data.metrics
     assert len(metrics) == len(read_json(layout.metrics)) + 2 * 1000
     assert elapsed < 10.0, f"logging 1,000 scenarios took {elapsed:.1f} s"
+
+
+def test_headline_numbers_carry_their_intervals(logged: Logged) -> None:
+    run = client(logged.uri).get_run(logged.result.run_id)
+    noise = read_json(logged.layout.reports / "noise.json")
+    rate = noise["overall"]["judged_pass_rate"]
+    metrics = run.data.metrics
+    if rate.get("half_width") is not None:
+        assert metrics["judged_pass_rate.half_width"] == pytest.approx(rate["half_width"])
+        assert metrics["judged_pass_rate.low"] == pytest.approx(rate["low"])
+        assert "±" in run.data.tags["mlflow.note.content"]
+    assert run.data.tags["mlflow.note.content"].startswith("judged pass rate")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from agenteval.pipeline import Layout
 
 T = TypeVar("T")
-REPORT_FILES = ("scorecard.json", "summary.md", "metrics.json")
+REPORT_FILES = ("scorecard.json", "summary.md", "metrics.json", "noise.json")
 TABLE_NAME = "scenarios.parquet"
 REDACTED = "[REDACTED]"
 
@@ -39,6 +39,40 @@ def run_metrics(metrics: Mapping[str, Any], card: Scorecard) -> dict[str, float]
         if result.status in JUDGED_STATUSES:
             flat[f"{prefix}.pass"] = 1.0 if result.status == Status.PASS else 0.0
     return flat
+
+
+def interval_metrics(noise: Mapping[str, Any] | None) -> dict[str, float]:
+    """Each headline number's 95% interval from reports/noise.json, as metrics MLflow can
+    chart beside the value: `<name>.half_width`, `.low`, `.high`, plus the paired MDE."""
+    if not noise:
+        return {}
+    groups = {"": noise.get("overall") or {}}
+    groups |= {f"category.{c}.": v for c, v in (noise.get("categories") or {}).items()}
+    flat: dict[str, float] = {}
+    for prefix, group in groups.items():
+        for name in ("judged_pass_rate", "avg_score"):
+            interval = group.get(name) or {}
+            for part in ("half_width", "low", "high"):
+                if _finite(interval.get(part)):
+                    flat[mlflow_key(f"{prefix}{name}.{part}")] = float(interval[part])
+    for name, entry in (noise.get("mde") or {}).items():
+        if isinstance(entry, Mapping) and _finite(entry.get("mde")):
+            flat[mlflow_key(f"mde.{name}")] = float(entry["mde"])
+    return flat
+
+
+def headline(noise: Mapping[str, Any] | None) -> str | None:
+    """`judged pass rate 0.400 ± 0.134 · avg score 7.15 ± 0.64`, for the run's description."""
+    overall = (noise or {}).get("overall") or {}
+    parts = []
+    for name, label, fmt in (("judged_pass_rate", "judged pass rate", ".3f"),
+                             ("avg_score", "avg score", ".2f")):  # fmt: skip
+        entry = overall.get(name) or {}
+        if _finite(entry.get("value")):
+            half = entry.get("half_width")
+            shown = f"{entry['value']:{fmt}}" + (f" ± {half:{fmt}}" if _finite(half) else "")
+            parts.append(f"{label} {shown}")
+    return " · ".join(parts) or None
 
 
 def _finite(value: Any) -> bool:
