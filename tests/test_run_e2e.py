@@ -143,3 +143,22 @@ def test_run_logs_to_mlflow(tmp_path: Path) -> None:
         env_extra={"MLFLOW_TRACKING_URI": f"sqlite:///{store}"},
     )  # fmt: skip
     assert "already logged as" in again.stdout, again.stdout + again.stderr
+
+
+def test_missing_pinned_documents_are_skipped_and_the_run_goes_on(tmp_path: Path) -> None:
+    import shutil
+
+    from agenteval.params import load_params
+    from agenteval.pipeline import Layout, run_all
+
+    shutil.copytree(ROOT / "eval", tmp_path / "eval")  # no data/corpora: nothing fetched here
+    params = load_params(ROOT / "params.yaml", ["suite.categories=[real_world, personality]"])
+    card = run_all(params, Layout.run_dir(tmp_path, tmp_path / "out"))
+    by_category: dict[str, set[str]] = {}
+    for result in card.scenarios:
+        by_category.setdefault(result.category, set()).add(result.status)
+    assert by_category["real_world"] == {"SKIPPED_NO_DOCUMENT"}
+    assert by_category["personality"] & {"PASS", "FAIL"}
+    assert card.summary.skipped_no_document == len(
+        [r for r in card.scenarios if r.category == "real_world"]
+    )
