@@ -237,6 +237,23 @@ def serve_mcp(
     serve(params, Path.cwd().resolve(), transport=transport, host=host, port=port)
 
 
+@app.command("serve-local")
+def serve_local(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8080,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    model_alias: Annotated[str, typer.Option(help="Model name clients use.")] = "smollm2-135m",
+    n_ctx: Annotated[int, typer.Option(help="Context window in tokens.")] = 4096,
+) -> None:
+    """Serve the bundled SmolLM2-135M over the OpenAI protocol (needs the `local` extra)."""
+    from agenteval.serve_local import LocalServerError
+    from agenteval.serve_local import serve_local as run_server
+
+    try:
+        run_server(host=host, port=port, model_alias=model_alias, n_ctx=n_ctx)
+    except LocalServerError as exc:
+        _fail([f"serve-local: {exc}"], 1)
+
+
 @corpus_app.command("pin")
 def corpus_pin(
     manifest: Annotated[Path, typer.Option()] = Path("eval/corpus/manifest.json"),
