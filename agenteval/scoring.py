@@ -47,6 +47,10 @@ FAIL_SCORE_CAP = 5.99
 # A judge's own total may differ from the recompute by rounding; beyond this it is recorded.
 DISCREPANCY_TOLERANCE = 0.25
 SCORE_MIN, SCORE_MAX = 0.0, 10.0
+# Identical consecutive tool calls that make a loop (efficiency 0), for judges and prompts.
+TOOL_LOOP_REPEATS = 3
+# Two judges disagree on a dimension when their scores differ by at least this much.
+DISAGREEMENT_GAP = 4.0
 
 
 @dataclass(frozen=True)

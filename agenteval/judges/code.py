@@ -27,6 +27,7 @@ from agenteval.schema.status import NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict, Verdict
+from agenteval.scoring import TOOL_LOOP_REPEATS
 
 ABSTAIN = re.compile(
     r"not (in|mentioned in|stated in|included in|covered (in|by)|found in|available in) the "
@@ -224,9 +225,10 @@ def _signature(call: ToolCall) -> str:
 
 def efficiency(calls: list[ToolCall]) -> Mark:
     sigs = [_signature(c) for c in calls]
-    for i in range(len(sigs) - 2):
-        if sigs[i] == sigs[i + 1] == sigs[i + 2]:
-            return Mark(0.0, f"tool loop: {calls[i].name} called 3+ times in a row")
+    run = TOOL_LOOP_REPEATS
+    for i in range(len(sigs) - run + 1):
+        if len(set(sigs[i : i + run])) == 1:
+            return Mark(0.0, f"tool loop: {calls[i].name} called {run}+ times in a row")
     for i in range(len(sigs) - 3):
         a, b = sigs[i], sigs[i + 1]
         if a != b and sigs[i + 2] == a and sigs[i + 3] == b:

@@ -36,14 +36,13 @@ from agenteval.schema.status import COMPLETED, NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, Transcript
 from agenteval.schema.verdict import Disagreement, TurnVerdict, Verdict
-from agenteval.scoring import DIMENSIONS, SCORE_MAX, SCORE_MIN, ScoringRules
+from agenteval.scoring import DIMENSIONS, DISAGREEMENT_GAP, SCORE_MAX, SCORE_MIN, ScoringRules
 from agenteval.targets.chat import EndpointConfig, endpoint_from, sum_usage
 
 KIND = "llm"
 DEFAULT_MAX_ATTEMPTS = 3
 # Two judges this far apart on one dimension are not rounding differently; they read the
 # turn differently, and someone should look at it.
-DISAGREEMENT_GAP = 4.0
 REASK = (
     "Your reply could not be used: {error}\n"
     "Reply again with only the JSON object described in the instructions."

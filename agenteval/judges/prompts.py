@@ -20,7 +20,7 @@ from agenteval.schema.scenario import Turn
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict
-from agenteval.scoring import DIMENSIONS, SCORE_MAX, SCORE_MIN, ScoringRules
+from agenteval.scoring import DIMENSIONS, SCORE_MAX, SCORE_MIN, TOOL_LOOP_REPEATS, ScoringRules
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 
@@ -35,7 +35,6 @@ RUBRIC_ANCHORS: dict[str, float] = {
 }
 # Identical consecutive tool calls that make a tool loop (judges.code.efficiency checks the
 # same count).
-TOOL_LOOP_REPEATS = 3
 
 
 class PromptError(ValueError):
