@@ -117,7 +117,10 @@ class Inference:
             if done is None:
                 async with semaphore:
                     done = self.not_run(unit) if self.stop_reason else await self.run_unit(unit)
-                write_json(transcript_path(self.out, unit.item.scenario.id, unit.iteration), done)
+                path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
+                # Scrubbing, fsync and rename take milliseconds: off the event loop, so other
+                # conversations keep their requests in flight meanwhile.
+                await asyncio.to_thread(write_json, path, done)
             self.on_done(done)
             return done
 

@@ -84,7 +84,8 @@ async def run_judging(
             return stored
         async with semaphore:
             verdict = await judge.judge(item, transcript)
-        write_json(transcript_path(verdicts, item.scenario.id, iteration), verdict)
+        path = transcript_path(verdicts, item.scenario.id, iteration)
+        await asyncio.to_thread(write_json, path, verdict)  # fsync off the event loop
         notify(verdict)
         return verdict
 
