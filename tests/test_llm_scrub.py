@@ -156,3 +156,34 @@ def test_known_secret_never_survives(before: str, after: str, secret: str) -> No
     out = scrubber.scrub({"text": before + secret + after, "list": [secret]})
     assert secret not in json.dumps(out)
     assert scrubber.scrub(out) == out, "scrubbing is idempotent"
+
+
+def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
+    """The prefilter is an optimisation: it must never hide a match from the rules."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from agenteval.llm.scrub import SHAPE_PREFILTER, _shape_rules
+
+    rules = _shape_rules(())
+    # The lookbehinds/boundaries are dropped for generation; what the rule's core matches
+    # must still pass the prefilter.
+    cores = [
+        r"x://user:pass@", r"Bearer [A-Za-z0-9._~+/\-]{8,12}", r"Basic [A-Za-z0-9]{8,12}",
+        r"(?i:api[_-]?key|access[_-]?token|auth[_-]?token|secret|passwd?)[:=][A-Za-z0-9]{8,12}",
+        r"sk-ant-[A-Za-z0-9_\-]{8,12}", r"sk-[A-Za-z0-9_\-]{16,20}",
+        r"gh[pousr]_[A-Za-z0-9]{20,24}",
+        r"github_pat_\w{20,24}", r"hf_[A-Za-z0-9]{20,24}", r"AIza[0-9A-Za-z_\-]{30,34}",
+        r"(?:AKIA|ASIA)[0-9A-Z]{16}", r"xox[abposr]-[A-Za-z0-9\-]{10,14}",
+        r"(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-][A-Za-z0-9]{20,24}",
+        r"eyJ[A-Za-z0-9_\-]{8,10}\.[A-Za-z0-9_\-]{8,10}\.[A-Za-z0-9_\-]{8,10}",
+        r"[0-9a-fA-F]{32,40}", r"[A-Za-z0-9+/]{32,40}={0,2}",
+    ]  # fmt: skip
+    assert len(cores) >= len(rules)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.sampled_from(cores).flatmap(lambda c: st.from_regex(c, fullmatch=True)))
+    def check(text: str) -> None:
+        assert SHAPE_PREFILTER.search(text), text
+
+    check()

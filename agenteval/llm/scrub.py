@@ -78,6 +78,15 @@ def _hex_key(exempt: tuple[int, ...]) -> Callable[[re.Match[str]], str | None]:
     return check
 
 
+# A necessary condition for any shape rule below to match: one cheap scan rejects most strings
+# (tool names, statuses, prose) instead of fourteen. Keep it a superset of every rule's start.
+SHAPE_PREFILTER = re.compile(
+    r"(?i:://|bearer|basic|api[_-]?key|access[_-]?token|auth[_-]?token|secret|passw)"
+    r"|sk-|gh[pousr]_|github_pat_|hf_|AIza|AKIA|ASIA|xox[abposr]-"
+    r"|(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-]|eyJ|[A-Za-z0-9+/]{32}"
+)
+
+
 def _shape_rules(exempt_hex: tuple[int, ...]) -> list[_Rule]:
     boundary_l = r"(?<![A-Za-z0-9+/=_\-])"
     boundary_r = r"(?![A-Za-z0-9+/=_\-])"
@@ -195,6 +204,8 @@ class Scrubber:
                 return REDACTED
 
             text = known.sub(replace_known, text)
+        if SHAPE_PREFILTER.search(text) is None:
+            return text, hits
         for name, pattern, decide in self._rules:
 
             def replace_shape(match: re.Match[str], name: str = name, decide: Any = decide) -> str:
