@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -84,3 +85,19 @@ def write_json(path: Path, value: Any) -> None:
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 over agenteval's own source files.
+
+    Part of every agent's and judge's configuration digest: stored transcripts and verdicts
+    are reused (resume, dvc repro with persisted outputs) only when the code that produced
+    them is the same, so fixing a judge or an agent can never leave stale grades behind.
+    """
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()

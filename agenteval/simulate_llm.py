@@ -16,8 +16,7 @@ from typing import Any
 
 import yaml
 
-from agenteval import __version__
-from agenteval.fileio import digest_of
+from agenteval.fileio import code_digest, digest_of
 from agenteval.judges.prompts import load_prompt, split_sections
 from agenteval.llm import Message, SystemMessage
 from agenteval.llm import UserMessage as ChatUserMessage
@@ -81,7 +80,7 @@ class LLMSimulator:
                     "endpoint": self.config.describe(),
                     "prompt_sha256": self.prompt.sha256,
                     "rephrase_scripted": self.rephrase_scripted,
-                    "code": __version__,
+                    "code": code_digest(),
                 }
             ),
             details={

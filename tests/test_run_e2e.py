@@ -162,3 +162,27 @@ def test_missing_pinned_documents_are_skipped_and_the_run_goes_on(tmp_path: Path
     assert card.summary.skipped_no_document == len(
         [r for r in card.scenarios if r.category == "real_world"]
     )
+
+
+def test_stored_results_are_not_reused_across_code_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resume and persisted DVC outputs reuse a transcript or verdict only when the code that
+    produced it is the same; otherwise a fixed agent or judge would leave stale grades."""
+    from agenteval.judges import code as code_judge
+    from agenteval.params import load_params
+    from agenteval.pipeline import Layout, run_all
+    from agenteval.targets import builtin
+
+    params = load_params(ROOT / "params.yaml", ["suite.ids=[honest_about_limits]"])
+    layout = Layout.run_dir(ROOT, tmp_path)
+    run_all(params, layout)
+    transcript = tmp_path / "data/transcripts/honest_about_limits/0.json"
+    verdict = tmp_path / "data/verdicts/honest_about_limits/0.json"
+    before = (transcript.stat().st_mtime_ns, verdict.stat().st_mtime_ns)
+    run_all(params, layout)  # same code: both reused
+    assert (transcript.stat().st_mtime_ns, verdict.stat().st_mtime_ns) == before
+    monkeypatch.setattr(builtin, "code_digest", lambda: "other-code")
+    monkeypatch.setattr(code_judge, "code_digest", lambda: "other-code")
+    run_all(params, layout)
+    assert transcript.stat().st_mtime_ns != before[0] and verdict.stat().st_mtime_ns != before[1]

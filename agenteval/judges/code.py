@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.corpus.retrieval import tokenize
-from agenteval.fileio import digest_of
+from agenteval.fileio import code_digest, digest_of
 from agenteval.judges.numbers import (
     best_deviation,
     precision_score,
@@ -55,7 +55,10 @@ class Mark:
 class CodeJudge:
     def __init__(self, params: dict[str, Any] | None = None, root: Path | None = None) -> None:
         self.participant = Participant(
-            kind=KIND, model=None, protocol=None, config_digest=digest_of({"kind": KIND})
+            kind=KIND,
+            model=None,
+            protocol=None,
+            config_digest=digest_of({"kind": KIND, "code": code_digest()}),
         )
 
     async def judge(self, item: SuiteItem, transcript: Transcript) -> Verdict:

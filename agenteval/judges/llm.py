@@ -17,8 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from agenteval import __version__
-from agenteval.fileio import digest_of
+from agenteval.fileio import code_digest, digest_of
 from agenteval.judges.code import CodeJudge, judge_transcript
 from agenteval.judges.prompts import load_prompt, rubric_values, scenario_case, turn_case
 from agenteval.llm import (
@@ -226,7 +225,7 @@ class LLMJudge:
                     "prompts": shas,
                     "rules": self.rules.describe(),
                     "settings": settings,
-                    "code": __version__,
+                    "code": code_digest(),
                 }
             ),
             details={"endpoint": self.config.describe(), "prompts": shas, **settings},

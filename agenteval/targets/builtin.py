@@ -15,9 +15,8 @@ from typing import Any
 
 import yaml
 
-from agenteval import __version__
 from agenteval.corpus.retrieval import Index, split_sentences, tokenize
-from agenteval.fileio import digest_of, sha256_file
+from agenteval.fileio import code_digest, digest_of, sha256_file
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.transcript import Participant, ToolCall
 from agenteval.targets.base import AgentReply, SessionContext
@@ -55,7 +54,7 @@ class BuiltinTarget:
                 {
                     "knobs": self.knobs,
                     "files": agent_files_digest(self.agent_dir),
-                    "code": __version__,
+                    "code": code_digest(),
                 }
             ),
             details={"knobs": self.knobs},

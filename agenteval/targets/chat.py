@@ -21,8 +21,7 @@ from typing import Any
 
 import yaml
 
-from agenteval import __version__
-from agenteval.fileio import canonical_json, digest_of
+from agenteval.fileio import canonical_json, code_digest, digest_of
 from agenteval.llm import (
     AssistantMessage,
     BaseChatClient,
@@ -253,7 +252,7 @@ class ChatTarget:
                     "endpoint": self.config.describe(),
                     "harness": harness,
                     "files": agent_files_digest(self.agent_dir),
-                    "code": __version__,
+                    "code": code_digest(),
                 }
             ),
             details={"endpoint": self.config.describe(), "harness": harness},
