@@ -268,8 +268,16 @@ def corpus_pin(
     typer.echo(f"{len(changes)} pin(s) changed in {manifest}")
 
 
-def main() -> None:
+def _register_gate_commands() -> None:
+    # noise / compare / baseline live in their own module (its heavy imports are inside each
+    # command); registered here so `app` is the whole command line wherever it is used.
     from agenteval import cli_gate
 
     cli_gate.register(app)
+
+
+_register_gate_commands()
+
+
+def main() -> None:
     app()

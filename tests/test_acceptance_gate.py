@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from agenteval import cli_gate
+from agenteval.cli import app
 from agenteval.compare import compare, load_side
 from agenteval.noise import measure_noise
 from agenteval.params import load_params
@@ -69,20 +68,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        """Test root (forces typer into sub-command mode)."""
-
-    cli_gate.register(app)
-    return app
-
-
 def _compare(baseline: Path, current: Path, out: Path, *extra: str) -> tuple[int, str]:
     args = ["compare", str(baseline), str(current), "--out", str(out), "--no-png", *extra]
-    result = CliRunner().invoke(_app(), args)
+    result = CliRunner().invoke(app, args)
     return result.exit_code, result.output
 
 
@@ -131,7 +119,7 @@ def test_noise_floor_and_baseline_file_round_trip(runs: dict[str, Path], tmp_pat
     assert code == 2, output
     dest = tmp_path / "baseline.json"
     saved = CliRunner().invoke(
-        _app(), ["baseline", "save", str(runs["baseline"]), "--dest", str(dest)]
+        app, ["baseline", "save", str(runs["baseline"]), "--dest", str(dest)]
     )
     assert saved.exit_code == 0, saved.output
     assert _compare(dest, runs["other_seeds"], tmp_path / "c", "--require-complete")[0] == 0

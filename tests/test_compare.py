@@ -7,11 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
 from gate_cards import make_card, with_config
 from typer.testing import CliRunner
 
-from agenteval import cli_gate
+from agenteval.cli import app
 from agenteval.compare import (
     EXIT_NOT_COMPARABLE,
     EXIT_OK,
@@ -318,17 +317,6 @@ def test_writers_and_plot_data(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- CLI
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        """Test root (forces typer into sub-command mode)."""
-
-    cli_gate.register(app)
-    return app
-
-
 def test_cli_exit_codes(tmp_path: Path) -> None:
     runner = CliRunner()
     base = make_card({f"s{i}": "PPP" for i in range(8)})
@@ -340,7 +328,7 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     out = str(tmp_path / "out")
 
     def run(*args: str) -> tuple[int, str]:
-        result = runner.invoke(_app(), [*args, "--out", out, "--no-png"])
+        result = runner.invoke(app, [*args, "--out", out, "--no-png"])
         return result.exit_code, result.output
 
     assert run("compare", str(tmp_path / "base"), str(tmp_path / "same"))[0] == 0
@@ -366,18 +354,14 @@ def test_cli_baseline_save_and_show(tmp_path: Path) -> None:
     write_json(tmp_path / "three" / "scorecard.json", make_card({"a": "PPF", "b": "FFF"}))
     write_json(tmp_path / "one" / "scorecard.json", make_card({"a": "P", "b": "F"}))
     dest = tmp_path / "baselines" / "baseline.json"
-    refused = runner.invoke(
-        _app(), ["baseline", "save", str(tmp_path / "one"), "--dest", str(dest)]
-    )
+    refused = runner.invoke(app, ["baseline", "save", str(tmp_path / "one"), "--dest", str(dest)])
     assert refused.exit_code == 2 and "at least 3" in refused.output and not dest.exists()
-    saved = runner.invoke(
-        _app(), ["baseline", "save", str(tmp_path / "three"), "--dest", str(dest)]
-    )
+    saved = runner.invoke(app, ["baseline", "save", str(tmp_path / "three"), "--dest", str(dest)])
     assert saved.exit_code == 0 and dest.is_file()
-    shown = runner.invoke(_app(), ["baseline", "show", "--path", str(dest)])
+    shown = runner.invoke(app, ["baseline", "show", "--path", str(dest)])
     assert shown.exit_code == 0
     assert "iterations: 3 · seeds: [0, 1, 2]" in shown.output
     assert "judged pass rate: 0.333 ± " in shown.output
     assert "saved from:" in shown.output and "three" in shown.output
-    missing = runner.invoke(_app(), ["baseline", "show", "--path", str(tmp_path / "none.json")])
+    missing = runner.invoke(app, ["baseline", "show", "--path", str(tmp_path / "none.json")])
     assert missing.exit_code == 2 and "no baseline saved" in missing.output
