@@ -17,10 +17,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agenteval.fileio import read_json, write_json
+from agenteval.layout import transcript_path
 from agenteval.schema.status import Status
 from agenteval.schema.suite import Suite, SuiteItem
 from agenteval.schema.transcript import Transcript, TranscriptTurn
-from agenteval.simulate import Simulator
+from agenteval.simulators.base import Simulator
 from agenteval.targets.base import SessionContext, SetupFailed, Target
 
 # Per-scenario time limit scales with the work it involves (documents to index, turns).
@@ -33,10 +34,6 @@ TIMEOUT_CAP_S = 7200
 def effective_timeout(base_s: float, documents: int, turns: int) -> float:
     scaled = TIMEOUT_STARTUP_S + TIMEOUT_PER_DOC_S * documents + TIMEOUT_PER_TURN_S * turns
     return float(min(max(base_s, scaled), TIMEOUT_CAP_S))
-
-
-def transcript_path(folder: Path, scenario_id: str, iteration: int) -> Path:
-    return folder / scenario_id / f"{iteration}.json"
 
 
 @dataclass

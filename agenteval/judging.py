@@ -5,49 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
 
-from pydantic import ValidationError
-
-from agenteval.engine import transcript_path
-from agenteval.fileio import read_json, write_json
-from agenteval.registry import build
+from agenteval.fileio import write_json
+from agenteval.judges.base import Judge
+from agenteval.layout import load_transcript, load_verdict, transcript_path
 from agenteval.schema.suite import Suite, SuiteItem
-from agenteval.schema.transcript import Participant, Transcript
+from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
-
-
-class Judge(Protocol):
-    participant: Participant
-
-    async def judge(self, item: SuiteItem, transcript: Transcript) -> Verdict: ...
-
-
-REGISTRY = {
-    "code": "agenteval.judges.code:CodeJudge",
-    "llm": "agenteval.judges.llm:LLMJudge",
-}
-
-
-def make_judge(params: dict[str, Any], root: Path) -> Judge:
-    judge: Judge = build(REGISTRY, "judge", params, root)
-    return judge
-
-
-def load_transcript(folder: Path, scenario_id: str, iteration: int) -> Transcript | None:
-    path = transcript_path(folder, scenario_id, iteration)
-    try:
-        return Transcript.model_validate(read_json(path))
-    except (OSError, ValueError, ValidationError):
-        return None
-
-
-def load_verdict(folder: Path, scenario_id: str, iteration: int) -> Verdict | None:
-    path = transcript_path(folder, scenario_id, iteration)
-    try:
-        return Verdict.model_validate(read_json(path))
-    except (OSError, ValueError, ValidationError):
-        return None
 
 
 def _still_valid(verdict: Verdict, transcript: Transcript, judge: Judge) -> bool:

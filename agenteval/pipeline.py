@@ -6,57 +6,21 @@ import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agenteval import fileio
 from agenteval.engine import Inference
 from agenteval.fileio import read_json, write_json
-from agenteval.judging import make_judge, run_judging
+from agenteval.judges.base import make_judge
+from agenteval.judging import run_judging
+from agenteval.layout import Layout, load_suite
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
 from agenteval.scorecard import build_scorecard, metrics_of
-from agenteval.simulate import make_simulator
-from agenteval.suite import build_suite
+from agenteval.simulators.base import make_simulator
+from agenteval.suite.build import build_suite
 from agenteval.targets.base import make_target
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where a run's files live: DVC uses data/ and reports/ at the repository root."""
-
-    root: Path
-    data: Path
-    reports: Path
-
-    @classmethod
-    def repository(cls, root: Path) -> Layout:
-        return cls(root, root / "data", root / "reports")
-
-    @classmethod
-    def run_dir(cls, root: Path, out: Path) -> Layout:
-        return cls(root, out / "data", out)
-
-    @property
-    def suite(self) -> Path:
-        return self.data / "suite.json"
-
-    @property
-    def transcripts(self) -> Path:
-        return self.data / "transcripts"
-
-    @property
-    def verdicts(self) -> Path:
-        return self.data / "verdicts"
-
-    @property
-    def scorecard(self) -> Path:
-        return self.reports / "scorecard.json"
-
-    @property
-    def metrics(self) -> Path:
-        return self.reports / "metrics.json"
 
 
 @contextmanager
@@ -74,10 +38,6 @@ def progress_bar(label: str, total: int, enabled: bool) -> Iterator[Callable[[An
     ) as bar:
         task = bar.add_task(label, total=total)
         yield lambda _item: bar.advance(task)
-
-
-def load_suite(layout: Layout) -> Suite:
-    return Suite.model_validate(read_json(layout.suite))
 
 
 def step_suite(params: dict[str, Any], layout: Layout) -> Suite:
@@ -162,7 +122,7 @@ def step_score(params: dict[str, Any], layout: Layout) -> Scorecard:
 
 def step_stats(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
     """Every headline number with its uncertainty -> reports/noise.json."""
-    from agenteval.noise import noise_report
+    from agenteval.uncertainty import noise_report
 
     section = params["stats"]
     card = Scorecard.model_validate(read_json(layout.scorecard))

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval import __version__
-from agenteval.judging import load_transcript, load_verdict
+from agenteval.layout import load_transcript, load_verdict
 from agenteval.params import section_digest
 from agenteval.schema.scorecard import PassCount, ScenarioResult, Scorecard
 from agenteval.schema.status import Status

@@ -124,7 +124,7 @@ def write_conversations(layout: Layout, results: list[ScenarioResult]) -> None:
 
 
 def timed_log(layout: Layout, uri: str, experiment: str, traces: bool) -> tuple[float, int]:
-    from agenteval.track import log_evaluation
+    from agenteval.tracking.run import log_evaluation
 
     start = time.perf_counter()
     result = log_evaluation(

@@ -210,7 +210,8 @@ def bench_params(port: int, concurrency: int) -> dict[str, Any]:
 
 def build_suite(config: dict[str, Any]) -> dict[str, Any]:
     """Worker mode: `step_suite` once (validation of N files); its time is reported apart."""
-    from agenteval.pipeline import Layout, step_suite
+    from agenteval.layout import Layout
+    from agenteval.pipeline import step_suite
 
     root = Path(config["root"])
     layout = Layout.run_dir(root, root / "suite-build")
@@ -295,7 +296,8 @@ def patch_aiohttp(compat: Any) -> None:
 def worker(config: dict[str, Any]) -> dict[str, Any]:
     """Run step_infer once; report wall, CPU and RSS. Imports happen before the clock starts."""
     import agenteval.llm.openai_compat  # noqa: F401  (imported lazily by the client factory)
-    from agenteval.pipeline import Layout, step_infer
+    from agenteval.layout import Layout
+    from agenteval.pipeline import step_infer
 
     root, out = Path(config["root"]), Path(config["out"])
     layout = Layout.run_dir(root, out)

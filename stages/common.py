@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agenteval.layout import Layout
 from agenteval.params import load_params
-from agenteval.pipeline import Layout
 
 
 def root() -> Path:

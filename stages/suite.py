@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from agenteval.pipeline import step_suite
-from agenteval.suite import SuiteError
+from agenteval.suite.build import SuiteError
 from stages.common import layout, params
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from agenteval.track import log_evaluation, write_run_record
+from agenteval.tracking.run import log_evaluation, write_run_record
 from agenteval.tracking.store import TrackingError
 from stages.common import layout, params
 

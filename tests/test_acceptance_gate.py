@@ -12,10 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from agenteval.cli import app
-from agenteval.compare import compare, load_side
-from agenteval.noise import measure_noise
+from agenteval.gate.compare import compare, load_side
+from agenteval.gate.noise import measure_noise
+from agenteval.layout import Layout
 from agenteval.params import load_params
-from agenteval.pipeline import Layout, step_infer, step_judge, step_score, step_suite
+from agenteval.pipeline import step_infer, step_judge, step_score, step_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 IDS = [

@@ -12,10 +12,11 @@ import pytest
 import yaml
 from servers import AnthropicServer, Call, FakeLLMServer, OpenAIServer, Reply
 
+from agenteval.llm.config import sum_usage
 from agenteval.params import DEFAULTS, deep_merge
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.targets.base import AgentReply, SessionContext, SetupFailed, make_target
-from agenteval.targets.chat import ChatSession, ChatTarget, sum_usage
+from agenteval.targets.chat import ChatSession, ChatTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")

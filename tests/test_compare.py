@@ -1,4 +1,4 @@
-"""Tests for agenteval.compare: instrument checks, buckets, tests, gate, inputs and outputs."""
+"""Tests for agenteval.gate.compare: instrument checks, buckets, tests, gate, inputs and outputs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from gate_cards import make_card, with_config
 from typer.testing import CliRunner
 
 from agenteval.cli import app
-from agenteval.compare import (
+from agenteval.fileio import write_json
+from agenteval.gate.buckets import Evidence, bucket_for
+from agenteval.gate.compare import (
     EXIT_NOT_COMPARABLE,
     EXIT_OK,
     EXIT_REGRESSION,
@@ -21,11 +23,9 @@ from agenteval.compare import (
     load_side,
     paired_endpoint,
 )
-from agenteval.compare_buckets import Evidence, bucket_for
-from agenteval.compare_report import markdown, plot_rows, verdict_line, write_outputs
-from agenteval.fileio import write_json
-from agenteval.noise import ScenarioTally, tally
+from agenteval.gate.report import markdown, plot_rows, verdict_line, write_outputs
 from agenteval.stats import adjust_pvalues, mcnemar_exact, paired_permutation_test
+from agenteval.uncertainty import ScenarioTally, tally
 
 
 def _t(letters: str) -> ScenarioTally:

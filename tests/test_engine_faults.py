@@ -20,8 +20,9 @@ from servers.common import Reply
 from servers.openai_server import OpenAIServer, invalid_key, quota_exhausted
 
 from agenteval import engine
+from agenteval.layout import Layout
 from agenteval.params import DEFAULTS, deep_merge
-from agenteval.pipeline import Layout, run_evaluation
+from agenteval.pipeline import run_evaluation
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-test-Fa9uLt7Kq2Wm4Xz8Rb3Nv6Hy1Jc5Pd0E"

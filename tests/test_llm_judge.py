@@ -14,17 +14,18 @@ from servers import AnthropicServer, FakeLLMServer, OpenAIServer, Reply, malform
 from servers import openai_server as openai_faults
 
 from agenteval.fileio import sha256_file
+from agenteval.judges.base import make_judge
 from agenteval.judges.llm import LLMJudge
-from agenteval.judges.prompts import PLACEHOLDER
-from agenteval.judging import make_judge
+from agenteval.layout import Layout
 from agenteval.llm import QuotaExhausted
+from agenteval.llm.prompts import PLACEHOLDER
 from agenteval.params import DEFAULTS, deep_merge
-from agenteval.pipeline import Layout, run_all
+from agenteval.pipeline import run_all
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import Verdict
 from agenteval.scoring import DIMENSIONS, ScenarioInfo, ScoringRules, score_scenario
-from agenteval.suite import build_suite
+from agenteval.suite.build import build_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "eval/prompts"

@@ -15,8 +15,8 @@ from servers import OpenAIServer, Reply
 from agenteval.params import DEFAULTS, deep_merge
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.transcript import TranscriptTurn
-from agenteval.simulate import UserMessage, make_simulator
-from agenteval.simulate_llm import LLMSimulator, clean_message, detect_fault
+from agenteval.simulators.base import UserMessage, make_simulator
+from agenteval.simulators.llm import LLMSimulator, clean_message, detect_fault
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = "context_retention/budget_row_followups.yaml"

@@ -27,16 +27,17 @@ from typing import Any
 
 import pytest
 
-from agenteval import serve_local
 from agenteval.judges.llm import SCENARIO_SCHEMA, TURN_SCHEMA
+from agenteval.layout import Layout
 from agenteval.llm.openai_compat import OpenAICompatClient
 from agenteval.params import load_params
-from agenteval.pipeline import Layout, run_evaluation
+from agenteval.pipeline import run_evaluation
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.status import COMPLETED, JUDGED_STATUSES, Status
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
-from agenteval.serve_local import (
+from agenteval.serve import local as serve_local
+from agenteval.serve.local import (
     INSTALL_HINT,
     JsonSchemaShim,
     LocalServerError,
@@ -118,7 +119,7 @@ def test_command_binds_loopback_and_ignores_host_variables(
     monkeypatch.setattr(serve_local, "find_model_file", lambda: Path("/models/m.gguf"))
     command = serve_local.server_command("127.0.0.1", 8080, "alias", 2048, None)
     assert command[command.index("--host") + 1] == "127.0.0.1"
-    assert command[1:3] == ["-m", "agenteval.serve_local"]
+    assert command[1:3] == ["-m", "agenteval.serve.local"]
     # llama_cpp.server lets HOST/PORT override --host/--port; the child never sees them.
     monkeypatch.setenv("HOST", "0.0.0.0")
     monkeypatch.setenv("PORT", "1")

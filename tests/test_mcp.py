@@ -28,15 +28,16 @@ from mcp.server.mcpserver import MCPServer
 
 from agenteval import engine
 from agenteval.engine import Inference
+from agenteval.layout import Layout
 from agenteval.params import load_params
-from agenteval.pipeline import Layout, run_all
+from agenteval.pipeline import run_all
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.status import Status
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
-from agenteval.serve_mcp import TRANSPORTS
-from agenteval.simulate import ScriptedSimulator
-from agenteval.suite import build_suite
+from agenteval.serve.mcp import TRANSPORTS
+from agenteval.simulators.scripted import ScriptedSimulator
+from agenteval.suite.build import build_suite
 from agenteval.targets.base import make_target
 from agenteval.targets.mcp import TOOLS, MCPTarget
 
@@ -58,7 +59,7 @@ STARTUP_LIMIT_S = 60.0
 
 
 def serve_argv(*extra: str) -> list[str]:
-    return [sys.executable, "-m", "agenteval.serve_mcp", "--root", str(ROOT), *extra]
+    return [sys.executable, "-m", "agenteval.serve.mcp", "--root", str(ROOT), *extra]
 
 
 def base_params(ids: list[str], target: dict[str, Any] | None, *sets: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Tests for agenteval.noise: noise.json, the noise floor, the stats stage and the ± summary."""
+"""Tests for noise.json, the noise floor, the stats stage and the ± summary."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pytest
 from gate_cards import make_card
 
 from agenteval.fileio import read_json, write_json
-from agenteval.noise import measure_noise, noise_floor, noise_report
+from agenteval.gate.noise import measure_noise
 from agenteval.params import load_params
 from agenteval.report import load_noise, write_report
 from agenteval.schema.scorecard import Scorecard
 from agenteval.stats import clustered_se, mde, variance_components, wilson_interval
+from agenteval.uncertainty import noise_floor, noise_report
 
 ROOT = Path(__file__).resolve().parent.parent
 

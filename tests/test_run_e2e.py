@@ -148,8 +148,9 @@ def test_run_logs_to_mlflow(tmp_path: Path) -> None:
 def test_missing_pinned_documents_are_skipped_and_the_run_goes_on(tmp_path: Path) -> None:
     import shutil
 
+    from agenteval.layout import Layout
     from agenteval.params import load_params
-    from agenteval.pipeline import Layout, run_all
+    from agenteval.pipeline import run_all
 
     shutil.copytree(ROOT / "eval", tmp_path / "eval")  # no data/corpora: nothing fetched here
     params = load_params(ROOT / "params.yaml", ["suite.categories=[real_world, personality]"])
@@ -170,8 +171,9 @@ def test_stored_results_are_not_reused_across_code_changes(
     """Resume and persisted DVC outputs reuse a transcript or verdict only when the code that
     produced it is the same; otherwise a fixed agent or judge would leave stale grades."""
     from agenteval.judges import code as code_judge
+    from agenteval.layout import Layout
     from agenteval.params import load_params
-    from agenteval.pipeline import Layout, run_all
+    from agenteval.pipeline import run_all
     from agenteval.targets import builtin
 
     params = load_params(ROOT / "params.yaml", ["suite.ids=[honest_about_limits]"])

@@ -22,16 +22,17 @@ import yaml
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
 from agenteval.fileio import read_json, write_json
+from agenteval.layout import Layout
 from agenteval.params import load_params
-from agenteval.pipeline import Layout, run_all
+from agenteval.pipeline import run_all
 from agenteval.schema.scorecard import ScenarioResult, Scorecard, TurnResult
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
 from agenteval.scorecard import metrics_of
 from agenteval.scoring import ScoringRules, dimension_means, summarize
-from agenteval.track import TrackResult, log_evaluation
 from agenteval.tracking import conversations
 from agenteval.tracking.provenance import run_key
+from agenteval.tracking.run import TrackResult, log_evaluation
 from agenteval.tracking.store import (
     TrackingError,
     ensure_experiment,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from agenteval.cli import app
-from agenteval.validate import validate
+from agenteval.suite.validate import validate
 
 LINE = re.compile(r"^[^:\n]+:\d+: ")
 

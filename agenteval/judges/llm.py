@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agenteval.fileio import code_digest, digest_of
 from agenteval.judges.code import CodeJudge, judge_transcript
-from agenteval.judges.prompts import load_prompt, rubric_values, scenario_case, turn_case
+from agenteval.judges.prompts import rubric_values, scenario_case, turn_case
 from agenteval.llm import (
     AssistantMessage,
     BaseChatClient,
@@ -31,12 +31,13 @@ from agenteval.llm import (
     SystemMessage,
     UserMessage,
 )
+from agenteval.llm.config import EndpointConfig, endpoint_from, sum_usage
+from agenteval.llm.prompts import load_prompt
 from agenteval.schema.status import COMPLETED, NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, Transcript
 from agenteval.schema.verdict import Disagreement, TurnVerdict, Verdict
 from agenteval.scoring import DIMENSIONS, DISAGREEMENT_GAP, SCORE_MAX, SCORE_MIN, ScoringRules
-from agenteval.targets.chat import EndpointConfig, endpoint_from, sum_usage
 
 KIND = "llm"
 DEFAULT_MAX_ATTEMPTS = 3

@@ -1,28 +1,20 @@
-"""Prompt files under eval/prompts/: loading, `{{placeholder}}` rendering, rubric numbers.
+"""The judge's prompt values: rubric numbers and the case blocks a judge prompt shows.
 
 Prompts are edited like configuration, so they hold words only: every number they cite
 (weights, thresholds, the numeric precision table, score anchors) is rendered here from the
-code that enforces it, and a placeholder without a value is an error rather than a silent
-hole in the prompt. Double braces keep literal JSON braces in prompts unambiguous.
+code that enforces it. Loading and rendering prompt files is `agenteval.llm.prompts`.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
-from agenteval.fileio import sha256_text
 from agenteval.judges.numbers import PRECISION_TABLE
 from agenteval.schema.scenario import Turn
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict
 from agenteval.scoring import DIMENSIONS, SCORE_MAX, SCORE_MIN, TOOL_LOOP_REPEATS, ScoringRules
-
-PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 
 # Score anchors of the rubric's scoring guides. Intermediate values are allowed; these are
 # the levels each guide describes. "partial" is also the cap on context retention when the
@@ -33,49 +25,6 @@ RUBRIC_ANCHORS: dict[str, float] = {
     "partial": 4.0,
     "none": SCORE_MIN,
 }
-# Identical consecutive tool calls that make a tool loop (judges.code.efficiency checks the
-# same count).
-
-
-class PromptError(ValueError):
-    """A prompt file is missing, or a placeholder in it has no value."""
-
-
-@dataclass(frozen=True)
-class PromptTemplate:
-    path: Path
-    text: str
-
-    @property
-    def sha256(self) -> str:
-        return sha256_text(self.text)
-
-    def placeholders(self) -> set[str]:
-        return set(PLACEHOLDER.findall(self.text))
-
-    def render(self, values: Mapping[str, object], text: str | None = None) -> str:
-        source = self.text if text is None else text
-        missing = sorted(set(PLACEHOLDER.findall(source)) - set(values))
-        if missing:
-            raise PromptError(f"{self.path}: no value for placeholder(s) {missing}")
-        return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), source).strip() + "\n"
-
-
-def load_prompt(path: Path) -> PromptTemplate:
-    try:
-        return PromptTemplate(path, path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PromptError(f"cannot read prompt {path}: {exc}") from None
-
-
-def split_sections(text: str, marker: str) -> tuple[str, dict[str, str]]:
-    """(text before the first `marker` heading, {heading name: body}) for `### name` lists."""
-    head, *rest = re.split(rf"^{re.escape(marker)}[ \t]*", text, flags=re.MULTILINE)
-    sections: dict[str, str] = {}
-    for block in rest:
-        name, _, body = block.partition("\n")
-        sections[name.strip()] = body.strip()
-    return head, sections
 
 
 def number(value: float) -> str:

@@ -29,8 +29,8 @@ from pydantic import (
     field_validator,
 )
 
-from agenteval.problems import Problem
-from agenteval.sourcemap import Loc, Located, load_located
+from agenteval.schema.located import Loc, Located, load_located
+from agenteval.schema.problems import Problem
 
 __all__ = [
     "FilePin",

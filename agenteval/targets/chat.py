@@ -5,48 +5,37 @@ shared DocumentTools (same retrieval as the builtin agent), and every model call
 result, latency and token count is recorded. `tool_mode: context` serves models that cannot
 call tools: the harness searches on their behalf and puts the passages in the prompt.
 
-This module also holds the endpoint plumbing the user simulator and the LLM judge share
-(`EndpointConfig`, `sum_usage`), because the chat target was the first role to need it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import weakref
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from agenteval.fileio import canonical_json, code_digest, digest_of
+from agenteval.fileio import code_digest, digest_of
 from agenteval.llm import (
     AssistantMessage,
     BaseChatClient,
     Completion,
-    Endpoint,
     Message,
     SystemMessage,
     ToolCallRequest,
     ToolMessage,
     ToolSpec,
     UserMessage,
-    make_client,
 )
+from agenteval.llm.config import EndpointConfig, sum_usage
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.status import Status
-from agenteval.schema.transcript import Participant, ToolCall, Usage
+from agenteval.schema.transcript import Participant, ToolCall
 from agenteval.targets.base import AgentReply, SessionContext, SetupFailed
 from agenteval.targets.builtin import DEFAULT_KNOBS, agent_files_digest
 from agenteval.targets.tools import TOOL_NAMES, DocumentTools
 
-ENDPOINT_FIELDS = ("model", "base_url", "api_key_env", "protocol", "params")
-# Knobs of the harness that live in `<role>.params` next to request fields; they configure
-# retrieval and must never reach the model server, which would reject unknown fields.
-HARNESS_KNOBS = frozenset({"chunk_size", "top_k", "abstain_threshold"})
-DEFAULT_CACHE_DIR = ".cache/agenteval/llm"
 DEFAULT_MAX_TOOL_STEPS = 8
 TOOL_MODES = ("native", "context")
 ADVERSARIAL_CATEGORY = "adversarial"
@@ -61,145 +50,6 @@ CONTEXT_MESSAGE = "Passages found in the indexed documents:\n{passages}\n\nUser 
 NO_PASSAGES = "(no passages found)"
 
 
-# -- endpoint plumbing shared by every model-backed role ----------------------------------
-def endpoint_from(section: Mapping[str, Any], role: str) -> Endpoint:
-    """The Endpoint described by a params section (`target`, `simulator` or `judge`)."""
-    fields = {name: section[name] for name in ENDPOINT_FIELDS if section.get(name) is not None}
-    if not fields.get("model"):
-        raise ValueError(f"{role}.model is required for {role}.kind={section.get('kind')!r}")
-    params = dict(fields.get("params") or {})
-    fields["params"] = {k: v for k, v in params.items() if k not in HARNESS_KNOBS}
-    return Endpoint.model_validate(fields)
-
-
-@dataclass(frozen=True)
-class EndpointConfig:
-    """An endpoint plus the run-wide client settings (`run.*`)."""
-
-    endpoint: Endpoint
-    cache_dir: Path | None
-    prices: Mapping[str, Any] | None
-    concurrency: int
-    max_attempts: int
-    timeout: float
-    estimate_missing_usage: bool
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any], role: str, root: Path) -> EndpointConfig:
-        run = params.get("run") or {}
-        raw_cache = run.get("cache_dir", DEFAULT_CACHE_DIR)
-        return cls(
-            endpoint=endpoint_from(params.get(role) or {}, role),
-            # An explicit null/empty value switches the cache off; absent means the default.
-            cache_dir=(root / str(raw_cache)) if raw_cache else None,
-            prices=run.get("prices") or None,
-            concurrency=int(run.get("concurrency", 4)),
-            max_attempts=int(run.get("max_attempts", 5)),
-            timeout=float(run.get("request_timeout_s", 60.0)),
-            estimate_missing_usage=bool(run.get("estimate_missing_usage", False)),
-        )
-
-    def open(self) -> BaseChatClient:
-        """A new client; the caller closes it. Roles use `client()` instead."""
-        return make_client(
-            self.endpoint,
-            cache_dir=self.cache_dir,
-            prices=self.prices,
-            concurrency=self.concurrency,
-            max_attempts=self.max_attempts,
-            timeout=self.timeout,
-            estimate_missing_usage=self.estimate_missing_usage,
-        )
-
-    async def client(self) -> BaseChatClient:
-        """The client for this configuration in the running event loop, shared by callers.
-
-        Building an HTTP client costs tens of milliseconds (TLS context, certificate store),
-        far more than the harness's own work per sample, and a shared client also reuses
-        connections. It cannot be shared across loops (the pipeline runs inference and
-        judging in separate `asyncio.run` calls), so there is one per loop, closed when
-        the loop shuts down.
-        """
-        loop = asyncio.get_running_loop()
-        table = _LOOP_CLIENTS.setdefault(loop, {})
-        key = canonical_json([self.describe(), str(self.cache_dir), self.prices, self.options()])
-        if key not in table:
-            client = self.open()
-            keeper = _close_with_loop(client, loop, key)
-            table[key] = (client, keeper)  # registered before the await: no second client
-            await keeper.__anext__()
-        return table[key][0]
-
-    def options(self) -> list[Any]:
-        return [self.concurrency, self.max_attempts, self.timeout, self.estimate_missing_usage]
-
-    def describe(self) -> dict[str, Any]:
-        """Provenance: which model, where, with which request params; never the key."""
-        return {**self.endpoint.describe(), "params": dict(self.endpoint.params)}
-
-
-_LOOP_CLIENTS: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[str, tuple[BaseChatClient, AsyncGenerator[None, None]]]
-] = weakref.WeakKeyDictionary()
-
-
-async def _close_with_loop(
-    client: BaseChatClient, loop: asyncio.AbstractEventLoop, key: str
-) -> AsyncGenerator[None, None]:
-    # asyncio.run closes every suspended async generator of its loop before closing the loop
-    # (shutdown_asyncgens), which makes this parked generator a loop-exit hook.
-    try:
-        yield
-    finally:
-        # Drop the entry first: the client references the loop, so a stale entry would keep
-        # the closed loop (and the client) alive for the rest of the process.
-        table = _LOOP_CLIENTS.get(loop, {})
-        table.pop(key, None)
-        if not table:
-            _LOOP_CLIENTS.pop(loop, None)
-        await client.aclose()
-
-
-def sum_usage(completions: Iterable[Completion]) -> Usage | None:
-    """Token and cost totals over several calls, in the transcript's Usage shape.
-
-    The cost is None (n/a) as soon as one call's cost is unknown: a partial sum would read
-    as the full price. Estimated token counts are used only when the provider gave none,
-    and then the whole total is labelled `estimated`.
-    """
-    done = list(completions)
-    if not done:
-        return None
-    totals = {
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cache_read_tokens": 0,
-        "cache_write_tokens": 0,
-    }
-    counted = False
-    cost: float | None = 0.0
-    sources: set[str] = set()
-    for completion in done:
-        usage = completion.usage or completion.estimated_usage
-        if usage is not None:
-            counted = True
-            for name in totals:
-                totals[name] += int(getattr(usage, name))
-        if completion.cost_usd is None or cost is None:
-            cost = None
-        else:
-            cost += completion.cost_usd
-        if completion.cost_source:
-            sources.add(completion.cost_source)
-    source = None
-    if cost is not None:
-        source = "estimated" if "estimated" in sources else "provider_usage"
-    if not counted:
-        return Usage(cost_usd=cost, cost_source=source)
-    return Usage(**totals, cost_usd=None if cost is None else round(cost, 8), cost_source=source)
-
-
-# -- the target ---------------------------------------------------------------------------
 def load_tool_specs(agent_dir: Path) -> list[ToolSpec]:
     """Tool descriptions from `tools.yaml`, limited to the tools the harness implements."""
     raw = yaml.safe_load((agent_dir / "tools.yaml").read_text(encoding="utf-8")) or {}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenteval.fileio import read_json
-from agenteval.judging import load_transcript, load_verdict
+from agenteval.layout import load_transcript, load_verdict
 from agenteval.llm.scrub import Scrubber
 from agenteval.schema.scorecard import ScenarioResult, Scorecard
 from agenteval.schema.suite import Suite, SuiteItem

@@ -20,7 +20,7 @@ from agenteval.params import flatten, section_digest
 from agenteval.schema.scorecard import Scorecard
 
 if TYPE_CHECKING:
-    from agenteval.pipeline import Layout
+    from agenteval.layout import Layout
 
 # The params.yaml sections that decide what was measured; logged as MLflow params.
 PARAM_SECTIONS = ("suite", "target", "simulator", "judge", "run")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from mlflow import MlflowClient
 
-    from agenteval.pipeline import Layout
+    from agenteval.layout import Layout
 
 T = TypeVar("T")
 REPORT_FILES = ("scorecard.json", "summary.md", "metrics.json", "noise.json")

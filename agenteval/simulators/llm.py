@@ -17,13 +17,13 @@ from typing import Any
 import yaml
 
 from agenteval.fileio import code_digest, digest_of
-from agenteval.judges.prompts import load_prompt, split_sections
 from agenteval.llm import Message, SystemMessage
 from agenteval.llm import UserMessage as ChatUserMessage
+from agenteval.llm.config import EndpointConfig
+from agenteval.llm.prompts import load_prompt, split_sections
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.transcript import Participant, TranscriptTurn
-from agenteval.simulate import UserMessage
-from agenteval.targets.chat import EndpointConfig
+from agenteval.simulators.base import UserMessage
 
 PERSONA_MARKER = "### "
 PERSONAS_HEADING = re.compile(r"^##[ \t]+Personas[ \t]*$", re.MULTILINE)

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agenteval.noise import ScenarioTally
 from agenteval.stats import classify_stability
+from agenteval.uncertainty import ScenarioTally
 
 ALPHA = 0.05
 MIN_REVERSAL_REPEATS = 3

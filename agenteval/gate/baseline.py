@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.fileio import digest_of, read_json, write_json
-from agenteval.noise import noise_report, tally
-from agenteval.runs import InputError, load_side, read_scorecard
+from agenteval.gate.runs import InputError, load_side, read_scorecard
 from agenteval.schema.scorecard import Scorecard
+from agenteval.uncertainty import noise_report, tally
 
 DEFAULT_PATH = Path("eval/baselines/baseline.json")
 MIN_ITERATIONS = 3

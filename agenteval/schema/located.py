@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from agenteval.problems import Problem
+from agenteval.schema.problems import Problem
 
 Loc = tuple[str | int, ...]
 

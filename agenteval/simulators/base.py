@@ -1,4 +1,4 @@
-"""User simulators: who writes each user message. `scripted` replays the scenario's text."""
+"""What every user simulator looks like to the engine, and the registry keyed by `kind`."""
 
 from __future__ import annotations
 
@@ -25,22 +25,9 @@ class Simulator(Protocol):
     ) -> UserMessage: ...
 
 
-class ScriptedSimulator:
-    """Sends `user_message` when the scenario has one, else the turn's objective verbatim."""
-
-    def __init__(self, params: dict[str, Any] | None = None, root: Path | None = None) -> None:
-        self.participant = Participant(kind="scripted")
-
-    async def message(
-        self, scenario: Scenario, turn: Turn, history: list[TranscriptTurn], iteration: int
-    ) -> UserMessage:
-        text = turn.user_message if turn.user_message else turn.objective
-        return UserMessage(text)
-
-
 REGISTRY = {
-    "scripted": "agenteval.simulate:ScriptedSimulator",
-    "llm": "agenteval.simulate_llm:LLMSimulator",
+    "scripted": "agenteval.simulators.scripted:ScriptedSimulator",
+    "llm": "agenteval.simulators.llm:LLMSimulator",
 }
 
 

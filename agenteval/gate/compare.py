@@ -20,7 +20,7 @@ scenarios at 3 repeats) tests/test_stats.py simulates. Average scores get the sa
 reported, but do not gate: adding a second gating family would double the false-alarm budget.
 
 Scenario buckets (regressed, improved, flaky, unchanged, unmeasured, changed, only_in_*): the
-rules are in :mod:`agenteval.compare_buckets`.
+rules are in :mod:`agenteval.gate.buckets`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agenteval.compare_buckets import (
+from agenteval.gate.buckets import (
     ALPHA,
     BUCKETS,
     Evidence,
@@ -39,8 +39,7 @@ from agenteval.compare_buckets import (
     fisher_p,
     side_summary,
 )
-from agenteval.noise import ScenarioTally, tally
-from agenteval.runs import (
+from agenteval.gate.runs import (
     InputError,
     LoadedRun,
     agent_differences,
@@ -58,6 +57,7 @@ from agenteval.stats import (
     mean_ci,
     paired_permutation_test,
 )
+from agenteval.uncertainty import ScenarioTally, tally
 
 # Re-exported: callers load both sides through this module.
 __all__ = [

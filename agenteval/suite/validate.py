@@ -12,10 +12,10 @@ from pydantic import BaseModel, ValidationError
 
 from agenteval.corpus.pins import documents, external_paths
 from agenteval.fileio import sha256_file
-from agenteval.problems import Problem
 from agenteval.schema.corpus import AdversarialDocument, Document, Fact, Manifest
+from agenteval.schema.located import Loc, Located, load_located
+from agenteval.schema.problems import Problem
 from agenteval.schema.scenario import GroundTruth, IndexDocument, Scenario, Setup, Turn
-from agenteval.sourcemap import Loc, Located, load_located
 
 SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")

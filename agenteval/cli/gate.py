@@ -16,19 +16,15 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
-EXIT_INVALID = 2
+from agenteval.cli.common import EXIT_INVALID, fail, load_params
+
 EXIT_BAD_INPUT = 4
 
 baseline_app = typer.Typer(help="Save or show the committed baseline.", no_args_is_help=True)
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(message, err=True)
-    raise typer.Exit(code)
 
 
 def noise(
@@ -44,14 +40,10 @@ def noise(
     params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
 ) -> None:
     """Run one configuration R times with other seeds and write noise_floor.json."""
-    from agenteval.noise import measure_noise
-    from agenteval.params import ParamsError, load_params
-    from agenteval.suite import SuiteError
+    from agenteval.gate.noise import measure_noise
+    from agenteval.suite.build import SuiteError
 
-    try:
-        params = load_params(params_file, list(set_ or []))
-    except (ParamsError, OSError) as exc:
-        _fail(f"{params_file}: {exc}", EXIT_INVALID)
+    params = load_params(params_file, list(set_ or []))
     if scenario:
         params["suite"]["ids"] = list(scenario)
     if category:
@@ -61,9 +53,9 @@ def noise(
     try:
         floor = measure_noise(params, runs, out, Path.cwd().resolve(), sys.stderr.isatty())
     except SuiteError as exc:
-        _fail("\n".join(str(p) for p in exc.problems), EXIT_INVALID)
+        fail([str(p) for p in exc.problems], EXIT_INVALID)
     except (ValueError, OSError, KeyError) as exc:
-        _fail(f"cannot measure noise: {type(exc).__name__}: {exc}", EXIT_INVALID)
+        fail([f"cannot measure noise: {type(exc).__name__}: {exc}"], EXIT_INVALID)
     _print_floor(floor, out)
 
 
@@ -87,9 +79,9 @@ def _load_noise(path: Path | None) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        _fail(f"{path}: not a readable noise floor ({exc})", EXIT_BAD_INPUT)
+        fail([f"{path}: not a readable noise floor ({exc})"], EXIT_BAD_INPUT)
     if not isinstance(data, dict) or "scenarios" not in data:
-        _fail(f"{path}: not a noise floor (write one with `agenteval noise`)", EXIT_BAD_INPUT)
+        fail([f"{path}: not a noise floor (write one with `agenteval noise`)"], EXIT_BAD_INPUT)
     floor: dict[str, Any] = data
     return floor
 
@@ -112,14 +104,14 @@ def compare(
     png: Annotated[bool, typer.Option(help="Also draw the per-category delta PNG.")] = True,
 ) -> None:
     """Paired, noise-aware comparison. Exit 0 ok, 2 regression, 3 not comparable, 4 bad input."""
-    from agenteval.compare import InputError, compare, load_side
-    from agenteval.compare_report import verdict_line, write_outputs
+    from agenteval.gate.compare import InputError, compare, load_side
+    from agenteval.gate.report import verdict_line, write_outputs
 
     noise_floor = _load_noise(noise_file)
     try:
         base, cur = load_side(baseline), load_side(current)
     except InputError as exc:
-        _fail(str(exc), EXIT_BAD_INPUT)
+        fail([str(exc)], EXIT_BAD_INPUT)
     result = compare(
         base, cur, require_complete=require_complete, same_agent=same_agent, noise=noise_floor
     )
@@ -143,12 +135,12 @@ def baseline_save(
     ),
 ) -> None:
     """Save a run (>= 3 iterations) as the baseline."""
-    from agenteval.baseline import BaselineError, save_baseline
+    from agenteval.gate.baseline import BaselineError, save_baseline
 
     try:
         path = save_baseline(run, dest)
     except BaselineError as exc:
-        _fail(f"refused: {exc}", EXIT_INVALID)
+        fail([f"refused: {exc}"], EXIT_INVALID)
     typer.echo(f"baseline saved: {path}")
 
 
@@ -159,12 +151,12 @@ def baseline_show(
     ),
 ) -> None:
     """Print what the baseline holds: digests, iterations, seeds, headline numbers."""
-    from agenteval.baseline import BaselineError, describe_baseline
+    from agenteval.gate.baseline import BaselineError, describe_baseline
 
     try:
         lines = describe_baseline(path)
     except BaselineError as exc:
-        _fail(str(exc), EXIT_INVALID)
+        fail([str(exc)], EXIT_INVALID)
     typer.echo("\n".join(lines))
 
 

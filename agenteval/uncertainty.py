@@ -8,8 +8,9 @@ Two products:
   :func:`agenteval.scoring.capped`) with standard errors clustered by scenario; between- and
   within-scenario variance of the score; and the minimum detectable effect (MDE) of a paired
   comparison of this size.
-* :func:`measure_noise` runs one configuration R times with different suite seeds and writes
-  ``noise_floor.json`` (:func:`noise_floor`), which ``agenteval compare --noise`` reads.
+* :func:`noise_floor` reduces R scorecards of one configuration (run by
+  :func:`agenteval.gate.noise.measure_noise`) to ``noise_floor.json``, which
+  ``agenteval compare --noise`` reads.
 
 Nothing here is NaN: a statistic that the data cannot identify (one scenario, one iteration)
 is ``None`` with a ``note`` saying why, because a reader can act on "unknown" but not on NaN.
@@ -17,11 +18,9 @@ is ``None`` with a ``note`` saying why, because a reader can act on "unknown" bu
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agenteval.fileio import digest_of
@@ -387,34 +386,3 @@ def noise_floor(cards: Sequence[Scorecard]) -> dict[str, Any]:
         "scenarios_flipping": sum(s["flipped"] for s in scenarios.values()),
         "scenarios": scenarios,
     }
-
-
-def measure_noise(
-    params: dict[str, Any], runs: int, out_dir: Path, root: Path, progress: bool = False
-) -> dict[str, Any]:
-    """Run one configuration ``runs`` times with suite seeds seed, seed+1, ...; write the floor.
-
-    Iteration seeds are suite.seed * 1000 + iteration, so consecutive suite seeds give disjoint
-    iteration seeds (for fewer than 1000 iterations) and the engine's per-iteration transcript
-    cache never reuses an answer across runs. Each run lives in ``out_dir/run-<r>/``.
-    """
-    from agenteval.fileio import write_json
-    from agenteval.pipeline import Layout, step_infer, step_judge, step_score, step_suite
-
-    if runs < 2:
-        raise ValueError(f"--runs must be at least 2 to measure run-to-run noise, got {runs}")
-    base_seed = int(params["suite"].get("seed", 0))
-    cards = []
-    for r in range(runs):
-        run_params = copy.deepcopy(params)
-        run_params["suite"]["seed"] = base_seed + r
-        run_dir = out_dir / f"run-{r + 1}"
-        write_json(run_dir / "params.json", run_params)
-        layout = Layout.run_dir(root, run_dir)
-        step_suite(run_params, layout)
-        step_infer(run_params, layout, progress)
-        step_judge(run_params, layout, progress)
-        cards.append(step_score(run_params, layout))
-    floor = noise_floor(cards)
-    write_json(out_dir / "noise_floor.json", floor)
-    return floor

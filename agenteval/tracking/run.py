@@ -19,7 +19,7 @@ from agenteval.fileio import read_json, write_json
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from agenteval.pipeline import Layout
+    from agenteval.layout import Layout
     from agenteval.schema.scorecard import Scorecard
 
 RUN_RECORD = "mlflow_run.json"

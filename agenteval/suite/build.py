@@ -7,9 +7,9 @@ from typing import Any
 
 from agenteval.corpus.pins import corpus_digest
 from agenteval.fileio import digest_of
-from agenteval.problems import Problem
+from agenteval.schema.problems import Problem
 from agenteval.schema.suite import Suite, SuiteItem
-from agenteval.validate import LoadedScenario, validate
+from agenteval.suite.validate import LoadedScenario, validate
 
 
 class SuiteError(Exception):

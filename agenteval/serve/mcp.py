@@ -9,8 +9,8 @@ Every failure comes back as `{"status": "error", "error": ...}` (with the refere
 `detail` alongside), never as an MCP protocol error, because that is what clients of the
 reference server check.
 
-    python -m agenteval.serve_mcp --transport stdio
-    python -m agenteval.serve_mcp --transport http --port 8765 --set target.kind=chat
+    python -m agenteval.serve.mcp --transport stdio
+    python -m agenteval.serve.mcp --transport http --port 8765 --set target.kind=chat
 """
 
 from __future__ import annotations

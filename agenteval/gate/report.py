@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agenteval.compare import EXIT_NOT_COMPARABLE, Comparison, Endpoint
-from agenteval.compare_buckets import BUCKETS
 from agenteval.fileio import write_json, write_text
+from agenteval.gate.buckets import BUCKETS
+from agenteval.gate.compare import EXIT_NOT_COMPARABLE, Comparison, Endpoint
 
 PLOT_NAME = "category_delta"
 LABELS = {"judged_pass_rate": "Judged pass rate", "avg_score": "Average score"}

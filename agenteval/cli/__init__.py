@@ -1,0 +1,44 @@
+"""The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
+
+One short module per command group (evaluate, data, gate, serve); heavy modules are imported
+inside commands so `agenteval --help` answers fast.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agenteval import __version__
+from agenteval.cli import data, evaluate, gate, serve
+
+app = typer.Typer(
+    help="Reproducible, noise-aware evaluation of LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"agenteval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """Reproducible, noise-aware evaluation of LLM agents."""
+
+
+for group in (evaluate, data, gate, serve):
+    group.register(app)
+
+
+def main() -> None:
+    app()

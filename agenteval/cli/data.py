@@ -1,0 +1,82 @@
+"""Data commands: `agenteval fetch`, `agenteval corpus pin`, `agenteval schema export|check`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agenteval.cli.common import fail
+
+schema_app = typer.Typer(help="JSON Schemas of the file formats.", no_args_is_help=True)
+corpus_app = typer.Typer(help="The in-repository corpus and its pins.", no_args_is_help=True)
+
+
+def fetch(
+    sources: Annotated[Path, typer.Option(help="Pinned sources file.")] = Path("eval/sources.yaml"),
+    dest: Annotated[Path, typer.Option(help="Where files are laid out.")] = Path("data/corpora"),
+    offline: Annotated[bool, typer.Option(help="Never open a socket; use the cache.")] = False,
+    jobs: Annotated[int, typer.Option(min=1, help="Parallel downloads.")] = 8,
+    allow_missing: Annotated[
+        bool, typer.Option(help="Go on when a file cannot be reached (it is listed).")
+    ] = False,
+) -> None:
+    """Download, verify (sha256 + size) and lay out the pinned external corpora."""
+    from agenteval.corpus.errors import FetchError
+    from agenteval.corpus.fetch import fetch_sources
+
+    try:
+        report = fetch_sources(
+            sources, dest, offline=offline, jobs=jobs, allow_missing=allow_missing,
+            progress=sys.stderr.isatty(),
+        )  # fmt: skip
+    except FetchError as exc:
+        fail([f"error: {exc}"])
+        return
+    typer.echo(report.summary())
+    for item in getattr(report, "missing", []):
+        typer.echo(f"missing: {item}", err=True)
+
+
+@corpus_app.command("pin")
+def corpus_pin(
+    manifest: Annotated[Path, typer.Option()] = Path("eval/corpus/manifest.json"),
+) -> None:
+    """Rewrite the manifest's sha256 pins from the bytes on disk, printing what changed."""
+    from agenteval.corpus.pins import pin_manifest
+
+    changes = pin_manifest(manifest, Path.cwd().resolve())
+    for change in changes:
+        old = change.old[:12] if change.old else "(none)"
+        typer.echo(f"{change.doc_id}: {change.path} {old} -> {change.new[:12]}")
+    typer.echo(f"{len(changes)} pin(s) changed in {manifest}")
+
+
+@schema_app.command("export")
+def schema_export(
+    out: Annotated[Path, typer.Option(help="Folder for *.schema.json.")] = Path("eval/schemas"),
+) -> None:
+    """Write the JSON Schema of every file format."""
+    from agenteval.schema.export import export
+
+    for path in export(out):
+        typer.echo(str(path))
+
+
+@schema_app.command("check")
+def schema_check(out: Annotated[Path, typer.Option()] = Path("eval/schemas")) -> None:
+    """Exit 1 when an exported schema is missing or out of date."""
+    from agenteval.schema.export import stale
+
+    names = stale(out)
+    if names:
+        fail([f"stale schema(s): {', '.join(names)}; run `agenteval schema export`"], 1)
+    typer.echo("schemas are current")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(fetch)
+    app.add_typer(schema_app, name="schema")
+    app.add_typer(corpus_app, name="corpus")

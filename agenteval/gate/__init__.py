@@ -1,0 +1,1 @@
+"""The comparison gate: compare, buckets, baseline, noise floor, and their reports."""

@@ -1,0 +1,79 @@
+"""Where a run's files live, and reading them back: the one map of data/ and reports/.
+
+Every step writes and reads through these paths, so the engine, the judge, the scorecard and
+the tracking edge agree on where a transcript or a verdict is without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agenteval.fileio import read_json
+from agenteval.schema.suite import Suite
+from agenteval.schema.transcript import Transcript
+from agenteval.schema.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a run's files live: DVC uses data/ and reports/ at the repository root."""
+
+    root: Path
+    data: Path
+    reports: Path
+
+    @classmethod
+    def repository(cls, root: Path) -> Layout:
+        return cls(root, root / "data", root / "reports")
+
+    @classmethod
+    def run_dir(cls, root: Path, out: Path) -> Layout:
+        return cls(root, out / "data", out)
+
+    @property
+    def suite(self) -> Path:
+        return self.data / "suite.json"
+
+    @property
+    def transcripts(self) -> Path:
+        return self.data / "transcripts"
+
+    @property
+    def verdicts(self) -> Path:
+        return self.data / "verdicts"
+
+    @property
+    def scorecard(self) -> Path:
+        return self.reports / "scorecard.json"
+
+    @property
+    def metrics(self) -> Path:
+        return self.reports / "metrics.json"
+
+
+def transcript_path(folder: Path, scenario_id: str, iteration: int) -> Path:
+    """The file of one scenario iteration (transcripts and verdicts share the shape)."""
+    return folder / scenario_id / f"{iteration}.json"
+
+
+def load_suite(layout: Layout) -> Suite:
+    return Suite.model_validate(read_json(layout.suite))
+
+
+def load_transcript(folder: Path, scenario_id: str, iteration: int) -> Transcript | None:
+    path = transcript_path(folder, scenario_id, iteration)
+    try:
+        return Transcript.model_validate(read_json(path))
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+def load_verdict(folder: Path, scenario_id: str, iteration: int) -> Verdict | None:
+    path = transcript_path(folder, scenario_id, iteration)
+    try:
+        return Verdict.model_validate(read_json(path))
+    except (OSError, ValueError, ValidationError):
+        return None

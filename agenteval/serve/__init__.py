@@ -1,0 +1,1 @@
+"""Servers: any configured target as an MCP agent, and a small local model."""

@@ -1,0 +1,1 @@
+"""User simulators: who writes each user message (`scripted`, `llm`)."""

@@ -1,0 +1,1 @@
+"""Scenario files in, a resolved suite out: validation with path:line messages."""
