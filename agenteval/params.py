@@ -8,47 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from agenteval.fileio import digest_of
+from agenteval.schema.located import Located, load_located
+from agenteval.schema.params import BuiltinKnobs, Params
 
-SECTIONS = ("suite", "target", "simulator", "judge", "run", "stats", "tracking")
+SECTIONS = tuple(Params.model_fields)
 
-# The embedded offline default: runs with no network and no keys.
-DEFAULTS: dict[str, Any] = {
-    "suite": {
-        "scenarios": "eval/scenarios",
-        "manifest": "eval/corpus/manifest.json",
-        "categories": [],
-        "ids": [],
-        "iterations": 1,
-        "seed": 0,
-    },
-    "target": {
-        "kind": "builtin",
-        "model": "builtin-bm25",
-        "agent": "eval/agents/default",
-        "params": {"chunk_size": 400, "top_k": 4, "abstain_threshold": 0.3, "temperature": 0.0},
-    },
-    "simulator": {"kind": "scripted"},
-    "judge": {
-        "kind": "code",
-        "weights": {},
-        "pass_threshold": 6.0,
-        "min_correctness": 4.0,
-    },
-    "run": {
-        "concurrency": 4,
-        "timeout_s": 900,
-        "budget_usd_per_scenario": None,
-        "budget_usd_total": None,
-        "cache_dir": ".cache/agenteval/llm",
-        "max_attempts": 5,
-        "request_timeout_s": 60,
-        "prices": {},
-    },
-    "stats": {"conf": 0.95, "stability_tau": 0.2, "bootstrap_resamples": 2000},
-    "tracking": {"experiment": "agenteval", "uri": None, "enabled": True, "traces": True},
-}
+# The embedded offline default: runs with no network and no keys. The typed models in
+# agenteval.schema.params are the one home of every key and default.
+DEFAULTS: dict[str, Any] = Params().model_dump(mode="json", exclude_none=True)
 
 
 class ParamsError(ValueError):
@@ -88,14 +58,100 @@ def apply_overrides(params: Mapping[str, Any], assignments: Iterable[str]) -> di
 
 
 def load_params(path: Path | None = None, overrides: Iterable[str] = ()) -> dict[str, Any]:
-    """Defaults, then params.yaml (if present), then --set overrides."""
+    """Defaults, then params.yaml (if present), then --set overrides; checked against the
+    typed models before anything runs, so a wrong key or type names itself and exits 2."""
     params = copy.deepcopy(DEFAULTS)
+    located: Located | None = None
     if path is not None and path.exists():
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        if not isinstance(loaded, dict):
+        loaded = load_located(path)
+        if not isinstance(loaded, Located):
+            raise ParamsError(str(loaded))
+        located = loaded
+        if not isinstance(located.data or {}, dict):
             raise ParamsError(f"{path}:1: params must be a mapping of sections")
-        params = deep_merge(params, loaded)
-    return apply_overrides(params, overrides)
+        params = deep_merge(params, located.data or {})
+    assignments = list(overrides)
+    params = apply_overrides(params, assignments)
+    check_params(params, located, [a.partition("=")[0].strip() for a in assignments])
+    return params
+
+
+def check_params(
+    params: Mapping[str, Any], located: Located | None = None, set_keys: Iterable[str] = ()
+) -> None:
+    """Raise ParamsError listing every wrong key or value, each where it was written."""
+    keys = list(set_keys)
+    try:
+        model = Params.model_validate(params)
+    except ValidationError as exc:
+        errors = [(tuple(e["loc"]), _what(e)) for e in exc.errors()]
+    else:
+        knobs = ", ".join(BuiltinKnobs.model_fields)
+        errors = [
+            (("target", "params", k), f"unknown key (builtin knobs: {knobs})")
+            for k in sorted(_builtin_extras(model))
+        ]
+    if errors:
+        lines = [_where(loc, located, keys) + what for loc, what in errors]
+        raise ParamsError("\n".join(lines))
+
+
+def _builtin_extras(model: Params) -> list[str]:
+    # The builtin agent has no request fields: anything beyond its knobs is a typo.
+    return list(model.target.params.model_extra or {}) if model.target.kind == "builtin" else []
+
+
+def _dotted(loc: Iterable[Any]) -> str:
+    return ".".join(str(part) for part in loc if part != "[key]")
+
+
+def _where(loc: tuple[Any, ...], located: Located | None, set_keys: list[str]) -> str:
+    name = _dotted(loc)
+    for key in set_keys:
+        if name == key:
+            return f"--set {key}: "
+        if name.startswith(key + ".") or key.startswith(name + "."):
+            return f"--set {key}: {name}: "
+    if located is not None:
+        return f"{located.path}:{located.line([p for p in loc if p != '[key]'])}: {name}: "
+    return f"{name}: "
+
+
+# pydantic error types -> the expected type, as a person would say it.
+EXPECTED = {
+    "int_parsing": "an integer",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _what(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"unknown key (known: {', '.join(_known(err['loc'][:-1]))})"
+    if kind in EXPECTED:
+        return f"expected {EXPECTED[kind]}, got {err.get('input')!r}"
+    return f"{err['msg']} (got {err.get('input')!r})"
+
+
+def _known(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the section at `loc`, for 'did you mean' lists."""
+    model: Any = Params
+    for part in loc:
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        model = field.annotation
+    return sorted(getattr(model, "model_fields", {}))
 
 
 def section_digest(params: Mapping[str, Any], *sections: str) -> str:

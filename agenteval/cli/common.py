@@ -24,5 +24,7 @@ def load_params(params_file: Path, sets: list[str]) -> dict[str, Any]:
 
     try:
         return load(params_file, sets)
-    except (ParamsError, OSError) as exc:
+    except ParamsError as exc:
+        fail(str(exc).splitlines())
+    except OSError as exc:
         fail([f"{params_file}: {exc}"])

@@ -8,8 +8,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agenteval.schema.corpus import Manifest
+from agenteval.schema.params import Params
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
+from agenteval.schema.sources import SourcesFile
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
@@ -23,13 +25,9 @@ def models() -> dict[str, type[BaseModel]]:
         "transcript": Transcript,
         "verdict": Verdict,
         "scorecard": Scorecard,
+        "sources": SourcesFile,
+        "params": Params,
     }
-    try:
-        from agenteval.schema.sources import SourcesFile
-
-        found["sources"] = SourcesFile
-    except ImportError:  # pragma: no cover - sources arrive with the pinned-corpora module
-        pass
     return found
 
 

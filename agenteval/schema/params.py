@@ -1,0 +1,154 @@
+"""params.yaml as typed models: the one list of every key a run can be configured with.
+
+Each section is a contract with the DVC stages that read it (see dvc.yaml) and the address of
+every `--set` / `dvc exp run -S` override. Unknown keys are refused, so a typo such as
+`target.param.top_k` fails before any scenario runs instead of being silently ignored. A
+model's defaults are the embedded offline default (builtin agent, scripted user, code judge).
+
+Adding a key is adding a field here with its type, default and a one-line description; the
+JSON Schema (`eval/schemas/params.schema.json`) is exported from these models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Protocol = Literal["openai", "anthropic"]
+DIMENSION_NAMES = Literal[
+    "correctness",
+    "tool_selection",
+    "context_retention",
+    "completeness",
+    "efficiency",
+    "personality",
+    "error_recovery",
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EndpointFields(_Section):
+    """A model endpoint: what to call and how. The key is read from the variable named."""
+
+    model: str | None = Field(None, description="Model name sent to the endpoint.")
+    base_url: str | None = Field(None, description="e.g. http://127.0.0.1:8000/v1")
+    api_key_env: str | None = Field(
+        None, description="NAME of the environment variable holding the key (never the key)."
+    )
+    protocol: Protocol | None = Field(None, description="openai (compatible) | anthropic")
+
+
+class SuiteParams(_Section):
+    scenarios: str | list[str] = Field(
+        "eval/scenarios", description="A folder or a list of folders/files."
+    )
+    manifest: str = "eval/corpus/manifest.json"
+    categories: list[str] = Field(default_factory=list, description="Empty: all categories.")
+    ids: list[str] = Field(default_factory=list, description="Empty: all scenarios.")
+    iterations: int = Field(1, ge=1, description="Repeats of every scenario.")
+    seed: int = 0
+
+
+class BuiltinKnobs(BaseModel):
+    """`target.params`: the builtin agent's knobs; for model endpoints also request fields
+    (max_tokens, top_p, ...), which is why extra keys are kept here and refused only for
+    `kind: builtin` (see `agenteval.params.check_params`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    chunk_size: int = Field(400, gt=0, description="Characters per indexed chunk.")
+    top_k: int = Field(4, gt=0, description="Passages retrieved per query.")
+    abstain_threshold: float = Field(
+        0.3, ge=0, description="Minimum share of the question's terms a sentence must support."
+    )
+    temperature: float = Field(
+        0.0, ge=0, description="> 0 samples among the top answers (seeded per iteration)."
+    )
+
+
+class TargetParams(EndpointFields):
+    """The agent under test: builtin (offline) | chat (any endpoint) | mcp (external agent)."""
+
+    kind: str = "builtin"
+    model: str | None = "builtin-bm25"
+    agent: str = Field("eval/agents/default", description="System prompt, tools, phrasings.")
+    params: BuiltinKnobs = Field(default_factory=BuiltinKnobs)
+    library: list[str] | None = Field(None, description="Folders the agent may discover.")
+    max_tool_steps: int | None = Field(None, ge=1, description="chat: tool steps per turn.")
+    tool_mode: Literal["native", "context"] | None = None
+    command: str | list[str] | None = Field(None, description="mcp: server command (stdio).")
+    url: str | None = Field(None, description="mcp: streamable HTTP URL.")
+    env: str | list[str] | None = Field(None, description="mcp: variable NAMES passed on.")
+    cwd: str | None = None
+    tools: dict[str, str] | None = Field(None, description="mcp: tool renames.")
+    arguments: dict[str, str] | None = Field(None, description="mcp: argument renames.")
+    call_timeout_s: float | None = Field(None, gt=0)
+    close_timeout_s: float | None = Field(None, gt=0)
+
+
+class SimulatorParams(EndpointFields):
+    kind: str = Field("scripted", description="scripted | llm")
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompts: str | None = Field(None, description="Folder of simulator.md (eval/prompts).")
+    rephrase_scripted: bool | None = None
+
+
+class JudgeParams(EndpointFields):
+    kind: str = Field("code", description="code | llm")
+    weights: dict[DIMENSION_NAMES, float] = Field(
+        default_factory=dict, description="Overrides of the default dimension weights."
+    )
+    pass_threshold: float = Field(6.0, ge=0, le=10)
+    min_correctness: float = Field(4.0, ge=0, le=10)
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompts: str | None = None
+    max_attempts: int | None = Field(None, ge=1, description="Model calls incl. re-asks.")
+    allow_self_judge: bool | None = None
+    structured_output: bool | None = None
+
+
+class PriceParams(_Section):
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(None, ge=0)
+    cache_write_per_mtok: float | None = Field(None, ge=0)
+
+
+class RunParams(_Section):
+    concurrency: int = Field(4, ge=1, description="Requests in flight per endpoint.")
+    timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
+    budget_usd_per_scenario: float | None = Field(None, gt=0)
+    budget_usd_total: float | None = Field(None, gt=0)
+    cache_dir: str | None = Field(".cache/agenteval/llm", description="null: no cache.")
+    max_attempts: int = Field(5, ge=1, description="HTTP attempts on 429/5xx/timeouts.")
+    request_timeout_s: float = Field(60, gt=0)
+    prices: dict[str, PriceParams] = Field(default_factory=dict)
+    estimate_missing_usage: bool | None = None
+
+
+class StatsParams(_Section):
+    conf: float = Field(0.95, gt=0, lt=1)
+    stability_tau: float = Field(0.2, gt=0, lt=1)
+    bootstrap_resamples: int = Field(2000, ge=100)
+    seed: int | None = None
+
+
+class TrackingParams(_Section):
+    experiment: str = "agenteval"
+    uri: str | None = Field(None, description="null: sqlite:///<repository root>/mlflow.db")
+    enabled: bool = True
+    traces: bool = Field(True, description="Conversations as MLflow traces.")
+
+
+class Params(_Section):
+    suite: SuiteParams = Field(default_factory=SuiteParams)
+    target: TargetParams = Field(default_factory=TargetParams)
+    simulator: SimulatorParams = Field(default_factory=SimulatorParams)
+    judge: JudgeParams = Field(default_factory=JudgeParams)
+    run: RunParams = Field(default_factory=RunParams)
+    stats: StatsParams = Field(default_factory=StatsParams)
+    tracking: TrackingParams = Field(default_factory=TrackingParams)
