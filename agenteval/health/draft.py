@@ -78,16 +78,27 @@ def turns_of(messages: list[dict[str, Any]]) -> list[CapturedTurn]:
     return turns
 
 
+# Words that say nothing about the task, left out of generated ids.
+STOP_WORDS = frozenset(
+    "a an and are at be can could do does for from hi hello i in is it me my of on or please "
+    "the this to what when which who why with would you your".split()
+)
+
+
 def objective_of(message: str) -> str:
-    """The first sentence (or line) of the message, cut at a word near OBJECTIVE_CHARS."""
-    first = re.split(r"(?<=[.?!])\s|\n", message.strip(), maxsplit=1)[0].strip()
-    if len(first) <= OBJECTIVE_CHARS:
-        return first
-    return first[:OBJECTIVE_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    """The message's first question, else its last sentence (requests tend to follow the
+    greeting), cut at a word near OBJECTIVE_CHARS."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.?!])\s+|\n+", message.strip()) if s.strip()]
+    questions = [s for s in sentences if s.endswith("?")]
+    chosen = questions[0] if questions else (sentences[-1] if sentences else message.strip())
+    if len(chosen) <= OBJECTIVE_CHARS:
+        return chosen
+    return chosen[:OBJECTIVE_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
-def draft_id(first_message: str, taken: set[str]) -> str:
-    words = re.findall(r"[a-z0-9]+", first_message.lower())[:ID_WORDS]
+def draft_id(objective: str, taken: set[str]) -> str:
+    words = [w for w in re.findall(r"[a-z0-9]+", objective.lower()) if w not in STOP_WORDS]
+    words = words[:ID_WORDS]
     base = "_".join(["session", *words]) if words else "session_draft"
     candidate, n = base, 2
     while candidate in taken:
@@ -114,7 +125,7 @@ def build_draft(
     ]
     if not turns:
         raise DraftError("the conversation has no user message to turn into a scenario")
-    sid = scenario_id or draft_id(turns[0].user, taken_ids)
+    sid = scenario_id or draft_id(objective_of(turns[0].user), taken_ids)
     title = scrubber.text(captured.title) if captured.title else objective_of(turns[0].user)
     scenario: dict[str, Any] = {
         "id": sid,

@@ -66,6 +66,11 @@ def _pii_scrubber() -> Any:
     return scrubber
 
 
+def _word(name: str) -> re.Pattern[str]:
+    """`name` as a whole word; `_` and `-` separate words here (alice_notes, alice-chat)."""
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", re.IGNORECASE)
+
+
 def _kind(filth: Any) -> str:
     parts = getattr(filth, "filths", None)  # a MergedFilth: overlapping findings
     return str(parts[0].type if parts else filth.type)
@@ -131,7 +136,7 @@ class DraftScrubber:
 
     def _users(self, text: str) -> str:
         for name in sorted(self.users, key=len, reverse=True):
-            text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", "user", text, flags=re.I)
+            text = _word(name).sub("user", text)
         return text
 
     # ------------------------------------------------------------------ personal data
@@ -182,6 +187,6 @@ class DraftScrubber:
         found += sorted({f"personal:{_kind(f)}" for f in self._pii.iter_filth(clean)})
         if any(p.search(clean) for p in (POSIX_PATH, WINDOWS_PATH, HOME_PATH)):
             found.append("absolute path")
-        if any(re.search(rf"(?<![\w-]){re.escape(u)}(?![\w-])", clean, re.I) for u in self.users):
+        if any(_word(u).search(clean) for u in self.users):
             found.append("user name")
         return found
