@@ -18,6 +18,7 @@ from agenteval.cli.common import EXIT_INVALID, EXIT_STOPPED, fail, load_params
 
 EXIT_REFUSED = 1
 EXIT_NOT_COMPARABLE = 3
+SHOWN_MOVES = 10  # the rest are in health.md
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
@@ -101,8 +102,11 @@ def _print_health(report: dict[str, Any], md_path: Path) -> None:
     for name, row in report["categories"].items():
         rate = row["judged_pass_rate"].get("value")
         typer.echo(f"  headroom {name}: {row['headroom']} (strongest pass rate {rate})")
-    for move in report["tier_moves"]:
+    moves = report["tier_moves"]
+    for move in moves[:SHOWN_MOVES]:
         typer.echo(f"  propose {move['id']}: {move['from']} -> {move['to']} ({move['reason']})")
+    if len(moves) > SHOWN_MOVES:
+        typer.echo(f"  ... {len(moves) - SHOWN_MOVES} more proposed move(s) in {md_path}")
     for warning in report["warnings"]:
         typer.echo(f"warning: {warning}", err=True)
     typer.echo(f"report: {md_path} (tier moves are proposals: edit eval/tiers.yaml to apply)")

@@ -61,7 +61,8 @@ def check_draft(draft: Path, root: Path) -> LoadedScenario:
     """The draft, validated with the suite; DraftInvalid lists every gap as path:line."""
     result = validate([root / DEFAULT_SCENARIOS, draft], root=root)
     errors = [p for p in result.problems if p.severity == "error"]
-    loaded = next((s for s in result.scenarios if Path(root / s.path) == draft.resolve()), None)
+    wanted = draft.resolve()
+    loaded = next((s for s in result.scenarios if (root / s.path).resolve() == wanted), None)
     if loaded is None and not errors:
         errors = [Problem(str(draft), 1, "not a scenario file")]
     if loaded is not None:
