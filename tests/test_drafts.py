@@ -278,3 +278,37 @@ def test_promote_refuses_a_draft_nobody_passes(tmp_path: Path) -> None:
     code, output = _promote(path, tmp_path, "--dry-run")
     assert code == 1, output
     assert "not passable" in output and path.exists()
+
+
+def test_a_chat_completion_trace_without_a_session_is_read_as_its_conversation(
+    tmp_path: Path,
+) -> None:
+    import mlflow
+
+    from agenteval.health.draft import turns_of
+    from agenteval.tracking.sessions import read_session
+    from agenteval.tracking.store import mlflow_client
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    request = {
+        "model": "m",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Which port does the API use?"},
+            {"role": "assistant", "content": "8080."},
+            {"role": "user", "content": "And the admin console?"},
+        ],
+    }
+    reply = {"choices": [{"message": {"role": "assistant", "content": "9090."}}]}
+    with mlflow_client(uri) as client:
+        experiment = client.create_experiment("chat-app")
+        span = mlflow.start_span_no_context(
+            name="chat", span_type="CHAT_MODEL", inputs=request, experiment_id=experiment
+        )
+        span.end(outputs=reply)
+        trace_id = span.trace_id
+    session = read_session(trace_id, uri)
+    assert session.session_id == trace_id
+    turns = turns_of(session.messages)
+    assert [t.user for t in turns] == ["Which port does the API use?", "And the admin console?"]
+    assert [t.replies[-1] for t in turns] == ["8080.", "9090."]

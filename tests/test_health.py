@@ -235,3 +235,17 @@ def test_shipped_suite_sources_are_counted(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     sources = json.loads((tmp_path / "health.json").read_text())["sources"]
     assert (sources["session_or_issue"], sources["scenarios"]) == (1, 2)
+
+
+def test_runs_can_be_mlflow_run_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mlflow
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    card = tmp_path / "reports" / "scorecard.json"
+    write_json(card, make_card({"a": "F" * 12, "b": "P" * 12}))
+    with mlflow.start_run() as run:
+        mlflow.log_artifact(str(card), artifact_path="reports")
+    report = build_report(load_history([run.info.run_id]), HealthRules())
+    assert report["scenarios"]["a"]["flags"] == ["always_fail"]
+    (item,) = report["review"]
+    assert item["read"][0]["mlflow"].endswith("session a/0")  # where the transcript is
