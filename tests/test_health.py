@@ -238,13 +238,17 @@ def test_shipped_suite_sources_are_counted(tmp_path: Path) -> None:
 
 
 def test_runs_can_be_mlflow_run_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import mlflow
+    from mlflow import MlflowClient
 
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     card = tmp_path / "reports" / "scorecard.json"
     write_json(card, make_card({"a": "F" * 12, "b": "P" * 12}))
-    with mlflow.start_run() as run:
-        mlflow.log_artifact(str(card), artifact_path="reports")
+    client = MlflowClient(uri)  # explicit: another test may have set a process-wide URI
+    experiment = client.create_experiment("e", artifact_location=(tmp_path / "art").as_uri())
+    run = client.create_run(experiment)
+    client.log_artifact(run.info.run_id, str(card), artifact_path="reports")
+    client.set_terminated(run.info.run_id)
     report = build_report(load_history([run.info.run_id]), HealthRules())
     assert report["scenarios"]["a"]["flags"] == ["always_fail"]
     (item,) = report["review"]
