@@ -329,7 +329,7 @@ def _spread(values: Sequence[float | None]) -> dict[str, Any]:
     }
 
 
-def _flip_rate(k: int, n: int) -> float | None:
+def flip_rate(k: int, n: int) -> float | None:
     """P(two repeats of the unchanged configuration disagree) = 2 p (1 - p), unbiased form."""
     return 2.0 * k * (n - k) / (n * (n - 1)) if n >= 2 else None
 
@@ -349,7 +349,7 @@ def _floor_scenario(rows: Sequence[ScenarioTally | None]) -> dict[str, Any]:
         "pass_rates": spread["values"],
         "pass_rate_spread": spread.get("spread"),
         "flipped": 0 < k < n,
-        "flip_rate": _r(_flip_rate(k, n)),
+        "flip_rate": _r(flip_rate(k, n)),
         "score_mean": _r(math.fsum(scores) / len(scores)) if scores else None,
         "score_sd": _r(_sd(scores)),
     }

@@ -32,6 +32,12 @@ def validate(
         f"{len(result.scenarios)} scenario(s) read: {n_err} error(s), {n_warn} warning(s)",
         err=True,
     )
+    if result.drafts:
+        typer.echo(
+            f"{len(result.drafts)} draft(s) under a drafts/ folder left out (never run unless "
+            "named; `agenteval validate FILE` checks one, `agenteval promote FILE` adopts it)",
+            err=True,
+        )
     if n_err:
         raise typer.Exit(EXIT_INVALID)
 
@@ -39,6 +45,9 @@ def validate(
 def run(
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Only this id.")] = None,
     category: Annotated[list[str] | None, typer.Option("--category", help="Only this.")] = None,
+    tier: Annotated[
+        str | None, typer.Option(help="Only this lane of eval/tiers.yaml: smoke, full, backlog.")
+    ] = None,
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
     ] = None,
@@ -64,7 +73,9 @@ def run(
         params = read_json(saved)
         out = resume
     else:
-        params = load_params(params_file, list(set_ or []))
+        # --tier is suite.tier: the typed params check its value before any work starts.
+        sets = list(set_ or []) + ([f"suite.tier={tier}"] if tier is not None else [])
+        params = load_params(params_file, sets)
         if scenario:
             params["suite"]["ids"] = list(scenario)
         if category:

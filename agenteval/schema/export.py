@@ -8,11 +8,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agenteval.schema.corpus import Manifest
+from agenteval.schema.expectations import Expectations
 from agenteval.schema.params import Params
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.sources import SourcesFile
 from agenteval.schema.suite import Suite
+from agenteval.schema.tiers import TiersFile
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
 
@@ -27,6 +29,8 @@ def models() -> dict[str, type[BaseModel]]:
         "scorecard": Scorecard,
         "sources": SourcesFile,
         "params": Params,
+        "tiers": TiersFile,
+        "expectations": Expectations,
     }
     return found
 

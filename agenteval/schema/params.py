@@ -51,6 +51,10 @@ class SuiteParams(_Section):
     ids: list[str] = Field(default_factory=list, description="Empty: all scenarios.")
     iterations: int = Field(1, ge=1, description="Repeats of every scenario.")
     seed: int = 0
+    tier: Literal["smoke", "full", "backlog"] | None = Field(
+        None, description="Only this CI lane of the tiers file; null: every scenario."
+    )
+    tiers: str = Field("eval/tiers.yaml", description="Which lane each scenario is in, and why.")
 
 
 class BuiltinKnobs(BaseModel):

@@ -72,6 +72,14 @@ class GroundTruth(_Open):
         return ids
 
 
+class CapturedFrom(_Open):
+    """The real session a scenario was drafted from (the reference system writes this form)."""
+
+    session_id: str | None = Field(None, description="The session, trace or log it came from.")
+    title: str | None = None
+    captured_at: str | None = Field(None, description="When it was captured (ISO 8601, UTC).")
+
+
 class Turn(_Open):
     turn: int = Field(description="1-based position; turns are numbered 1..N.")
     objective: str
@@ -93,10 +101,16 @@ class Scenario(_Open):
     setup: Setup
     turns: list[Turn] = Field(min_length=1)
     expected_outcome: str | None = None
-    captured_from: str | None = None
+    captured_from: str | CapturedFrom | None = Field(
+        None, description="The session it was captured from: free text or a mapping."
+    )
     note: str | None = None
     # Our own optional fields.
-    source: str | None = Field(None, description="Where the scenario came from (e.g. a bug).")
+    source: str | None = Field(
+        None,
+        description="Where the scenario came from: session, issue, hand or synthetic, "
+        "optionally followed by ': <link>'.",
+    )
     difficulty_rationale: str | None = None
     forbidden_tools: list[str] | None = Field(
         None, description="Tools the agent must not call in any turn."

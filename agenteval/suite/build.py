@@ -9,6 +9,7 @@ from agenteval.corpus.pins import corpus_digest
 from agenteval.fileio import digest_of
 from agenteval.schema.problems import Problem
 from agenteval.schema.suite import Suite, SuiteItem
+from agenteval.suite.tiers import load_tiers
 from agenteval.suite.validate import LoadedScenario, validate
 
 
@@ -21,6 +22,19 @@ class SuiteError(Exception):
 def _selected(item: LoadedScenario, categories: list[str], ids: list[str]) -> bool:
     scenario = item.scenario
     return (not categories or scenario.category in categories) and (not ids or scenario.id in ids)
+
+
+def _in_tier(chosen: list[LoadedScenario], tier: str, root: Path, rel: str) -> list[LoadedScenario]:
+    """The scenarios of one lane (see agenteval.schema.tiers); the file's errors stop the run."""
+    if not (root / rel).is_file():
+        raise SuiteError([Problem("params.yaml", 1, f"suite.tier {tier!r}: no tiers file {rel}")])
+    tiers, problems = load_tiers(root / rel, rel)
+    if tiers is None:
+        raise SuiteError([p for p in problems if p.severity == "error"])
+    keep = set(tiers.lane(tier, [item.scenario.id for item in chosen]))
+    if not keep:
+        raise SuiteError([Problem(rel, 1, f"tier {tier!r} selects none of the chosen scenarios")])
+    return [item for item in chosen if item.scenario.id in keep]
 
 
 def build_suite(params: dict[str, Any], root: Path) -> Suite:
@@ -38,6 +52,9 @@ def build_suite(params: dict[str, Any], root: Path) -> Suite:
     unknown = sorted(set(ids) - {item.scenario.id for item in chosen})
     if unknown:
         raise SuiteError([Problem("params.yaml", 1, f"suite.ids: unknown scenario(s) {unknown}")])
+    if section.get("tier"):
+        rel = str(section.get("tiers") or "eval/tiers.yaml")
+        chosen = _in_tier(chosen, str(section["tier"]), root, rel)
     facts = result.manifest.fact_index() if result.manifest else {}
     items = []
     for loaded in sorted(chosen, key=lambda it: it.scenario.id):

@@ -15,16 +15,29 @@ from agenteval.fileio import sha256_file
 from agenteval.schema.corpus import AdversarialDocument, Document, Fact, Manifest
 from agenteval.schema.located import Loc, Located, load_located
 from agenteval.schema.problems import Problem
-from agenteval.schema.scenario import GroundTruth, IndexDocument, Scenario, Setup, Turn
+from agenteval.schema.scenario import (
+    CapturedFrom,
+    GroundTruth,
+    IndexDocument,
+    Scenario,
+    Setup,
+    Turn,
+)
+from agenteval.suite.tiers import DEFAULT_TIERS, load_tiers
 
 SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DEFAULT_SCENARIOS = Path("eval/scenarios")
 DEFAULT_MANIFEST = Path("eval/corpus/manifest.json")
+# Scenario drafts captured from real sessions live in a `drafts/` folder under the suite. A
+# folder walk never enters one, so no lane runs a draft and the default `validate` does not
+# fail on what a person has yet to fill in; a draft named on its own is checked in full.
+DRAFTS = "drafts"
 
 # Where each nested mapping's allowed keys come from, for unknown-key warnings.
 _SCENARIO_SHAPE: dict[str, Any] = {
     "": Scenario,
+    "captured_from": CapturedFrom,
     "setup": Setup,
     "setup.index_documents.*": IndexDocument,
     "turns.*": Turn,
@@ -50,6 +63,7 @@ class Validation:
     problems: list[Problem] = field(default_factory=list)
     scenarios: list[LoadedScenario] = field(default_factory=list)
     manifest: Manifest | None = None
+    drafts: list[Path] = field(default_factory=list)  # draft files a folder walk left out
 
     @property
     def ok(self) -> bool:
@@ -106,11 +120,19 @@ def parse_model(located: Located, model: type[M], what: str) -> tuple[M | None, 
         return None, [located.problem((), f"cannot read {what}: {type(exc).__name__}")]
 
 
-def scenario_files(paths: Sequence[Path]) -> list[Path]:
+def _is_draft(file: Path, walked: Path) -> bool:
+    return DRAFTS in file.relative_to(walked).parts[:-1]
+
+
+def scenario_files(paths: Sequence[Path], drafts: list[Path] | None = None) -> list[Path]:
+    """Scenario files named or found under folders; drafts found by a walk go to `drafts`."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")))
+            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+            files.extend(p for p in found if not _is_draft(p, path))
+            if drafts is not None:
+                drafts.extend(p for p in found if _is_draft(p, path))
         else:
             files.append(path)
     return files
@@ -301,6 +323,13 @@ def _check_totals(manifest: Manifest, located: Located) -> list[Problem]:
     return problems
 
 
+def _check_tiers(root: Path, ids: set[str]) -> list[Problem]:
+    path = root / DEFAULT_TIERS
+    if not path.is_file():
+        return []
+    return load_tiers(path, _display(path, root), known_ids=ids)[1]
+
+
 def validate(
     paths: Sequence[Path] = (), root: Path | None = None, manifest_path: Path | None = None
 ) -> Validation:
@@ -317,7 +346,7 @@ def validate(
     scenario_targets = [p for p in targets if p.resolve() != manifest_file.resolve()]
     missing = [p for p in scenario_targets if not p.exists()]
     result.problems.extend(Problem(str(p), 1, "no such file or directory") for p in missing)
-    files = scenario_files([p for p in scenario_targets if p.exists()])
+    files = scenario_files([p for p in scenario_targets if p.exists()], result.drafts)
     loaded, problems = load_scenarios(files, root)
     result.problems.extend(problems)
     result.problems.extend(_check_ids(loaded))
@@ -326,5 +355,7 @@ def validate(
         result.problems.extend(_check_references(item, result.manifest))
         result.problems.extend(_check_paths(item, root, fetched))
     result.scenarios = loaded
+    if not paths:  # the whole default suite: its tiers file must name exactly these ids
+        result.problems.extend(_check_tiers(root, {item.scenario.id for item in loaded}))
     result.problems.sort(key=lambda p: (p.path, p.line, p.message))
     return result

@@ -1,0 +1,148 @@
+"""Read a real conversation from where it was recorded, as OpenAI-style chat messages.
+
+Three sources, one shape (``{"role": ..., "content": ..., "tool_calls": [...]}``):
+
+* a chat log (JSON Lines): one message per line, or lines holding a whole request
+  (``{"messages": [...]}``; the longest conversation is taken);
+* an agenteval transcript (``data/transcripts/<id>/<iteration>.json``) — its setup calls
+  also name the documents indexed before the first turn;
+* an MLflow trace id: the trace's whole session (:mod:`agenteval.tracking.sessions`).
+
+Unreadable input is a :class:`CaptureError` carrying ``path:line`` problems.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agenteval.schema.problems import Problem
+from agenteval.schema.transcript import Transcript
+
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+class CaptureError(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = problems
+
+
+@dataclass
+class Captured:
+    session_id: str
+    title: str | None
+    started_at: str | None  # ISO 8601 when the source says when it happened
+    messages: list[dict[str, Any]]
+    setup_paths: list[str] = field(default_factory=list)
+
+
+def text_of(content: Any) -> str:
+    """A message's text: a string, or the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "\n".join(t for t in texts if isinstance(t, str))
+    return ""
+
+
+def _message(value: Any, path: str, line: int) -> dict[str, Any]:
+    if not isinstance(value, dict) or value.get("role") not in ROLES:
+        got = value.get("role") if isinstance(value, dict) else type(value).__name__
+        raise CaptureError([Problem(path, line, f"not a chat message (role {got!r})")])
+    return value
+
+
+def from_chat_log(path: Path) -> Captured:
+    """Messages of a JSON Lines chat log; every malformed line is named."""
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaptureError([Problem(str(path), 1, f"cannot read chat log: {exc}")]) from None
+    messages: list[dict[str, Any]] = []
+    conversations: list[list[dict[str, Any]]] = []
+    problems: list[Problem] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+            if isinstance(value, dict) and isinstance(value.get("messages"), list):
+                conversations.append([_message(m, str(path), number) for m in value["messages"]])
+            else:
+                messages.append(_message(value, str(path), number))
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(str(path), number, f"not JSON: {exc.msg}"))
+        except CaptureError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise CaptureError(problems)
+    if conversations:
+        messages = max(conversations, key=len) + messages
+    if not any(m.get("role") == "user" for m in messages):
+        raise CaptureError([Problem(str(path), 1, "no user message in this chat log")])
+    return Captured(path.stem, None, None, messages)
+
+
+def _transcript_messages(transcript: Transcript) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for turn in transcript.turns:
+        messages.append({"role": "user", "content": turn.user_message})
+        if turn.tool_calls:
+            calls = [
+                {
+                    "id": f"call_{turn.turn}_{i}",
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                }
+                for i, c in enumerate(turn.tool_calls)
+            ]
+            messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        messages.append({"role": "assistant", "content": turn.response})
+    return messages
+
+
+def from_transcript(path: Path) -> Captured:
+    try:
+        transcript = Transcript.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise CaptureError([Problem(str(path), 1, f"not a transcript: {detail}")]) from None
+    if not transcript.turns:
+        raise CaptureError([Problem(str(path), 1, "the transcript has no turns")])
+    setup = [
+        str(call.arguments["path"])
+        for call in transcript.setup_calls
+        if call.name == "index_document" and isinstance(call.arguments.get("path"), str)
+    ]
+    return Captured(
+        f"{transcript.scenario_id}/{transcript.iteration}",
+        transcript.scenario_id,
+        transcript.started_at,
+        _transcript_messages(transcript),
+        setup,
+    )
+
+
+def from_mlflow_trace(trace_id: str, uri: str) -> Captured:
+    from agenteval.tracking.sessions import read_session
+    from agenteval.tracking.store import TrackingError
+
+    try:
+        session = read_session(trace_id, uri)
+    except TrackingError as exc:
+        raise CaptureError([Problem(f"mlflow:{trace_id}", 1, str(exc))]) from None
+    if not any(m.get("role") == "user" for m in session.messages):
+        raise CaptureError([Problem(f"mlflow:{trace_id}", 1, "no user message in the trace")])
+    started = (
+        datetime.fromtimestamp(session.started_ms / 1000, UTC).isoformat(timespec="seconds")
+        if session.started_ms
+        else None
+    )
+    return Captured(session.session_id, session.title, started, session.messages)
