@@ -261,7 +261,7 @@ def test_prompts_cite_only_numbers_rendered_from_code(server: OpenAIServer) -> N
         rendered = " ".join(rendered.split())
         assert "at least 7.5" in rendered
         assert "below 5" in rendered or "at least 5" in rendered
-    assert "| over 15% to 50% | 1 |" in judge.turn_system
+    assert "| over 5% | 0 (automatic zero) |" in judge.turn_system
 
 
 # -- the whole pipeline ---------------------------------------------------------------------

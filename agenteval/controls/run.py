@@ -20,7 +20,7 @@ from agenteval.controls.build import build
 from agenteval.controls.load import LoadedControl
 from agenteval.judges.base import Judge
 from agenteval.schema.corpus import Manifest
-from agenteval.schema.status import JUDGED_STATUSES, NO_OPINION
+from agenteval.schema.status import JUDGED_STATUSES, NO_OPINION, Status
 from agenteval.schema.verdict import Verdict
 from agenteval.scoring import ScoringRules, turn_passes, turn_score
 
@@ -63,7 +63,8 @@ class Outcome:
 
 def grade(verdict: Verdict, rules: ScoringRules) -> Graded:
     """The judged (last) turn's pass/fail by the scoring rules, or deferred with the reason."""
-    if verdict.status not in JUDGED_STATUSES and verdict.status != NO_OPINION:
+    # NOT_JUDGED may come from earlier turns alone; only the judged (last) turn counts here.
+    if verdict.status not in (*JUDGED_STATUSES, NO_OPINION, Status.NOT_JUDGED):
         why = verdict.error or verdict.root_cause or verdict.status
         return Graded(DEFERRED, None, {}, {}, f"{verdict.status}: {why}")
     if not verdict.turns:

@@ -1,0 +1,168 @@
+"""Reading a reply the way a careful grader does: clauses, entities, and stance cues.
+
+Pure text functions used by the answer extraction (`judges.answers`): number words become
+digits (text2num), periods are written one way ("second quarter" -> "Q2", "fiscal 2026" ->
+"FY2026"), and a reply is cut into clauses so that a figure can be tied to the entity it is
+about. Word lists here are cues, not grammar: where they are not enough, callers defer.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+# -- normalisation ------------------------------------------------------------------------
+_MAGNITUDES = re.compile(r"\b(thousand|million|billion)\b", re.I)
+_ONE_UNIT = re.compile(
+    r"\b(one|a single)\s+(hour|minute|second|day|week|month|year)\b", re.I
+)
+_ORDINAL_PERIOD = re.compile(r"\b(1st|2nd|3rd|4th)[\s-]+quarter\b", re.I)
+_QUARTER_WORD = re.compile(r"\b(first|second|third|fourth)[\s-]+quarter\b", re.I)
+_HALF = re.compile(r"\b(1st|2nd|first|second)[\s-]+half\b", re.I)
+_FISCAL = re.compile(r"\bfiscal(?:\s+year)?\s+(\d{4})\b", re.I)
+_FY = re.compile(r"\bFY\s?(\d{2,4})\b", re.I)
+_DASHES = str.maketrans({"\u2212": "-", "\u2011": "-", "\u00a0": " ", "\u202f": " "})
+
+
+@functools.cache
+def _alpha2digit() -> object:
+    from text_to_num import alpha2digit  # lazy: only judging needs it
+
+    return alpha2digit
+
+
+def _digits(text: str) -> str:
+    """Number words to digits ("seventeen" -> "17", "third" -> "3rd"); "one" alone is kept
+    (it is as often a pronoun as a number) unless a unit follows it."""
+    text = _ONE_UNIT.sub(lambda m: f"1 {m.group(2)}", text)
+    protected = _MAGNITUDES.sub(lambda m: f"MAGNITUDE{m.group(1).upper()}", text)
+    convert = _alpha2digit()
+    try:
+        converted = convert(protected, "en", threshold=1.5)  # type: ignore[operator]
+    except (ValueError, IndexError, KeyError):  # the library gave up on odd input
+        converted = protected
+    return re.sub(r"MAGNITUDE([A-Z]+)", lambda m: m.group(1).lower(), converted)
+
+
+def normalize(text: str) -> str:
+    """The reply as the extraction reads it: digits for number words, one spelling of
+    periods. Offsets refer to this text, never to the original."""
+    text = _digits(text.translate(_DASHES))
+    text = _ORDINAL_PERIOD.sub(lambda m: f"Q{m.group(1)[0]}", text)
+    text = _QUARTER_WORD.sub(lambda m: _quarter_word(m.group(1)), text)
+    text = _HALF.sub(lambda m: "H1" if m.group(1).lower() in ("1st", "first") else "H2", text)
+    text = _FISCAL.sub(lambda m: f"FY{m.group(1)}", text)
+    return _FY.sub(lambda m: f"FY{_year(m.group(1))}", text)
+
+
+def _quarter_word(word: str) -> str:
+    return "Q" + str(("first", "second", "third", "fourth").index(word.lower()) + 1)
+
+
+def _year(digits: str) -> str:
+    return digits if len(digits) == 4 else f"20{digits[-2:]}"
+
+
+# -- clauses --------------------------------------------------------------------------------
+# Boundaries between the statements of a reply. A comma splits only when a capitalised word
+# follows ("Sparrow $1,849, Heron $2,690"): elsewhere it joins a figure to its own clause.
+_BOUNDARY = re.compile(
+    r"(?<=[.!?;])\s+|\n+|\s[—–]\s|\s-\s|\s*[()]\s*|:\s+(?![$€£\d-])|"
+    r",?\s+(?:while|whereas|but|and|although|though)\s+|,\s+(?=[A-Z])"
+)
+
+
+@dataclass(frozen=True)
+class Clause:
+    start: int
+    end: int
+    text: str
+
+
+def clauses(text: str) -> list[Clause]:
+    found, last = [], 0
+    for m in _BOUNDARY.finditer(text):
+        if m.start() > last:
+            found.append(Clause(last, m.start(), text[last : m.start()]))
+        last = m.end()
+    if last < len(text):
+        found.append(Clause(last, len(text), text[last:]))
+    return [c for c in found if c.text.strip()]
+
+
+def clause_at(parts: list[Clause], start: int, end: int) -> Clause:
+    """The clause holding a span (a span across boundaries, such as a range, gets the union)."""
+    touching = [c for c in parts if c.start < end and start < c.end]
+    if not touching:
+        return Clause(start, end, "")
+    lo, hi = touching[0].start, touching[-1].end
+    return Clause(lo, hi, "")
+
+
+def sentence_bounds(text: str, pos: int) -> tuple[int, int]:
+    starts = [0] + [m.end() for m in re.finditer(r"(?<=[.!?;])\s+|\n+", text)]
+    start = max(s for s in starts if s <= pos)
+    later = [m.start() for m in re.finditer(r"[.!?;](?=\s|$)|\n", text) if m.start() >= pos]
+    return start, (min(later) if later else len(text))
+
+
+# -- entities and keywords ----------------------------------------------------------------
+COMMON_CAPITALISED = frozenset(
+    """the this that these those it its he she they we you i there here in on at for from
+    with by of to after before under according per section note yes no not also and but so
+    then both all each every some any only just since when while if as about around roughly
+    approximately up over nothing nowhere great happy sorry done depending looking scanning
+    prices heads-up item items what which who how why where let sure okay ok well first last
+    next one two three four five six seven eight nine ten their our my his her appendix
+    monday tuesday wednesday thursday friday saturday sunday january february march april may
+    june july august september october november december between within outside plus
+    version step chapter article clause table page line""".split()
+)
+_CAPITALISED = re.compile(r"\b[A-Z][a-z\u00c0-\u024f]{2,}(?:[-'][A-Z][a-z\u00c0-\u024f]+)*\b")
+_IDENTIFIER = re.compile(r"\b(?:[A-Z]{1,6}-\d+[A-Z]?|Q[1-4]|H[12]|FY\d{4}|\d+(?:st|nd|rd|th))\b")
+_YEAR = re.compile(r"(?<![\d.,$])\b(?:19|20)\d{2}\b(?![\d,]|\.\d)")
+_WORD = re.compile(r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]*")
+GENERIC = frozenset(
+    """what which when where who whom whose how many much long does do did is are was were be
+    been being the a an of in on at for to from by with and or per each any all this that
+    there their its it they them have has had get gets got give given say says said tell
+    document documents report file files policy handbook log minutes sheet page data text
+    according also only about some more most very just than then into over under up down
+    can could will would should may might must shall our your you we i me my us company
+    studio team time times year years day days week weeks quarter after before within
+    back""".split()
+)
+
+
+def stem(word: str) -> str:
+    """A crude stem that makes "retried" meet "retries" and "weighs" meet "weigh"."""
+    return word.lower()[:5]
+
+
+def keywords(text: str) -> set[str]:
+    """Stems of the content words of a question (what the asked entity is called)."""
+    return {stem(w) for w in _WORD.findall(text.lower()) if w not in GENERIC and len(w) > 2}
+
+
+def entity_marks(text: str, start: int = 0) -> list[tuple[int, str]]:
+    """(offset, lowercased mark) of named things in `text`: capitalised names, identifiers
+    (Q3, FY2026, INC-2303, 3rd) and years. Sentence-initial function words are not names."""
+    marks = []
+    for pattern in (_CAPITALISED, _IDENTIFIER, _YEAR):
+        for m in pattern.finditer(text):
+            word = m.group(0)
+            if word.lower() in COMMON_CAPITALISED:
+                continue
+            marks.append((start + m.start(), word.lower()))
+    return sorted(marks)
+
+
+def asked_marks(*texts: str) -> set[str]:
+    """The entities the question itself names (its own capitalised words, periods, ids)."""
+    found: set[str] = set()
+    for text in texts:
+        normal = normalize(text)
+        found |= {w for _, w in entity_marks(normal)}
+        found |= {w for w in _WORD.findall(normal.lower())}
+    return found
