@@ -89,6 +89,7 @@ class Context:
     clauses: list[Clause]
     asked: set[str]  # lowercased words and marks the question and answer use
     keys: set[str] = field(default_factory=set)  # stems of the question's content words
+    question: str = ""
 
 
 def _tokens_before(text: str, start: int, floor: int) -> list[str]:
@@ -217,4 +218,4 @@ def annotate(ctx: Context, cands: list[Candidate]) -> list[Candidate]:
 
 
 def make_context(reply: str, clauses_: list[Clause], asked: set[str], question: str) -> Context:
-    return Context(reply, clauses_, asked, keywords(question))
+    return Context(reply, clauses_, asked, keywords(question), question)

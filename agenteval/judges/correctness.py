@@ -36,6 +36,7 @@ from agenteval.judges.numbers import Quantity, precision_score, quantities
 from agenteval.judges.reading import (
     GENERIC,
     asked_marks,
+    clause_at,
     clauses,
     normalize,
     sentence_bounds,
@@ -149,12 +150,34 @@ def _literal_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+UP = re.compile(r"\b(?:grow|grew|grown|growth|rise|rose|risen|increase[sd]?|up(?!\s+to)|higher|gain(?:ed)?|"
+                r"climb(?:ed)?|jump(?:ed)?)\b", re.I)  # fmt: skip
+DOWN = re.compile(r"\b(?:fall|fell|fallen|decline[sd]?|decrease[sd]?|down|lower|drop(?:ped)?|"
+                  r"shrank|shrunk|contract(?:ed)?|lost|loss)\b", re.I)  # fmt: skip
+
+
+def _direction(text: str) -> int:
+    up, down = bool(UP.search(text)), bool(DOWN.search(text))
+    return 0 if up == down else (1 if up else -1)
+
+
+def _flipped(ctx: Context, q: Quantity, asked: int) -> bool:
+    """"fell 17%" answers "by what percentage did it grow" with -17%."""
+    if not asked or q.kind != "percent" or q.low < 0:
+        return False
+    before = " ".join(re.findall(r"[\w']+", ctx.text[max(0, q.start - 40) : q.start])[-3:])
+    return _direction(before) == -asked
+
+
 def _candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Candidate]:
     text = ctx.text
     expected = part.key
     assert isinstance(expected, Quantity)
+    asked = _direction(ctx.question) if expected.low >= 0 else 0
     found = []
     for q in quantities(text, _literal_spans(text)):
+        if _flipped(ctx, q, asked):
+            q = Quantity(-q.high, -q.low, q.kind, (-q.raw[1], -q.raw[0]), q.start, q.end)
         deviation = expected.deviation(q)
         if deviation == float("inf"):
             continue
@@ -257,8 +280,14 @@ def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
         shown = " / ".join(c.text for c in group)
         return Result(SCORE_MIN, f"offers alternatives ({shown}) without committing to {what}")
     if matches and conflicts:
-        return Result(SCORE_MIN, f"commits to conflicting values {matches[0].text!r} and "
-                                 f"{conflicts[0].text!r} for {what}")  # fmt: skip
+        a, b = matches[0].text, conflicts[0].text
+        if any(c.note.startswith("a different name") for c in conflicts) or any(
+            _corrects(ctx, c) or _bare(ctx, c) for c in conflicts
+        ):
+            return Result(SCORE_MIN, f"commits to conflicting values {a!r} and {b!r} for {what}")
+        # Both stated about what seems the asked entity: a contradiction, or a figure about
+        # something the clause names in words code cannot tie to an entity. Not settled.
+        return Result(None, f"states both {a!r} and {b!r}; cannot tell which answers {what}")
     if matches:
         best = max(matches, key=lambda c: c.grade)
         extra = f" ({best.note})" if best.note else ""
@@ -271,6 +300,24 @@ def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
     if any(c.matches and c.level == OTHER for c in live):
         return Result(None, f"{what} appears only tied to another entity")
     return Result(SCORE_MIN, f"{what} absent")
+
+
+CORRECTION = re.compile(r"\b(?:actually|correction|i mean|or rather|sorry|wait)\b", re.I)
+
+
+def _corrects(ctx: Context, c: Candidate) -> bool:
+    """A later "actually, it's Y" withdraws an earlier value."""
+    start, _ = sentence_bounds(ctx.text, c.start)
+    return bool(CORRECTION.search(ctx.text[start : c.start]))
+
+
+def _bare(ctx: Context, c: Candidate) -> bool:
+    """The value stands alone in its clause ("It was 9.1M."): no words of its own that
+    could make it about something else."""
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    words = re.findall(r"[a-z]{4,}", ctx.text[clause.start : clause.end].lower())
+    own = [w for w in words if w not in GENERIC and stem(w) not in ctx.keys]
+    return not own
 
 
 def _text_part(part: Part, ctx: Context) -> Result:

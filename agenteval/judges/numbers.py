@@ -142,6 +142,10 @@ def _unit_after(text: str, end: int) -> tuple[str, str, float, int, str]:
     if not m:
         return "count", "", 1.0, end, ""
     word = m["unit"].lower().rstrip(".")
+    second = (m["unit2"] or "").lower()
+    if word in _ADJECTIVES and second in UNITS:  # "5 unused days", "3 new weeks"
+        dimension, factor = _pint(UNITS[second])
+        return dimension, second, factor, m.end("unit2"), ""
     if word in CURRENCY_WORDS:
         code = CURRENCY_WORDS[word]
         factor = 0.01 if code.endswith("/100") else 1.0

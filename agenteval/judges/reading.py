@@ -32,9 +32,19 @@ def _alpha2digit() -> object:
     return alpha2digit
 
 
+_IDIOMS = (
+    (re.compile(r"\b(?:an|one) (hour|day|week|month|year) and a half\b", re.I), r"1.5 \1s"),
+    (re.compile(r"\bhalf an? (hour|day)\b", re.I), r"0.5 \1"),
+    (re.compile(r"\ba dozen\b", re.I), "12"),
+    (re.compile(r"\btwice\b", re.I), "2 times"),
+)
+
+
 def _digits(text: str) -> str:
     """Number words to digits ("seventeen" -> "17", "third" -> "3rd"); "one" alone is kept
     (it is as often a pronoun as a number) unless a unit follows it."""
+    for pattern, replacement in _IDIOMS:
+        text = pattern.sub(replacement, text)
     text = _ONE_UNIT.sub(lambda m: f"1 {m.group(2)}", text)
     protected = _MAGNITUDES.sub(lambda m: f"MAGNITUDE{m.group(1).upper()}", text)
     convert = _alpha2digit()
