@@ -21,6 +21,7 @@ from agenteval.judges.reading import (
     clause_at,
     entity_marks,
     keywords,
+    proper_words,
     sentence_bounds,
     stem,
 )
@@ -90,6 +91,7 @@ class Context:
     asked: set[str]  # lowercased words and marks the question and answer use
     keys: set[str] = field(default_factory=set)  # stems of the question's content words
     question: str = ""
+    proper: set[str] = field(default_factory=set)  # words seen capitalised mid-sentence
 
 
 def _tokens_before(text: str, start: int, floor: int) -> list[str]:
@@ -132,7 +134,7 @@ def level(ctx: Context, c: Candidate, others: list[Candidate]) -> str:
     spans = [(o.start, o.end) for o in others if o is not c]
     marks = [
         (pos, mark)
-        for pos, mark in entity_marks(text[clause.start : clause.end], clause.start)
+        for pos, mark in entity_marks(text[clause.start : clause.end], clause.start, ctx.proper)
         if not c.start <= pos < c.end and not any(s <= pos < e for s, e in spans)
     ]
     nearest = _nearest(marks, c)
@@ -217,5 +219,8 @@ def annotate(ctx: Context, cands: list[Candidate]) -> list[Candidate]:
     return cands
 
 
-def make_context(reply: str, clauses_: list[Clause], asked: set[str], question: str) -> Context:
-    return Context(reply, clauses_, asked, keywords(question), question)
+def make_context(
+    reply: str, clauses_: list[Clause], asked: set[str], question: str, evidence: str = ""
+) -> Context:
+    proper = proper_words(reply, question, evidence) | asked
+    return Context(reply, clauses_, asked, keywords(question), question, proper)

@@ -126,6 +126,8 @@ def judge_turn(
 def question_of(turn: Turn, said: TranscriptTurn, item: SuiteItem | None) -> str:
     """What was asked: the user's message and the manifest questions of the turn's facts."""
     texts = [said.user_message]
+    if turn.user_message and turn.user_message != said.user_message:
+        texts.append(turn.user_message)
     gt = turn.ground_truth
     if gt is not None and item is not None:
         texts += [item.facts[f].question for f in gt.all_fact_ids if f in item.facts]

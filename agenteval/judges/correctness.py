@@ -145,9 +145,7 @@ def _outside(text: str, taken: list[tuple[int, int]]) -> str:
 
 # -- candidates in the reply -----------------------------------------------------------------
 def _literal_spans(text: str) -> list[tuple[int, int]]:
-    spans = [(x.start, x.end) for x in literals.dates(text) + literals.times(text)]
-    spans += [(x.start, x.end) for x in literals.identifiers(text) + literals.versions(text)]
-    return spans
+    return literals.spans(text)
 
 
 UP = re.compile(r"\b(?:grow|grew|grown|growth|rise|rose|risen|increase[sd]?|up(?!\s+to)|higher|gain(?:ed)?|"
@@ -358,7 +356,7 @@ def grade_part(part: Part, ctx: Context, evidence: list[Quantity]) -> Result:
 def context_for(reply: str, q: Question) -> Context:
     text = normalize(reply)
     asked = asked_marks(q.text, q.expected or "")
-    return make_context(text, clauses(text), asked, q.text)
+    return make_context(text, clauses(text), asked, q.text, q.evidence)
 
 
 def grade_answer(q: Question, reply: str) -> Result:

@@ -156,3 +156,9 @@ def name_tokens(text: str) -> tuple[str, ...] | None:
     if all(re.fullmatch(NAME_TOKEN, w) or w in particles for w in words):
         return tuple(w.lower() for w in words if w not in particles)
     return None
+
+
+def spans(text: str) -> list[tuple[int, int]]:
+    """Where dates, times, identifiers and versions sit: no amount is read inside them."""
+    found = dates(text) + times(text) + identifiers(text) + versions(text)
+    return [(x.start, x.end) for x in found]

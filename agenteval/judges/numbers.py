@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agenteval.judges import literals
 from agenteval.scoring import numeric_cap
 
 MULTIPLIERS = {
@@ -242,8 +243,9 @@ def _join(a: Quantity, b: Quantity, gap: str, text: str) -> Quantity | None:
 
 
 def quantities(text: str, masked: list[tuple[int, int]] | None = None) -> list[Quantity]:
-    """Every quantity in (normalised) `text` outside the `masked` spans, in order."""
-    skip = masked or []
+    """Every quantity in (normalised) `text` outside the `masked` spans (default: its dates,
+    times, identifiers and versions), in order."""
+    skip = literals.spans(text) if masked is None else masked
     found = []
     for m in QUANTITY.finditer(text):
         if any(s < m.end() and m.start() < e for s, e in skip):

@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass
 
 # -- normalisation ------------------------------------------------------------------------
-_MAGNITUDES = re.compile(r"\b(thousand|million|billion)\b", re.I)
+# Words text2num would turn into digits although they are not numbers here: magnitudes
+# (kept for the quantity reader) and "second" (a unit far more often than an ordinal).
+_PROTECTED = re.compile(r"\b(thousand|million|billion|seconds?)\b", re.I)
 _ONE_UNIT = re.compile(
     r"\b(one|a single)\s+(hour|minute|second|day|week|month|year)\b", re.I
 )
@@ -46,13 +48,13 @@ def _digits(text: str) -> str:
     for pattern, replacement in _IDIOMS:
         text = pattern.sub(replacement, text)
     text = _ONE_UNIT.sub(lambda m: f"1 {m.group(2)}", text)
-    protected = _MAGNITUDES.sub(lambda m: f"MAGNITUDE{m.group(1).upper()}", text)
+    protected = _PROTECTED.sub(lambda m: f"KEEPWORD{m.group(1).upper()}", text)
     convert = _alpha2digit()
     try:
         converted = convert(protected, "en", threshold=1.5)  # type: ignore[operator]
     except (ValueError, IndexError, KeyError):  # the library gave up on odd input
         converted = protected
-    return re.sub(r"MAGNITUDE([A-Z]+)", lambda m: m.group(1).lower(), converted)
+    return re.sub(r"KEEPWORD([A-Z]+)", lambda m: m.group(1).lower(), converted)
 
 
 def normalize(text: str) -> str:
@@ -155,16 +157,37 @@ def keywords(text: str) -> set[str]:
     return {stem(w) for w in _WORD.findall(text.lower()) if w not in GENERIC and len(w) > 2}
 
 
-def entity_marks(text: str, start: int = 0) -> list[tuple[int, str]]:
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;(\u2014\u2013\n]\s*|\s-\s)$")
+
+
+def proper_words(*texts: str) -> set[str]:
+    """Capitalised words seen inside a sentence: names, not words capitalised by position."""
+    found = set()
+    for text in texts:
+        for m in _CAPITALISED.finditer(text):
+            if not _SENTENCE_START.search(text[max(0, m.start() - 3) : m.start()]):
+                found.add(m.group(0).lower())
+    return found
+
+
+def entity_marks(
+    text: str, start: int = 0, proper: set[str] | None = None
+) -> list[tuple[int, str]]:
     """(offset, lowercased mark) of named things in `text`: capitalised names, identifiers
-    (Q3, FY2026, INC-2303, 3rd) and years. Sentence-initial function words are not names."""
+    (Q3, FY2026, INC-2303, 3rd) and years. A word capitalised only because it opens a
+    sentence ("Revenue was ...") is a name only if it is seen capitalised elsewhere."""
     marks = []
     for pattern in (_CAPITALISED, _IDENTIFIER, _YEAR):
         for m in pattern.finditer(text):
-            word = m.group(0)
-            if word.lower() in COMMON_CAPITALISED:
+            word = m.group(0).lower()
+            if word in COMMON_CAPITALISED:
                 continue
-            marks.append((start + m.start(), word.lower()))
+            opening = pattern is _CAPITALISED and _SENTENCE_START.search(
+                text[max(0, m.start() - 3) : m.start()]
+            )
+            if opening and proper is not None and word not in proper:
+                continue
+            marks.append((start + m.start(), word))
     return sorted(marks)
 
 

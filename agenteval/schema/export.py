@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.params import Params
 from agenteval.schema.scenario import Scenario
@@ -27,6 +28,7 @@ def models() -> dict[str, type[BaseModel]]:
         "scorecard": Scorecard,
         "sources": SourcesFile,
         "params": Params,
+        "controls": ControlFile,
     }
     return found
 
