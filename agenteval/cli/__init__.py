@@ -1,7 +1,7 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
-One short module per command group (evaluate, data, gate, serve, controls); heavy modules are imported
-inside commands so `agenteval --help` answers fast.
+One short module per command group (evaluate, data, gate, serve, controls); heavy modules are
+imported inside commands so `agenteval --help` answers fast.
 """
 
 from __future__ import annotations

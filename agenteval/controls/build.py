@@ -140,9 +140,9 @@ def build(control: Control, manifest: Manifest, root: Path) -> tuple[SuiteItem, 
     setup_calls = tools.setup(control.indexed)
     said: list[TranscriptTurn] = []
     earlier: list[EarlierTurn] = list(control.history)
-    for n, turn in enumerate(earlier, start=1):
-        calls = [tools.record(c, turn.user) for c in turn.tool_calls]
-        said.append(_turn(n, turn.user, turn.reply, calls))
+    for n, before in enumerate(earlier, start=1):
+        calls = [tools.record(c, before.user) for c in before.tool_calls]
+        said.append(_turn(n, before.user, before.reply, calls))
     question = scenario.turns[-1].user_message or ""
     calls = [tools.record(c, question) for c in control.tool_calls]
     said.append(_turn(len(said) + 1, question, control.reply, calls))

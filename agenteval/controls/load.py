@@ -63,9 +63,7 @@ def _read_file(path: Path, shown: str) -> tuple[list[tuple[Control, int]], list[
     return [(c, located.line(["controls", i])) for i, c in enumerate(parsed.controls)], []
 
 
-def _check_references(
-    control: Control, manifest: Manifest, shown: str, line: int
-) -> list[Problem]:
+def _check_references(control: Control, manifest: Manifest, shown: str, line: int) -> list[Problem]:
     problems = []
     facts = manifest.fact_index()
     if control.fact is not None and control.fact not in facts:
@@ -74,7 +72,9 @@ def _check_references(
         if doc not in manifest.document_ids():
             problems.append(Problem(shown, line, f"{control.id}: unknown document {doc!r}"))
     if control.fact is None and not control.documents and control.ground_truth is None:
-        problems.append(Problem(shown, line, f"{control.id}: needs a fact, documents or ground_truth"))
+        problems.append(
+            Problem(shown, line, f"{control.id}: needs a fact, documents or ground_truth")
+        )
     if control.fact is None and control.question is None:
         problems.append(Problem(shown, line, f"{control.id}: needs a question (or a fact)"))
     return problems
@@ -95,8 +95,13 @@ def load_controls(folder: Path, manifest: Manifest, root: Path) -> list[LoadedCo
         problems += bad
         for control, line in controls:
             if control.id in seen:
-                problems.append(Problem(shown, line, f"duplicate control id {control.id!r} "
-                                                     f"(also in {seen[control.id]})"))
+                problems.append(
+                    Problem(
+                        shown,
+                        line,
+                        f"duplicate control id {control.id!r} (also in {seen[control.id]})",
+                    )
+                )
                 continue
             seen[control.id] = shown
             problems += _check_references(control, manifest, shown, line)

@@ -19,7 +19,9 @@ def gate(summary: Mapping[str, Any], thresholds: Mapping[str, Any]) -> list[str]
     if summary["judged"] and agreement is not None and agreement < thresholds["min_agreement"]:
         misses.append(f"agreement {agreement:.3f} < {thresholds['min_agreement']}")
     if summary["false_passes"] > thresholds["max_false_passes"]:
-        misses.append(f"{summary['false_passes']} false pass(es) > {thresholds['max_false_passes']}")
+        misses.append(
+            f"{summary['false_passes']} false pass(es) > {thresholds['max_false_passes']}"
+        )
     coverage = summary["coverage"] or 0.0
     if coverage < thresholds["min_coverage"]:
         misses.append(f"coverage {coverage:.3f} < {thresholds['min_coverage']}")
@@ -47,7 +49,9 @@ def build_report(
         "judge": judge.model_dump(mode="json"),
         "controls_digest": controls_digest,
         "split": split,
-        "thresholds": {k: section[k] for k in ("min_agreement", "max_false_passes", "min_coverage")},
+        "thresholds": {
+            k: section[k] for k in ("min_agreement", "max_false_passes", "min_coverage")
+        },
         "gated_splits": gated,
         "passed": not any(misses.values()),
         "misses": {k: v for k, v in misses.items() if v},
@@ -139,7 +143,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     sc = report["self_consistency"]
     if sc:
         lines += ["", "## Self-consistency", "",
-                  f"- {sc['repeats']} repeats: identical verdicts on {_pct(sc['identical_verdicts'])}"
+                  f"- {sc['repeats']} repeats: identical verdicts on "
+                  f"{_pct(sc['identical_verdicts'])}"
                   f" of controls; ICC(1,1) of turn scores {sc['icc_scores']}"]  # fmt: skip
     lines += ["", "## By class", "", *_class_rows(report)]
     lines += ["", "## Disagreements", "", *_disagreements(report), ""]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ class Outcome:
     split: str
     label: str
     failing: list[str]
-    ranges: dict[str, tuple[float, float]]
+    ranges: Mapping[str, tuple[float, float]]
     repeats: list[Graded] = field(default_factory=list)
 
     @property
@@ -99,11 +99,11 @@ async def judge_controls(
         return grade(verdict, rules)
 
     outcomes = []
-    for index, loaded in enumerate(controls):
+    for loaded in controls:
         c = loaded.control
         outcomes.append(
             Outcome(c.id, c.klass, loaded.split, c.label.verdict, list(c.label.failing),
-                    dict(c.label.scores))
+                    {str(d): r for d, r in c.label.scores.items()})
         )  # fmt: skip
     jobs = [(i, k) for k in range(repeats) for i in range(len(controls))]
     results = await asyncio.gather(*(one(i, k) for i, k in jobs))

@@ -13,6 +13,7 @@ The decisions built on these live in `judges.correctness`.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -169,7 +170,9 @@ def _window(text: str, c: Candidate, clause: Clause) -> list[str]:
 def _nearest(marks: list[tuple[int, str]], c: Candidate) -> str | None:
     best, best_distance = None, None
     for pos, mark in marks:
-        if pos < c.start and c.start - pos > NEAR_BEFORE or pos >= c.end and pos - c.end > NEAR_AFTER:
+        far_before = pos < c.start and c.start - pos > NEAR_BEFORE
+        far_after = pos >= c.end and pos - c.end > NEAR_AFTER
+        if far_before or far_after:
             continue
         distance = (c.start - pos) if pos < c.start else 1.5 * (pos - c.end)
         if best_distance is None or distance < best_distance:
@@ -181,7 +184,7 @@ def group_alternatives(ctx: Context, cands: list[Candidate]) -> None:
     """Mark candidates joined as alternatives or bare lists within one sentence."""
     ordered = sorted(cands, key=lambda c: c.start)
     next_group = 0
-    for a, b in zip(ordered, ordered[1:], strict=False):
+    for a, b in itertools.pairwise(ordered):
         gap = ctx.text[a.end : b.start]
         same_sentence = sentence_bounds(ctx.text, a.start) == sentence_bounds(ctx.text, b.start)
         if not same_sentence or not _LIST_GAP.match(gap) or a.end > b.start:
@@ -203,7 +206,7 @@ def alternatives(ctx: Context, cands: list[Candidate]) -> list[list[Candidate]]:
     for g in groups.values():
         if not (any(c.matches for c in g) and any(not c.matches for c in g)):
             continue
-        gaps = [ctx.text[a.end : b.start] for a, b in zip(g, g[1:], strict=False)]
+        gaps = [ctx.text[a.end : b.start] for a, b in itertools.pairwise(g)]
         either = re.search(r"\beither\s*$", ctx.text[max(0, g[0].start - 12) : g[0].start])
         disjunctive = either or any(re.search(r"\bor\b|/", gap) for gap in gaps)
         if disjunctive or (len(g) >= 3 and g[0].kind != "name"):

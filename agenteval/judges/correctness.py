@@ -148,8 +148,8 @@ def _literal_spans(text: str) -> list[tuple[int, int]]:
     return literals.spans(text)
 
 
-UP = re.compile(r"\b(?:grow|grew|grown|growth|rise|rose|risen|increase[sd]?|up(?!\s+to)|higher|gain(?:ed)?|"
-                r"climb(?:ed)?|jump(?:ed)?)\b", re.I)  # fmt: skip
+UP = re.compile(r"\b(?:grow|grew|grown|growth|rise|rose|risen|increase[sd]?|up(?!\s+to)|"
+                r"higher|gain(?:ed)?|climb(?:ed)?|jump(?:ed)?)\b", re.I)  # fmt: skip
 DOWN = re.compile(r"\b(?:fall|fell|fallen|decline[sd]?|decrease[sd]?|down|lower|drop(?:ped)?|"
                   r"shrank|shrunk|contract(?:ed)?|lost|loss)\b", re.I)  # fmt: skip
 
@@ -160,7 +160,7 @@ def _direction(text: str) -> int:
 
 
 def _flipped(ctx: Context, q: Quantity, asked: int) -> bool:
-    """"fell 17%" answers "by what percentage did it grow" with -17%."""
+    """ "fell 17%" answers "by what percentage did it grow" with -17%."""
     if not asked or q.kind != "percent" or q.low < 0:
         return False
     before = " ".join(re.findall(r"[\w']+", ctx.text[max(0, q.start - 40) : q.start])[-3:])
@@ -229,8 +229,9 @@ def _same_family(found: object, expected: object) -> bool:
 
 
 def _date_match(expected: object, found: object) -> tuple[bool, float]:
-    ey, em, ed = expected  # type: ignore[misc]
-    fy, fm, fd = found  # type: ignore[misc]
+    assert isinstance(expected, tuple) and isinstance(found, tuple)
+    ey, em, ed = expected
+    fy, fm, fd = found
     if em != fm or (ed is not None and fd is not None and ed != fd):
         return False, 0.0
     if ey is not None and fy is not None and ey != fy:

@@ -72,7 +72,9 @@ _RANGE_GAP = re.compile(r"^\s*(?:-|–|—|to)\s*$", re.I)
 _AND_GAP = re.compile(r"^\s*(?:,\s*)?(?:and\s+)?$", re.I)
 _YEARLIKE = re.compile(r"^(?:19|20)\d{2}$")
 _ADJECTIVES = frozenset("new more additional unused extra full consecutive other such".split())
-_FUNCTION = frozenset("or and to of the in on at with for from per a an was were is are as by".split())
+_FUNCTION = frozenset(
+    "or and to of the in on at with for from per a an was were is are as by".split()
+)
 
 
 @functools.cache

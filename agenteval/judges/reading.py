@@ -16,9 +16,7 @@ from dataclasses import dataclass
 # Words text2num would turn into digits although they are not numbers here: magnitudes
 # (kept for the quantity reader) and "second" (a unit far more often than an ordinal).
 _PROTECTED = re.compile(r"\b(thousand|million|billion|seconds?)\b", re.I)
-_ONE_UNIT = re.compile(
-    r"\b(one|a single)\s+(hour|minute|second|day|week|month|year)\b", re.I
-)
+_ONE_UNIT = re.compile(r"\b(one|a single)\s+(hour|minute|second|day|week|month|year)\b", re.I)
 _ORDINAL_PERIOD = re.compile(r"\b(1st|2nd|3rd|4th)[\s-]+quarter\b", re.I)
 _QUARTER_WORD = re.compile(r"\b(first|second|third|fourth)[\s-]+quarter\b", re.I)
 _HALF = re.compile(r"\b(1st|2nd|first|second)[\s-]+half\b", re.I)

@@ -68,7 +68,9 @@ class Label(_Closed):
     def _ranges(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
         for dim, (low, high) in value.items():
             if not 0 <= low <= high <= 10:
-                raise ValueError(f"{dim}: range [{low}, {high}] must satisfy 0 <= low <= high <= 10")
+                raise ValueError(
+                    f"{dim}: range [{low}, {high}] must satisfy 0 <= low <= high <= 10"
+                )
         return value
 
     @model_validator(mode="after")
