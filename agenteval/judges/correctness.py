@@ -61,7 +61,9 @@ ABSTAIN = re.compile(
     r"|\bnothing\s+(?:about|on|regarding)\b|\bsilent\s+on\b|\bmakes\s+no\s+mention\b"
     r"|\bnot\s+in\s+the\b|\bnowhere\b|\bnot\s+found\b|\bno\s+such\b|\bis\s+empty\b"
     r"|\bhas\s+no\s+(?:text|content)\b|\bnothing\s+to\s+report\b"
-    r"|\bi\s+(?:don't|do\s+not)\s+(?:know|have)\b",
+    r"|\bi\s+(?:don't|do\s+not)\s+(?:know|have)\b"
+    r"|\bno\s+way\s+to\s+(?:tell|know|work\s+out|calculate|determine|say)\b"
+    r"|\b(?:can't|cannot|can\s+not)\s+be\s+(?:worked\s+out|calculated|determined|found)\b",
     re.I,
 )
 OFFER = re.compile(r"\b(?:i can|i could|if you|would you|let me know|can confirm|ask)\b", re.I)

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 # -- normalisation ------------------------------------------------------------------------
 # Words text2num would turn into digits although they are not numbers here: magnitudes
 # (kept for the quantity reader) and "second" (a unit far more often than an ordinal).
-_PROTECTED = re.compile(r"\b(thousand|million|billion|seconds?)\b", re.I)
+_PROTECTED = re.compile(r"\b(seconds?)\b", re.I)
+# text2num writes "8.6 million" as "8.6 1000000"; the quantity reader wants the word back.
+_SPELLED_MAGNITUDE = re.compile(r"(\d)\s(1000|1000000|1000000000)\b")
+_MAGNITUDE_WORD = {"1000": "thousand", "1000000": "million", "1000000000": "billion"}
 _ONE_UNIT = re.compile(r"\b(one|a single)\s+(hour|minute|second|day|week|month|year)\b", re.I)
 _ORDINAL_PERIOD = re.compile(r"\b(1st|2nd|3rd|4th)[\s-]+quarter\b", re.I)
 _QUARTER_WORD = re.compile(r"\b(first|second|third|fourth)[\s-]+quarter\b", re.I)
@@ -52,6 +55,9 @@ def _digits(text: str) -> str:
         converted = convert(protected, "en", threshold=1.5)  # type: ignore[operator]
     except (ValueError, IndexError, KeyError):  # the library gave up on odd input
         converted = protected
+    converted = _SPELLED_MAGNITUDE.sub(
+        lambda m: f"{m.group(1)} {_MAGNITUDE_WORD[m.group(2)]}", converted
+    )
     return re.sub(r"KEEPWORD([A-Z]+)", lambda m: m.group(1).lower(), converted)
 
 
