@@ -177,7 +177,7 @@ def test_runner_counts_false_passes_false_fails_and_deferrals(tmp_path: Path) ->
                 "Net revenue was $8.6 million and net revenue was "
                 "$9.9 million for the same period.",
                 PASS,
-            ),  # fmt: skip
+            ),
         ],
         repeats=2,
     )
@@ -231,8 +231,9 @@ def test_cli_reports_and_exits_2_below_thresholds(tmp_path: Path) -> None:
     report = json.loads((out / "controls.json").read_text())
     assert report["overall"]["false_passes"] == 1 and report["passed"]
     assert "| label \\ judge |" in (out / "controls.md").read_text()
+    gated = ["--set", "controls.gated_splits=[dev,held]"]
     strict = _cli(tmp_path, "--split", "all", "--out", str(out), "--set",
-                  f"controls.folder={folder}", "--set", "controls.gated_splits=[dev,held]")  # fmt: skip
+                  f"controls.folder={folder}", *gated)  # fmt: skip
     assert strict.returncode == 2 and "below thresholds" in strict.stderr
     bad = _cli(tmp_path, "--split", "nope")
     assert bad.returncode == 2 and "--split" in bad.stderr and not (tmp_path / "x").exists()
