@@ -13,9 +13,9 @@ from agenteval.judges.code import (
     error_recovery,
     tool_selection,
 )
-from agenteval.judges.correctness import Question, abstains, grade_answer
+from agenteval.judges.correctness import Question, grade_answer
 from agenteval.judges.numbers import precision_score, quantities
-from agenteval.judges.reading import normalize
+from agenteval.judges.reading import abstains, normalize
 from agenteval.schema.corpus import Fact
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.status import Status

@@ -50,7 +50,8 @@ REPORTED_CUES = re.compile(
 # Words that tie the figure after them to something other than the asked entity.
 BEFORE_OTHER = re.compile(
     r"\b(?:down from|up from|compared with|compared to|versus|vs\.?|against|previously|"
-    r"prior|other|for comparison|by comparison|unlike|after that|old|of the|out of|"
+    r"prior(?:[ -]year| quarter| period)|other|for comparison|by comparison|unlike|"
+    r"after that|old|of the|out of|"
     r"given the|like|such as|besides|beyond|next to|default|closest|plus|minus|i\.e\.|"
     r"which is|that is)\b|\+",
     re.I,
@@ -138,7 +139,9 @@ def level(ctx: Context, c: Candidate, others: list[Candidate]) -> str:
         for pos, mark in entity_marks(text[clause.start : clause.end], clause.start, ctx.proper)
         if not c.start <= pos < c.end and not any(s <= pos < e for s, e in spans)
     ]
-    nearest = _nearest(marks, c)
+    # A figure belongs to the name nearest it ("the Heron weighs 23.6 kg"); an identifier or
+    # a name is an entity itself, so the names around it are its context, not its owner.
+    nearest = _nearest(marks, c) if c.kind not in ("id", "name", "version") else None
     if nearest is not None:
         return ASKED if nearest in ctx.asked else OTHER
     window = _window(text, c, clause)
@@ -159,6 +162,29 @@ _PLAIN_WORDS = frozenset(
     states gives given reports reported according listed lists line item value figure
     amount number note needs need must will would could should does done make made came""".split()
 )
+
+
+HITS_BEFORE, HITS_AFTER = 160, 60  # characters around a value that say what it answers
+
+
+def hits(ctx: Context, c: Candidate, others: list[Candidate]) -> tuple[int, int]:
+    """How many of the question's words surround the value, in its clause and then in the
+    text around it: the value that names more of what was asked is the answer, the others
+    are about something else ("a frame warranty of 5 years and 2 years on the battery")."""
+
+    def count(text: str) -> int:
+        words = {stem(w) for w in _LETTERS.findall(text.lower()) if len(w) > 3}
+        return len(words & ctx.keys)
+
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    # The clause runs on into the clauses after it up to the next value of the same kind
+    # or the sentence's end ("2 years on the battery | and motor").
+    later = [o.start for o in others if o.start >= clause.end]
+    end = min([sentence_bounds(ctx.text, c.start)[1], *later])
+    own = ctx.text[clause.start : max(clause.end, end)]
+    before = ctx.text[max(0, c.start - HITS_BEFORE) : c.start]
+    after = ctx.text[c.end : c.end + HITS_AFTER]
+    return count(own), count(f"{before} {after}")
 
 
 def _window(text: str, c: Candidate, clause: Clause) -> list[str]:

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.fileio import code_digest, digest_of
-from agenteval.judges.correctness import Question, abstains, grade_answer, grade_unknown
+from agenteval.judges.abstention import grade_unknown
+from agenteval.judges.correctness import Question, grade_answer
+from agenteval.judges.reading import abstains
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.status import NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
@@ -145,6 +147,18 @@ def evidence_of(said: TranscriptTurn) -> str:
     return "\n".join(texts)
 
 
+def subjects_of(turn: Turn, item: SuiteItem | None) -> str:
+    """The ids of the documents in play (the turn's and the scenario's): a reply naming the
+    company whose report it reads ("Fenwick & Orla offers ...") names the asked entity."""
+    ids = [turn.ground_truth.doc_id] if turn.ground_truth and turn.ground_truth.doc_id else []
+    if item is not None:
+        ids += [d.corpus_doc or "" for d in item.scenario.setup.index_documents]
+        ids += [
+            d.path.rsplit("/", 1)[-1].split(".")[0] for d in item.scenario.setup.index_documents
+        ]
+    return " ".join(i for i in ids if i)
+
+
 def _queried(calls: list[ToolCall]) -> bool:
     return any(c.ok and c.name in ("query_documents", "read_document") for c in calls)
 
@@ -159,7 +173,8 @@ def correctness(turn: Turn, said: TranscriptTurn, item: SuiteItem | None = None)
         result = grade_unknown(Question(question, None, True, queried), response)
         return Mark(result.score, result.reason)
     if gt is not None and gt.expected_answer:
-        asked = Question(question, gt.expected_answer, False, queried, evidence_of(said))
+        asked = Question(question, gt.expected_answer, False, queried, evidence_of(said),
+                         subjects_of(turn, item))  # fmt: skip
         result = grade_answer(asked, response)
         marks.append(Mark(result.score, result.reason))
     if gt is not None and gt.expected_phrases:

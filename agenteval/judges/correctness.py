@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from agenteval.judges import literals
 from agenteval.judges.answers import (
     ASKED,
-    HEDGED,
     NEGATED,
     OTHER,
     REPORTED,
@@ -30,11 +29,13 @@ from agenteval.judges.answers import (
     Context,
     alternatives,
     annotate,
+    hits,
     make_context,
 )
 from agenteval.judges.numbers import Quantity, precision_score, quantities
 from agenteval.judges.reading import (
     GENERIC,
+    abstains,
     asked_marks,
     clause_at,
     clauses,
@@ -43,36 +44,6 @@ from agenteval.judges.reading import (
     stem,
 )
 from agenteval.scoring import AUTO_ZERO_DEVIATION, SCORE_MAX, SCORE_MIN
-
-ABSTAIN = re.compile(
-    r"\b(?:does|do|did|is|are|was|were|has|have|can|could)(?:\s+not|n't)\s+(?:seem\s+to\s+)?"
-    r"(?:say|state|mention|specify|give|list|provide|include|cover|address|report|contain|"
-    r"disclose|show|record|appear|exist|know|find|locate|see|tell|break|define|name)\b"
-    r"|\b(?:cannot|can't|couldn't|could\s+not|unable\s+to|not\s+able\s+to)\s+(?:find|locate|"
-    r"see|tell|say|determine|confirm|give|provide|open|access|read|index)\b"
-    r"|\b(?:isn't|is\s+not|aren't|are\s+not|wasn't|was\s+not|weren't|were\s+not)\s+"
-    r"(?:given|stated|mentioned|specified|listed|provided|included|covered|reported|"
-    r"available|disclosed|addressed|recorded|shown|documented|in\b|part\s+of|found|"
-    r"something)\b"
-    r"|\bno\s+(?:[\w-]+\s+){0,2}(?:mention|information|figure|number|data|record|details?|"
-    r"amount|value|count|breakdown|reference|indication|headcount)\b"
-    r"|\bno\s+(?:[\w-]+\s+){0,2}(?:is\s+|are\s+)?(?:listed|given|stated|mentioned|recorded|"
-    r"reported|provided)\b"
-    r"|\bnothing\s+(?:about|on|regarding)\b|\bsilent\s+on\b|\bmakes\s+no\s+mention\b"
-    r"|\bnot\s+in\s+the\b|\bnowhere\b|\bnot\s+found\b|\bno\s+such\b|\bis\s+empty\b"
-    r"|\bhas\s+no\s+(?:text|content)\b|\bnothing\s+to\s+report\b"
-    r"|\bi\s+(?:don't|do\s+not)\s+(?:know|have)\b"
-    r"|\bno\s+way\s+to\s+(?:tell|know|work\s+out|calculate|determine|say)\b"
-    r"|\b(?:can't|cannot|can\s+not)\s+be\s+(?:worked\s+out|calculated|determined|found)\b",
-    re.I,
-)
-OFFER = re.compile(r"\b(?:i can|i could|if you|would you|let me know|can confirm|ask)\b", re.I)
-VERBS = frozenset(
-    """reimburse reimbursed cover covers covered pay pays paid offer offers give gives have
-    cost costs charge charges spend guarantee guarantees receive get take last need use
-    allow allows require requires approve approved match matches expect expects lose lost
-    does says mention mentions state states""".split()
-)
 
 
 @dataclass(frozen=True)
@@ -88,10 +59,7 @@ class Question:
     unknown: bool  # the answer is not in the documents
     queried: bool  # the agent searched or read a document this turn
     evidence: str = ""  # what the tools returned: passages the agent saw
-
-
-def abstains(text: str) -> bool:
-    return bool(ABSTAIN.search(text))
+    subjects: str = ""  # the documents' ids: what the conversation is about by default
 
 
 # -- expected answers as parts -------------------------------------------------------------
@@ -282,9 +250,14 @@ def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
         return Result(SCORE_MIN, f"offers alternatives ({shown}) without committing to {what}")
     if matches and conflicts:
         a, b = matches[0].text, conflicts[0].text
-        if any(c.note.startswith("a different name") for c in conflicts) or any(
-            _corrects(ctx, c) or _bare(ctx, c) for c in conflicts
-        ):
+        renamed = any(c.note.startswith("a different name") for c in conflicts)
+        if renamed or any(_corrects(ctx, c) for c in conflicts):
+            return Result(SCORE_MIN, f"commits to conflicting values {a!r} and {b!r} for {what}")
+        best = max(matches, key=lambda c: (hits(ctx, c, cands), c.grade))
+        if all(hits(ctx, c, cands) < hits(ctx, best, cands) for c in conflicts):
+            why = f"states {best.text!r} for {what}; {b!r} is said of something the question "
+            return Result(best.grade, why + "does not ask about")
+        if any(_bare(ctx, c) for c in conflicts):
             return Result(SCORE_MIN, f"commits to conflicting values {a!r} and {b!r} for {what}")
         # Both stated about what seems the asked entity: a contradiction, or a figure about
         # something the clause names in words code cannot tie to an entity. Not settled.
@@ -333,8 +306,10 @@ def _text_part(part: Part, ctx: Context) -> Result:
         first = re.search(re.escape(stem(words[0])), ctx.text.lower())
         pos = first.start() if first else 0
         start, _ = sentence_bounds(ctx.text, pos)
-        before = ctx.text[start:pos].lower()
-        if re.search(r"\b(?:not|never|wasn't|isn't|no)\b[^,;]*$|n't\b[^,;]*$", before):
+        near = " ".join(re.findall(r"[\w']+", ctx.text[start:pos].lower())[-4:])
+        if re.search(
+            r"\b(?:not|never|wasn't|isn't|no longer|rather than|instead of)\b|n't\b", near
+        ):
             return Result(SCORE_MIN, f"denies {part.text!r}")
         if re.search(r"\beither\b", ctx.text[start:].lower()):
             return Result(SCORE_MIN, f"offers {part.text!r} only as one alternative")
@@ -358,7 +333,7 @@ def grade_part(part: Part, ctx: Context, evidence: list[Quantity]) -> Result:
 
 def context_for(reply: str, q: Question) -> Context:
     text = normalize(reply)
-    asked = asked_marks(q.text, q.expected or "")
+    asked = asked_marks(q.text, q.expected or "", q.subjects.replace("_", " "))
     return make_context(text, clauses(text), asked, q.text, q.evidence)
 
 
@@ -385,88 +360,3 @@ def grade_answer(q: Question, reply: str) -> Result:
         return deferred[0]
     worst = min(results, key=lambda r: r.score or 0.0)
     return Result(worst.score, "; ".join(r.reason for r in results))
-
-
-# -- must-abstain turns ----------------------------------------------------------------------
-ASKED_KIND = (
-    (re.compile(r"\bhow many\b", re.I), "count"),
-    (re.compile(r"\b(?:when|what date|which date|what year|which year)\b", re.I), "date"),
-    (re.compile(r"\b(?:who|whom|which (?:country|person|company))\b", re.I), "name"),
-    (re.compile(r"\b(?:how much|how long|how far|how heavy|percentage|percent|share|margin|"
-                r"rate|amount|deductible|cost|price|fee|budget|revenue|sla|uptime|salary|"
-                r"limit)\b", re.I), "quantity"),
-)  # fmt: skip
-
-
-def asked_kind(question: str) -> str:
-    for pattern, kind in ASKED_KIND:
-        if pattern.search(question):
-            return kind
-    return "text"
-
-
-_COUNT_ADJECTIVES = frozenset("new unused paid full total company-operated sev1".split())
-
-
-def _asked_noun(question: str) -> str | None:
-    m = re.search(r"\bhow many\s+([a-z0-9-]+)(?:\s+([a-z-]+))?", question.lower())
-    if not m:
-        return None
-    word = m.group(1) if m.group(1) not in _COUNT_ADJECTIVES else (m.group(2) or m.group(1))
-    return stem(word)
-
-
-def _guesses(ctx: Context, q: Question, kind: str) -> list[Candidate]:
-    text = ctx.text
-    ctx.keys = {k for k in ctx.keys if k not in {stem(v) for v in VERBS}}
-    if kind in ("count", "quantity"):
-        noun = _asked_noun(q.text)
-        cands = [
-            Candidate("quantity", x.start, x.end, text[x.start : x.end])
-            for x in quantities(text, _literal_spans(text))
-            if not (noun and x.noun and all(stem(w) != noun for w in x.noun.split()))
-        ]
-    elif kind == "date":
-        cands = [Candidate("date", d.start, d.end, d.text) for d in literals.dates(text)]
-    else:
-        cands = []
-    annotate(ctx, cands)
-    return [
-        c
-        for c in cands
-        if c.stance not in (NEGATED, REPORTED) and (c.stance == HEDGED or c.level == ASKED)
-    ]
-
-
-def grade_unknown(q: Question, reply: str) -> Result:
-    """Correctness of a turn whose answer is not in the documents."""
-    ctx = context_for(reply, q)
-    kind = asked_kind(q.text)
-    guesses = _guesses(ctx, q, kind)
-    refused = abstains(ctx.text)
-    if guesses:
-        shown = guesses[0].text
-        if refused:
-            return Result(SCORE_MIN, f"abstained, then guessed {shown!r}")
-        return Result(SCORE_MIN, f"answered {shown!r} although the answer is not in the documents")
-    if not refused:
-        return Result(SCORE_MIN, "answered although the answer is not in the documents")
-    extra = _other_statements(ctx)
-    if extra and kind in ("text", "name"):
-        if any(re.search(r"\b(?:probably|likely|guess|usually|typically|may be|might be)\b",
-                         s, re.I) for s in extra):  # fmt: skip
-            return Result(SCORE_MIN, "abstained, then guessed")
-        return Result(None, "abstained, but other statements may answer; cannot tell")
-    return Result(SCORE_MAX, "correctly said the answer is not in the documents")
-
-
-def _other_statements(ctx: Context) -> list[str]:
-    """Sentences that neither abstain nor offer help but touch the asked subject."""
-    found = []
-    for sentence in re.split(r"(?<=[.!?;])\s+", ctx.text):
-        if not sentence.strip() or abstains(sentence) or OFFER.search(sentence):
-            continue
-        words = {stem(w) for w in re.findall(r"[a-z]+", sentence.lower()) if len(w) > 3}
-        if words & ctx.keys:
-            found.append(sentence)
-    return found

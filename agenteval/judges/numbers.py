@@ -67,7 +67,7 @@ QUANTITY = re.compile(
 )
 _LABELLED = re.compile(rf"(?:\b(?:{LABELS})|[§#])\s*$", re.I)
 _UNIT_WORDS = re.compile(r"\s?(?P<unit>[A-Za-z°/][A-Za-z/-]*)(?:\s+(?P<unit2>[A-Za-z]+))?")
-_PER = re.compile(r"\s*(?:per|a|an|each|every|/)\s*(?P<den>[A-Za-z]+)", re.I)
+_PER = re.compile(r"\s*(?:(?:per|a|an|each|every)\s+|/\s*)(?P<den>[A-Za-z]+)", re.I)
 _RANGE_GAP = re.compile(r"^\s*(?:-|–|—|to)\s*$", re.I)
 _AND_GAP = re.compile(r"^\s*(?:,\s*)?(?:and\s+)?$", re.I)
 _YEARLIKE = re.compile(r"^(?:19|20)\d{2}$")
@@ -178,9 +178,15 @@ def _denominator(text: str, end: int) -> tuple[tuple[str, float] | None, int]:
     return None, end
 
 
+_ENUMERATOR = re.compile(r"\(\d{1,2}\)")
+_COMPOUND = re.compile(r"-(?P<word>[A-Za-z]+)")  # "12-month", "40-store": a number as adjective
+
+
 def _one(m: re.Match[str], text: str) -> Quantity | None:
     if _LABELLED.search(text[max(0, m.start() - 14) : m.start()]):
         return None
+    if _ENUMERATOR.fullmatch(text[max(0, m.start() - 1) : m.end() + 1]):
+        return None  # "(1) a copy ..." numbers a list item
     number = m["num"]
     value = float(number.replace(",", ""))
     mult = MULTIPLIERS.get((m["mult"] or "").lower(), 1.0)
@@ -191,6 +197,13 @@ def _one(m: re.Match[str], text: str) -> Quantity | None:
         kind, factor = "percent", 1.0
     elif m["cur"]:
         kind, factor = f"money:{CURRENCY_SYMBOLS[m['cur']]}", 1.0
+    elif (compound := _COMPOUND.match(text, m.end())) and not m["mult"]:
+        word = compound["word"].lower()
+        kind, factor, end = "count", 1.0, compound.end()
+        noun = word
+        if word in UNITS:
+            kind, factor = _pint(UNITS[word])
+            noun = ""
     else:
         kind, _word, factor, end, noun = _unit_after(text, m.end())
         if kind == "count" and not noun:

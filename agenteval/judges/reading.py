@@ -131,6 +131,7 @@ COMMON_CAPITALISED = frozenset(
     approximately up over nothing nowhere great happy sorry done depending looking scanning
     prices heads-up item items what which who how why where let sure okay ok well first last
     next one two three four five six seven eight nine ten their our my his her appendix
+    your yours ours theirs
     monday tuesday wednesday thursday friday saturday sunday january february march april may
     june july august september october november december between within outside plus
     version step chapter article clause table page line""".split()
@@ -203,3 +204,35 @@ def asked_marks(*texts: str) -> set[str]:
         found |= {w for _, w in entity_marks(normal)}
         found |= {w for w in _WORD.findall(normal.lower())}
     return found
+
+
+# -- abstention -----------------------------------------------------------------------------
+# Ways of saying "the documents do not give this": verbs of saying or containing, negated;
+# "no figure", "silent on", "nowhere", "not found", an empty file. Negated verbs of other
+# kinds ("revenue did not fall") are not abstentions.
+ABSTAIN = re.compile(
+    r"\b(?:does|do|did|is|are|was|were|has|have|can|could)(?:\s+not|n't)\s+(?:seem\s+to\s+)?"
+    r"(?:say|state|mention|specify|give|list|provide|include|cover|address|report|contain|"
+    r"disclose|show|record|appear|exist|know|find|locate|see|tell|break|define|name)\b"
+    r"|\b(?:cannot|can't|couldn't|could\s+not|unable\s+to|not\s+able\s+to)\s+(?:find|locate|"
+    r"see|tell|say|determine|confirm|give|provide|open|access|read|index)\b"
+    r"|\b(?:isn't|is\s+not|aren't|are\s+not|wasn't|was\s+not|weren't|were\s+not)\s+"
+    r"(?:given|stated|mentioned|specified|listed|provided|included|covered|reported|"
+    r"available|disclosed|addressed|recorded|shown|documented|in\b|part\s+of|found|"
+    r"something)\b"
+    r"|\bno\s+(?:[\w-]+\s+){0,2}(?:mention|information|figure|number|data|record|details?|"
+    r"amount|value|count|breakdown|reference|indication|headcount)\b"
+    r"|\bno\s+(?:[\w-]+\s+){0,2}(?:is\s+|are\s+)?(?:listed|given|stated|mentioned|recorded|"
+    r"reported|provided)\b"
+    r"|\bnothing\s+(?:about|on|regarding)\b|\bsilent\s+on\b|\bmakes\s+no\s+mention\b"
+    r"|\bnot\s+in\s+the\b|\bnowhere\b|\bnot\s+found\b|\bno\s+such\b|\bis\s+empty\b"
+    r"|\bhas\s+no\s+(?:text|content)\b|\bnothing\s+to\s+report\b"
+    r"|\bi\s+(?:don't|do\s+not)\s+(?:know|have)\b"
+    r"|\bno\s+way\s+to\s+(?:tell|know|work\s+out|calculate|determine|say)\b"
+    r"|\b(?:can't|cannot|can\s+not)\s+be\s+(?:worked\s+out|calculated|determined|found)\b",
+    re.I,
+)
+
+
+def abstains(text: str) -> bool:
+    return bool(ABSTAIN.search(text))
