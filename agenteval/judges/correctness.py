@@ -5,11 +5,10 @@ The rules, each in one place (thresholds come from `agenteval.scoring`):
   kind for the same entity, is graded by the precision table; more than 5% off is a
   conflict (automatic zero);
 - the expected value among alternatives, or only named to be denied, earns 0;
-- on a must-abstain turn an abstention with no guess of the kind asked earns 10, and an
-  abstention plus any guess earns 0;
 - on an answerable turn an abstention phrase is a refusal only when nothing is asserted;
 - years, dates, times, versions and identifiers compare exactly; names as entities.
 Where these cannot settle a reply the result is None with the reason: the caller defers.
+Turns whose answer is not in the documents are graded by `judges.abstention`.
 """
 
 from __future__ import annotations
