@@ -51,6 +51,26 @@ SCORE_MIN, SCORE_MAX = 0.0, 10.0
 TOOL_LOOP_REPEATS = 3
 # Two judges disagree on a dimension when their scores differ by at least this much.
 DISAGREEMENT_GAP = 4.0
+# The rubric's numeric precision table: (max relative deviation, max correctness score).
+PRECISION_TABLE: tuple[tuple[float, float], ...] = (
+    (0.01, 10.0),
+    (0.05, 8.0),
+    (0.15, 4.0),
+    (0.50, 1.0),
+)
+# The automatic-zero rule: when the ground truth gives a specific figure, a reply further
+# off than this scores 0 on correctness. The precision table is a cap within this limit.
+AUTO_ZERO_DEVIATION = 0.05
+
+
+def numeric_cap(deviation: float) -> float:
+    """Highest correctness a figure this far (relative) from the expected one can get."""
+    if deviation > AUTO_ZERO_DEVIATION + 1e-12:
+        return SCORE_MIN
+    for limit, score in PRECISION_TABLE:
+        if deviation <= limit + 1e-12:
+            return score
+    return SCORE_MIN
 
 
 @dataclass(frozen=True)

@@ -62,12 +62,13 @@ def test_propose_takes_floors_from_the_worst_draw(runs: dict[str, Path], tmp_pat
     assert expected.limits.min_passed == min(d.passed for d in draws) - FLIP_HEADROOM
     worst_score = min(d.avg_score for d in draws if d.avg_score is not None)
     assert expected.limits.min_avg_score == pytest.approx(worst_score - SCORE_HEADROOM, abs=1e-4)
-    assert expected.limits.max_unmeasured == 0
+    assert expected.limits.max_unmeasured == max(d.unmeasured for d in draws)
     assert expected.limits.max_total_tokens is None  # the builtin reports no usage: not gated
     assert expected.identity.agent == {"kind": "builtin", "model": "builtin-bm25"}
     assert expected.identity.suite["scenarios"] == len(IDS)
     minutes = expected.scenarios["minutes_pronoun_chain"]
-    assert (minutes.n, minutes.draws) == (4, 4)
+    # n counts judged draws: the code judge defers a reply it cannot settle (never guesses)
+    assert minutes.draws == 4 and 1 <= minutes.n <= 4
 
 
 def test_gate_reports_and_enforces_only_when_asked(runs: dict[str, Path], tmp_path: Path) -> None:

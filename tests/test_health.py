@@ -56,7 +56,8 @@ def test_real_runs_get_their_known_classes(history: dict[str, list[Path]], tmp_p
     assert all(x["p_holm"] < 0.05 for x in inverted)
     flaky = report["scenarios"]["minutes_pronoun_chain"]
     k, n = flaky["models"]["main"]["k"], flaky["models"]["main"]["n"]
-    assert n == 12 and 0 < k < 12
+    # n counts judged iterations: the code judge defers a reply it cannot settle
+    assert 6 <= n <= 12 and 0 < k < n
     assert flaky["flip_rate"] == pytest.approx(2 * k * (n - k) / (n * (n - 1)), abs=1e-4)
     assert flaky["snr"] is not None and flaky["snr"] > 0  # weak fails, strong passes
     assert report["counts"] == {

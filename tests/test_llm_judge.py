@@ -168,7 +168,7 @@ def test_always_malformed_is_errored(
     ("response", "llm_correctness", "code_correctness", "rule"),
     [
         ("Net revenue was $3.1 million.", 10.0, 0.0, "gap"),
-        ("About $9.5 million.", 3.0, 4.0, "threshold"),
+        ("About $8.8 million.", 3.0, 8.0, "gap"),  # 2.3% off: the table caps it at 8
     ],
 )
 def test_disagreement_with_the_code_judge_is_recorded(
@@ -185,6 +185,16 @@ def test_disagreement_with_the_code_judge_is_recorded(
     (found,) = [d for d in verdict.disagreements if (d.turn, d.dimension) == (1, "correctness")]
     assert (found.llm_score, found.code_score) == (llm_correctness, code_correctness)
     assert found.rule == rule and found.code_reason
+
+
+def test_scores_on_both_sides_of_the_minimum_correctness_disagree() -> None:
+    from agenteval.judges.llm import disagreements
+    from agenteval.schema.verdict import TurnVerdict
+
+    llm = TurnVerdict(turn=1, scores={"correctness": 3.5})
+    code = TurnVerdict(turn=1, scores={"correctness": 7.0})  # e.g. the surname alone
+    (found,) = disagreements(llm, code, min_correctness=4.0)
+    assert found.rule == "threshold" and (found.llm_score, found.code_score) == (3.5, 7.0)
 
 
 def test_self_judge_is_refused_unless_allowed(server: OpenAIServer) -> None:
@@ -261,7 +271,7 @@ def test_prompts_cite_only_numbers_rendered_from_code(server: OpenAIServer) -> N
         rendered = " ".join(rendered.split())
         assert "at least 7.5" in rendered
         assert "below 5" in rendered or "at least 5" in rendered
-    assert "| over 15% to 50% | 1 |" in judge.turn_system
+    assert "| over 5% | 0 (automatic zero) |" in judge.turn_system
 
 
 # -- the whole pipeline ---------------------------------------------------------------------

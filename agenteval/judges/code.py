@@ -1,9 +1,12 @@
 """Judge `code`: grades what code can check and records everything else as not judged.
 
-Correctness (expected answers with the numeric precision table, names, required phrases,
-must-abstain turns, lazy refusals), completeness over several facts, tool selection from
-expected/forbidden tools, efficiency (tool loops and repeats) and error recovery after a
-failed tool call. Context retention and personality need a reader: left to an LLM judge.
+Correctness by commitment (`judges.correctness`: expected answers with the numeric
+precision table and the automatic-zero rule, names as entities, exact years, dates,
+versions and identifiers, must-abstain turns, refusals), completeness over several facts,
+tool selection from expected/forbidden tools (a failed call is not a call), efficiency
+(tool loops and repeats) and error recovery after a failed or empty tool call. Context
+retention and personality need a reader: left to an LLM judge. A dimension code cannot
+settle is deferred: no score, and the reason recorded.
 """
 
 from __future__ import annotations
@@ -13,42 +16,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agenteval.corpus.retrieval import tokenize
 from agenteval.fileio import code_digest, digest_of
-from agenteval.judges.numbers import (
-    best_deviation,
-    precision_score,
-    quantities,
-    strip_dates,
-    strip_quantities,
-)
+from agenteval.judges.abstention import grade_unknown
+from agenteval.judges.correctness import Question, grade_answer
+from agenteval.judges.reading import abstains
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.status import NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict, Verdict
-from agenteval.scoring import TOOL_LOOP_REPEATS
+from agenteval.scoring import SCORE_MAX, SCORE_MIN, TOOL_LOOP_REPEATS
 
-ABSTAIN = re.compile(
-    r"not (in|mentioned in|stated in|included in|covered (in|by)|found in|available in) the "
-    r"(documents?|files?|report|text|sources?)|\b(i )?(do not|don't|cannot|can't|could not|"
-    r"couldn't|did not|didn't) (know|find|locate|see)\b|\bno (information|mention|data|record)\b|"
-    r"\b(isn't|is not|wasn't|was not) (mentioned|stated|specified|provided|included)\b|"
-    r"\bunable to (find|locate)\b|\bnot specified\b|\bdoes not (say|mention|state|specify)\b|"
-    r"\b(file|document) (is|was) empty\b|\bnothing to report\b|\bhas no (text|content)\b",
+# Saying that a tool failed means saying what failed: "no errors in that figure" or
+# "nothing is missing" mention the words without telling the user anything.
+FAILURE_TOLD = re.compile(
+    r"\b(?:could not|couldn't|cannot|can't|unable to|wasn't able to|was not able to|"
+    r"failed to)\s+(?:find|open|locate|read|index|access|load)\b"
+    r"|\b(?:doesn't|does not|didn't|did not)\s+exist\b|\bnot found\b|\bno such (?:file|document)\b"
+    r"|\b(?:is|was) empty\b|\bhas no (?:text|content)\b|\bno (?:indexable |readable )?text\b"
+    r"|\b(?:returned|gave|raised) an? error\b|\bthe (?:search|tool|call|index(?:ing)?) failed\b",
     re.IGNORECASE,
 )
-FAILURE_ACKNOWLEDGED = re.compile(
-    r"\b(could not|couldn't|cannot|can't|unable|not found|does not exist|doesn't exist|"
-    r"no such|empty|missing|failed|error|no text)\b",
-    re.IGNORECASE,
+FAILURE_DENIED = re.compile(
+    r"\bno errors?\b|\bnothing (?:is |was )?missing\b|\bwithout (?:any )?errors?\b", re.I
 )
 KIND = "code"
 
 
 @dataclass(frozen=True)
 class Mark:
-    score: float
+    score: float | None  # None: deferred, with the reason
     reason: str
 
 
@@ -85,10 +82,14 @@ def judge_transcript(item: SuiteItem, transcript: Transcript, judge: Participant
             verdict.status, verdict.error = Status.ERRORED, f"turn {turn.turn} missing"
             return verdict
         verdict.turns.append(judge_turn(scenario, turn, said, item))
-    unjudged = [t.turn for t in verdict.turns if t.scores.get("correctness") is None]
+    unjudged = [t for t in verdict.turns if t.scores.get("correctness") is None]
     if unjudged:
         verdict.status = Status.NOT_JUDGED
-        verdict.root_cause = f"turns {unjudged}: correctness not checkable by code"
+        why = "; ".join(
+            f"turn {t.turn}: {t.reasons.get('correctness', 'correctness not checkable by code')}"
+            for t in unjudged
+        )
+        verdict.root_cause = f"correctness deferred: {why}"
     else:
         verdict.root_cause = _root_cause(verdict.turns)
     return verdict
@@ -107,10 +108,10 @@ def judge_turn(
     scenario: Scenario, turn: Turn, said: TranscriptTurn, item: SuiteItem
 ) -> TurnVerdict:
     marks: dict[str, Mark | None] = {
-        "correctness": correctness(turn, said),
+        "correctness": correctness(turn, said, item),
         "tool_selection": tool_selection(scenario, turn, said.tool_calls),
         "context_retention": None,
-        "completeness": completeness(turn, said.response, item),
+        "completeness": completeness(turn, said, item),
         "efficiency": efficiency(said.tool_calls),
         "personality": None,
         "error_recovery": error_recovery(said),
@@ -118,62 +119,69 @@ def judge_turn(
     return TurnVerdict(
         turn=turn.turn,
         scores={d: (m.score if m else None) for d, m in marks.items()},
-        judged_by={d: KIND for d, m in marks.items() if m},
+        judged_by={d: KIND for d, m in marks.items() if m and m.score is not None},
         reasons={d: m.reason for d, m in marks.items() if m},
         simulator_fault=said.simulator_fault,
     )
 
 
-def abstains(text: str) -> bool:
-    return bool(ABSTAIN.search(text))
-
-
-def answer_match(expected: str, response: str) -> Mark:
-    """Numbers by the precision table, dates literally, other content words by presence."""
-    text_part, dates = strip_dates(expected)
-    found = quantities(response, ranges=False)
-    score, reasons = 10.0, []
-    for quantity in quantities(text_part):
-        deviation = best_deviation(quantity, found)
-        grade = precision_score(deviation)
-        if grade < 10:
-            shown = "absent" if deviation == float("inf") else f"{deviation:.1%} off"
-            reasons.append(f"number {quantity.low:g} {shown}")
-        score = min(score, grade)
-    lowered = response.lower()
-    for date in dates:
-        if date.lower() not in lowered:
-            score = 0.0
-            reasons.append(f"date/time {date!r} absent")
-    words = [w for w in tokenize(strip_quantities(text_part)) if not w.isdigit()]
-    present = set(tokenize(response))
-    missing = [w for w in words if w not in present]
-    if words and missing:
-        share = 1 - len(missing) / len(words)
-        score = min(score, 4.0 if share >= 0.5 else 0.0)
-        reasons.append(f"missing {', '.join(missing)}")
-    return Mark(score, "; ".join(reasons) or f"matches {expected!r}")
-
-
-def correctness(turn: Turn, said: TranscriptTurn) -> Mark | None:
+def question_of(turn: Turn, said: TranscriptTurn, item: SuiteItem | None) -> str:
+    """What was asked: the user's message and the manifest questions of the turn's facts."""
+    texts = [said.user_message]
+    if turn.user_message and turn.user_message != said.user_message:
+        texts.append(turn.user_message)
     gt = turn.ground_truth
-    queried = any(c.name == "query_documents" for c in said.tool_calls)
+    if gt is not None and item is not None:
+        texts += [item.facts[f].question for f in gt.all_fact_ids if f in item.facts]
+    return "\n".join(texts)
+
+
+def evidence_of(said: TranscriptTurn) -> str:
+    """The text the tools returned in this turn (what the agent could have read)."""
+    texts = []
+    for call in said.tool_calls:
+        result = call.result if call.ok and isinstance(call.result, dict) else {}
+        texts += [r.get("text", "") for r in result.get("results", []) if isinstance(r, dict)]
+        if isinstance(result.get("text"), str):
+            texts.append(result["text"])
+    return "\n".join(texts)
+
+
+def subjects_of(turn: Turn, item: SuiteItem | None) -> str:
+    """The ids of the documents in play (the turn's and the scenario's): a reply naming the
+    company whose report it reads ("Fenwick & Orla offers ...") names the asked entity."""
+    ids = [turn.ground_truth.doc_id] if turn.ground_truth and turn.ground_truth.doc_id else []
+    if item is not None:
+        ids += [d.corpus_doc or "" for d in item.scenario.setup.index_documents]
+        ids += [
+            d.path.rsplit("/", 1)[-1].split(".")[0] for d in item.scenario.setup.index_documents
+        ]
+    return " ".join(i for i in ids if i)
+
+
+def _queried(calls: list[ToolCall]) -> bool:
+    return any(c.ok and c.name in ("query_documents", "read_document") for c in calls)
+
+
+def correctness(turn: Turn, said: TranscriptTurn, item: SuiteItem | None = None) -> Mark | None:
+    gt = turn.ground_truth
     response = said.response
+    question = question_of(turn, said, item)
+    queried = _queried(said.tool_calls)
     marks: list[Mark] = []
     if gt is not None and gt.answer_unknown:
-        if abstains(response):
-            return Mark(10.0, "correctly said the answer is not in the documents")
-        return Mark(0.0, "answered although the answer is not in the documents")
+        result = grade_unknown(Question(question, None, True, queried), response)
+        return Mark(result.score, result.reason)
     if gt is not None and gt.expected_answer:
-        if abstains(response):
-            why = "lazy refusal: refused without querying" if not queried else "refused"
-            return Mark(0.0, f"{why}; expected {gt.expected_answer!r}")
-        marks.append(answer_match(gt.expected_answer, response))
+        asked = Question(question, gt.expected_answer, False, queried, evidence_of(said),
+                         subjects_of(turn, item))  # fmt: skip
+        result = grade_answer(asked, response)
+        marks.append(Mark(result.score, result.reason))
     if gt is not None and gt.expected_phrases:
         missing = [p for p in gt.expected_phrases if p.lower() not in response.lower()]
         marks.append(
             Mark(
-                0.0 if missing else 10.0,
+                SCORE_MIN if missing else SCORE_MAX,
                 f"missing phrases {missing}" if missing else "phrases present",
             )
         )
@@ -181,22 +189,33 @@ def correctness(turn: Turn, said: TranscriptTurn) -> Mark | None:
         called = {c.name for c in said.tool_calls if c.ok}
         lacking = sorted(set(turn.expected_tools) - called)
         reason = f"did not call {lacking}" if lacking else "performed the requested tool action"
-        marks.append(Mark(0.0 if lacking else 10.0, reason))
+        if not lacking and abstains(response):
+            return Mark(SCORE_MIN, "the action succeeded but the reply says it did not")
+        marks.append(Mark(SCORE_MIN if lacking else SCORE_MAX, reason))
     if not marks:
         return None
-    worst = min(marks, key=lambda m: m.score)
-    return worst
+    scored = [m for m in marks if m.score is not None]
+    if scored and min(m.score for m in scored if m.score is not None) == SCORE_MIN:
+        return min(scored, key=lambda m: m.score or 0.0)
+    deferred = [m for m in marks if m.score is None]
+    return deferred[0] if deferred else min(scored, key=lambda m: m.score or 0.0)
 
 
-def completeness(turn: Turn, response: str, item: SuiteItem) -> Mark | None:
+def completeness(turn: Turn, said: TranscriptTurn, item: SuiteItem) -> Mark | None:
     gt = turn.ground_truth
     if gt is None:
         return None
+    response = said.response
     facts = [item.facts[f] for f in gt.all_fact_ids if f in item.facts and item.facts[f].answer]
     if len(facts) >= 2:
-        hits = [f.id for f in facts if answer_match(f.answer or "", response).score >= 8]
-        share = len(hits) / len(facts)
-        return Mark(round(10 * share, 2), f"{len(hits)}/{len(facts)} facts covered")
+        queried = _queried(said.tool_calls)
+        results = [
+            grade_answer(Question(f.question, f.answer, False, queried), response) for f in facts
+        ]
+        if any(r.score is None for r in results):
+            return Mark(None, "a fact's coverage cannot be settled by code")
+        hits = sum((r.score or 0) >= 8 for r in results)
+        return Mark(round(10 * hits / len(facts), 2), f"{hits}/{len(facts)} facts covered")
     phrases = gt.expected_phrases or []
     if len(phrases) >= 2:
         hits_p = [p for p in phrases if p.lower() in response.lower()]
@@ -210,16 +229,20 @@ def tool_selection(scenario: Scenario, turn: Turn, calls: list[ToolCall]) -> Mar
     forbidden = scenario.forbidden_for(turn)
     if not turn.expected_tools and not forbidden:
         return None
-    called = [c.name for c in calls]
-    used_forbidden = sorted(set(called) & set(forbidden))
-    if used_forbidden:
-        return Mark(0.0, f"called forbidden tool(s) {used_forbidden}")
+    attempted = [c.name for c in calls]
+    used_forbidden = sorted(set(attempted) & set(forbidden))
+    if used_forbidden:  # trying a forbidden tool is using it, whether or not it worked
+        return Mark(SCORE_MIN, f"called forbidden tool(s) {used_forbidden}")
     expected = set(turn.expected_tools or [])
-    present = expected & set(called)
+    present = expected & {c.name for c in calls if c.ok}  # a failed call is not a call
     if present == expected:
         return Mark(10.0, "called the expected tools" if expected else "avoided forbidden tools")
     share = len(present) / len(expected)
-    return Mark(4.0 if share >= 0.5 else 0.0, f"missing tool(s) {sorted(expected - present)}")
+    failed = sorted((expected - present) & set(attempted))
+    why = f"missing tool(s) {sorted(expected - present)}"
+    if failed:
+        why += f" (called {failed}, but every such call failed)"
+    return Mark(4.0 if share >= 0.5 else SCORE_MIN, why)
 
 
 def _signature(call: ToolCall) -> str:
@@ -242,11 +265,19 @@ def efficiency(calls: list[ToolCall]) -> Mark:
     return Mark(7.0 if repeats <= 2 else 4.0, f"{repeats} repeated tool call(s)")
 
 
+def _told_failure(response: str) -> bool:
+    for sentence in re.split(r"(?<=[.!?;])\s+", response):
+        if FAILURE_TOLD.search(sentence) and not FAILURE_DENIED.search(sentence):
+            return True
+    return False
+
+
 def error_recovery(said: TranscriptTurn) -> Mark | None:
-    failed = [c for c in said.tool_calls if not c.ok]
+    calls = said.tool_calls
+    failed = [i for i, c in enumerate(calls) if not c.ok]
     empty = [
-        c
-        for c in said.tool_calls
+        i
+        for i, c in enumerate(calls)
         if c.name == "index_document"
         and c.ok
         and isinstance(c.result, dict)
@@ -254,6 +285,9 @@ def error_recovery(said: TranscriptTurn) -> Mark | None:
     ]
     if not failed and not empty:
         return None
-    if FAILURE_ACKNOWLEDGED.search(said.response):
-        return Mark(10.0, "told the user about the failed/empty tool result")
-    return Mark(0.0, "a tool failed or returned nothing and the reply did not say so")
+    if _told_failure(said.response):
+        return Mark(SCORE_MAX, "told the user what failed or came back empty")
+    retried = all(any(c.ok and c.name == calls[i].name for c in calls[i + 1 :]) for i in failed)
+    if failed and not empty and retried:
+        return Mark(7.0, "recovered by retrying, without telling the user what failed")
+    return Mark(SCORE_MIN, "a tool failed or returned nothing and the reply did not say so")

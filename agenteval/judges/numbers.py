@@ -1,66 +1,125 @@
-"""Reading numbers the way people write them, and grading numeric closeness.
+"""Quantities as people write them, and how far one is from another.
 
-Understands `$`, `%`, thousands separators, k/M/B and thousand/million/billion, and ranges
-("15-18%"). Dates and clock times are not quantities: callers match them literally.
+Reads `$`, `%`, thousands separators, k/M/B and thousand/million/billion, ranges ("15-18%",
+"$34 million to $36 million"), units and their abbreviations ("2,300 g", "4 hrs", "0.625
+kWh", "120 requests per minute") and compound durations ("1 hour 52 minutes"). Units are
+converted by pint within one dimension; two dimensions never compare ("5 miles" is not
+5 km, "625 W" is not 625 Wh). Numbers that are labels — section and item numbers, tiers,
+identifiers, versions, years — are not quantities. Number words are turned into digits by
+`judges.reading.normalize` before this module reads a text.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
-# (max relative deviation, max score): the numeric precision table of the rubric.
-PRECISION_TABLE: tuple[tuple[float, float], ...] = (
-    (0.01, 10.0),
-    (0.05, 8.0),
-    (0.15, 4.0),
-    (0.50, 1.0),
-)
+from agenteval.judges import literals
+from agenteval.scoring import numeric_cap
+
 MULTIPLIERS = {
     "k": 1e3, "thousand": 1e3,
     "m": 1e6, "mn": 1e6, "million": 1e6,
     "b": 1e9, "bn": 1e9, "billion": 1e9,
 }  # fmt: skip
-DATE_OR_TIME = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}(?:\s?[ap]\.?m\.?)?\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b", re.I
+CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP"}
+CURRENCY_WORDS = {
+    "dollars": "USD", "dollar": "USD", "usd": "USD", "euros": "EUR", "euro": "EUR",
+    "eur": "EUR", "cents": "USD/100", "cent": "USD/100",
+}  # fmt: skip
+# Written unit -> pint unit. Only these words are read as units, so a noun that pint also
+# knows ("a", "point", "day" in "day one") is never a unit by accident.
+UNITS = {
+    "km": "kilometer", "kilometre": "kilometer", "kilometres": "kilometer",
+    "kilometer": "kilometer", "kilometers": "kilometer", "cm": "centimeter",
+    "mm": "millimeter", "mi": "mile", "mile": "mile", "miles": "mile",
+    "kg": "kilogram", "kgs": "kilogram", "kilogram": "kilogram", "kilograms": "kilogram",
+    "kilo": "kilogram", "kilos": "kilogram", "g": "gram", "gram": "gram", "grams": "gram",
+    "lb": "pound", "lbs": "pound", "pound": "pound", "pounds": "pound",
+    "t": "tonne", "tonne": "tonne", "tonnes": "tonne",
+    "h": "hour", "hr": "hour", "hrs": "hour", "hour": "hour", "hours": "hour",
+    "min": "minute", "mins": "minute", "minute": "minute", "minutes": "minute",
+    "s": "second", "sec": "second", "secs": "second", "second": "second",
+    "seconds": "second", "ms": "millisecond", "millisecond": "millisecond",
+    "milliseconds": "millisecond", "day": "day", "days": "day", "night": "day",
+    "nights": "day", "week": "week", "weeks": "week", "wk": "week", "wks": "week",
+    "month": "month", "months": "month", "mo": "month", "mos": "month",
+    "year": "year", "years": "year", "yr": "year", "yrs": "year",
+    "wh": "watt_hour", "kwh": "kilowatt_hour", "watt-hour": "watt_hour",
+    "watt-hours": "watt_hour", "w": "watt", "kw": "kilowatt", "watt": "watt",
+    "watts": "watt", "mph": "mile/hour", "km/h": "kilometer/hour", "kph": "kilometer/hour",
+}  # fmt: skip
+# A number right after one of these words labels something; it is not an amount.
+LABELS = (
+    r"section|sections|sec\.|§|item|items|step|appendix|chapter|article|clause|tier|version|"
+    r"v|level|sev|phase|room|extension|ext\.|table|figure|line|page|part|paragraph|no\.|"
+    r"number|#|rule|option|point|question"
 )
-_NUM = r"(?<![A-Za-z\d.,])(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-_MULT = r"(?:k|m|mn|b|bn|thousand|million|billion)(?![a-z])"
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 QUANTITY = re.compile(
-    rf"(?P<cur>[$€£])?\s?(?P<num>{_NUM})\s?(?P<mult>{_MULT})?\s?(?P<pct>%|percent\b)?", re.I
-)
-RANGE = re.compile(
-    rf"(?P<cur>[$€£])?\s?(?P<lo>{_NUM})\s?(?P<lomult>{_MULT})?\s?%?\s?(?:-|–|—|to)\s?"
-    rf"(?P<cur2>[$€£])?\s?(?P<hi>{_NUM})\s?(?P<mult>{_MULT})?\s?(?P<pct>%|percent\b)?",
+    rf"(?<![\w.,/:#§])(?<![A-Za-z]-)(?P<sign>[-+])?(?P<cur>[$€£])?\s?(?P<num>{_NUM})(?![\w.]*\d)"
+    rf"(?:\s?(?P<mult>k|m|mn|b|bn|thousand|million|billion)(?![a-z]))?"
+    rf"(?:\s?(?P<pct>%|percent\b|per cent\b|percentage points?\b))?",
     re.I,
 )
+_LABELLED = re.compile(rf"(?:\b(?:{LABELS})|[§#])\s*$", re.I)
+_UNIT_WORDS = re.compile(r"\s?(?P<unit>[A-Za-z°/][A-Za-z/-]*)(?:\s+(?P<unit2>[A-Za-z]+))?")
+_PER = re.compile(r"\s*(?:(?:per|a|an|each|every)\s+|/\s*)(?P<den>[A-Za-z]+)", re.I)
+_RANGE_GAP = re.compile(r"^\s*(?:-|–|—|to)\s*$", re.I)
+_AND_GAP = re.compile(r"^\s*(?:,\s*)?(?:and\s+)?$", re.I)
+_YEARLIKE = re.compile(r"^(?:19|20)\d{2}$")
+_ADJECTIVES = frozenset("new more additional unused extra full consecutive other such".split())
+_FUNCTION = frozenset(
+    "or and to of the in on at with for from per a an was were is are as by".split()
+)
+
+
+@functools.cache
+def _registry() -> Any:
+    import pint  # lazy: pint's import and registry cost ~0.5 s, paid only when judging
+
+    return pint.UnitRegistry()
+
+
+def _pint(unit: str) -> tuple[str, float]:
+    """(dimensionality, base-unit factor) of a pint unit."""
+    q = _registry().Quantity(1.0, unit).to_base_units()
+    return str(q.dimensionality), float(q.magnitude)
 
 
 @dataclass(frozen=True)
 class Quantity:
-    low: float
+    low: float  # in base units (SI for physical units, currency units, percent points)
     high: float
-    kind: str  # "percent" | "money" | "plain"
-    has_multiplier: bool = False
-    mantissa: tuple[float, float] | None = None
+    kind: str  # money:<currency> | percent | count | plain | <pint dimensionality>
+    raw: tuple[float, float]  # as written, before unit conversion
+    start: int
+    end: int
+    noun: str = ""  # the words after a count ("cafés", "action items")
+    per: tuple[str, float] | None = None  # denominator: (kind, base factor)
+    mult: float = 1.0  # the k/million/billion it was written with
+
+    @property
+    def physical(self) -> bool:
+        return self.kind.startswith("[")
 
     def deviation(self, other: Quantity) -> float:
-        """Relative deviation of `other` from this quantity (0 inside a range)."""
-        if not _compatible(self.kind, other.kind):
+        """Relative deviation of `other` from this (expected) quantity; inf if not comparable."""
+        if not compatible(self, other):
             return math.inf
-        best = _range_deviation(self.low, self.high, other.low)
-        if self.mantissa and not other.has_multiplier:
-            # "14.2" written under a "$ millions" heading still names the same figure.
-            best = min(best, _range_deviation(*self.mantissa, other.low))
-        return best
+        mine, theirs = (self.low, self.high), (other.low, other.high)
+        if "plain" in (self.kind, other.kind) and self.kind != other.kind:
+            mine, theirs = self.raw, other.raw  # a bare number is read in the expected unit
+        elif self.per and other.per:
+            mine = (mine[0] / self.per[1], mine[1] / self.per[1])
+            theirs = (theirs[0] / other.per[1], theirs[1] / other.per[1])
+        return max(_point_deviation(*mine, v) for v in theirs)
 
 
-def _compatible(expected: str, found: str) -> bool:
-    return expected == found or "plain" in (expected, found)
-
-
-def _range_deviation(low: float, high: float, value: float) -> float:
+def _point_deviation(low: float, high: float, value: float) -> float:
     if low <= value <= high:
         return 0.0
     nearest = low if abs(value - low) < abs(value - high) else high
@@ -69,52 +128,149 @@ def _range_deviation(low: float, high: float, value: float) -> float:
     return abs(value - nearest) / abs(nearest)
 
 
-def _number(text: str) -> float:
-    return float(text.replace(",", ""))
+def compatible(expected: Quantity, found: Quantity) -> bool:
+    kinds = {expected.kind, found.kind}
+    if expected.per and found.per and expected.per[0] != found.per[0]:
+        return False
+    if len(kinds) == 1:
+        return True
+    if "plain" in kinds:
+        return True
+    return kinds == {"count", "plain"}
 
 
-def _kind(cur: str | None, pct: str | None) -> str:
-    return "percent" if pct else "money" if cur else "plain"
+def _unit_after(text: str, end: int) -> tuple[str, str, float, int, str]:
+    """(kind, unit word, factor, new end, noun) for the words right after a number."""
+    m = _UNIT_WORDS.match(text, end)
+    if not m:
+        return "count", "", 1.0, end, ""
+    word = m["unit"].lower().rstrip(".")
+    second = (m["unit2"] or "").lower()
+    if word in _ADJECTIVES and second in UNITS:  # "5 unused days", "3 new weeks"
+        dimension, factor = _pint(UNITS[second])
+        return dimension, second, factor, m.end("unit2"), ""
+    if word in CURRENCY_WORDS:
+        code = CURRENCY_WORDS[word]
+        factor = 0.01 if code.endswith("/100") else 1.0
+        return f"money:{code.split('/')[0]}", word, factor, m.end("unit"), ""
+    if word == "us" and (m["unit2"] or "").lower() in ("dollars", "dollar"):
+        return "money:USD", "us dollars", 1.0, m.end("unit2"), ""
+    if word in UNITS:
+        dimension, factor = _pint(UNITS[word])
+        return dimension, word, factor, m.end("unit"), ""
+    if word in _FUNCTION:
+        return "count", "", 1.0, end, ""
+    words = [word, (m["unit2"] or "").lower()]
+    noun = " ".join(w for w in words if w and w not in _ADJECTIVES and w not in _FUNCTION)
+    return "count", "", 1.0, m.end("unit"), noun
 
 
-def strip_dates(text: str) -> tuple[str, list[str]]:
-    dates = [m.group(0) for m in DATE_OR_TIME.finditer(text)]
-    return DATE_OR_TIME.sub(" ", text), dates
+def _denominator(text: str, end: int) -> tuple[tuple[str, float] | None, int]:
+    m = _PER.match(text, end)
+    if not m:
+        return None, end
+    word = m["den"].lower()
+    if word in UNITS:
+        dimension, factor = _pint(UNITS[word])
+        return (dimension, factor), m.end()
+    if len(word) > 2 and word not in _ADJECTIVES:
+        return (f"noun:{word.rstrip('s')}", 1.0), m.end()
+    return None, end
 
 
-def quantities(text: str, ranges: bool = True) -> list[Quantity]:
-    """Every quantity in `text`; with `ranges`, "15-18%" is one quantity, not two."""
-    text, _ = strip_dates(text)
-    found: list[Quantity] = []
-    if ranges:
-        for m in RANGE.finditer(text):
-            mult = MULTIPLIERS.get((m["mult"] or m["lomult"] or "").lower(), 1.0)
-            lo, hi = sorted((_number(m["lo"]), _number(m["hi"])))
-            kind = _kind(m["cur"] or m["cur2"], m["pct"])
-            mantissa = (lo, hi) if mult != 1.0 else None
-            found.append(Quantity(lo * mult, hi * mult, kind, mult != 1.0, mantissa))
-        text = RANGE.sub(" ", text)
+_ENUMERATOR = re.compile(r"\(\d{1,2}\)")
+_COMPOUND = re.compile(r"-(?P<word>[A-Za-z]+)")  # "12-month", "40-store": a number as adjective
+
+
+def _one(m: re.Match[str], text: str) -> Quantity | None:
+    if _LABELLED.search(text[max(0, m.start() - 14) : m.start()]):
+        return None
+    if _ENUMERATOR.fullmatch(text[max(0, m.start() - 1) : m.end() + 1]):
+        return None  # "(1) a copy ..." numbers a list item
+    number = m["num"]
+    value = float(number.replace(",", ""))
+    mult = MULTIPLIERS.get((m["mult"] or "").lower(), 1.0)
+    if m["sign"] == "-":
+        value = -value
+    end, noun, per = m.end(), "", None
+    if m["pct"]:
+        kind, factor = "percent", 1.0
+    elif m["cur"]:
+        kind, factor = f"money:{CURRENCY_SYMBOLS[m['cur']]}", 1.0
+    elif (compound := _COMPOUND.match(text, m.end())) and not m["mult"]:
+        word = compound["word"].lower()
+        kind, factor, end = "count", 1.0, compound.end()
+        noun = word
+        if word in UNITS:
+            kind, factor = _pint(UNITS[word])
+            noun = ""
+    else:
+        kind, _word, factor, end, noun = _unit_after(text, m.end())
+        if kind == "count" and not noun:
+            kind = "plain"
+        if kind in ("count", "plain") and _YEARLIKE.match(number) and not m["mult"]:
+            return None  # a year, read as a literal elsewhere
+    per, end = _denominator(text, end)
+    amount = value * mult
+    return Quantity(amount * factor, amount * factor, kind, (amount, amount), m.start(), end,
+                    noun, per, mult)  # fmt: skip
+
+
+def _merge(found: list[Quantity], text: str) -> list[Quantity]:
+    """Join ranges ("$34-36 million") and compound durations ("1 hour 52 minutes")."""
+    merged: list[Quantity] = []
+    for q in found:
+        if merged:
+            prev = merged[-1]
+            gap = text[prev.end : q.start]
+            joined = _join(prev, q, gap, text)
+            if joined is not None:
+                merged[-1] = joined
+                continue
+        merged.append(q)
+    return merged
+
+
+def _join(a: Quantity, b: Quantity, gap: str, text: str) -> Quantity | None:
+    between = text[max(0, a.start - 9) : a.start].lower().endswith("between ")
+    if _RANGE_GAP.match(gap) or (between and gap.strip().lower() == "and"):
+        if a.mult == 1 and b.mult != 1:  # "$34-36 million": the first borrows the million
+            a = replace(a, low=a.low * b.mult, high=a.high * b.mult,
+                        raw=(a.raw[0] * b.mult, a.raw[1] * b.mult))  # fmt: skip
+        if a.kind == "plain" and b.kind != "plain":  # "15-18%": the first borrows the unit
+            factor = b.low / b.raw[0] if b.raw[0] else 1.0
+            a = replace(a, low=a.raw[0] * factor, high=a.raw[0] * factor, kind=b.kind)
+        elif b.kind == "plain" and a.kind != "plain":  # "$34-36 million": and the second
+            b = replace(b, kind=a.kind)
+        if a.kind != b.kind:
+            return None
+        lo, hi = sorted((a.low, b.low))
+        rlo, rhi = sorted((a.raw[0], b.raw[0]))
+        return Quantity(lo, hi, b.kind, (rlo, rhi), a.start, b.end, b.noun, b.per or a.per,
+                        b.mult)  # fmt: skip
+    seconds = _pint("second")[0]
+    if a.kind == b.kind == seconds and _AND_GAP.match(gap) and a.low > b.low > 0:
+        total = a.low + b.low  # "1 hour 52 minutes"
+        scale = a.raw[0] / a.low if a.low else 1.0
+        return Quantity(total, total, a.kind, (total * scale, total * scale), a.start, b.end,
+                        per=b.per)  # fmt: skip
+    return None
+
+
+def quantities(text: str, masked: list[tuple[int, int]] | None = None) -> list[Quantity]:
+    """Every quantity in (normalised) `text` outside the `masked` spans (default: its dates,
+    times, identifiers and versions), in order."""
+    skip = literals.spans(text) if masked is None else masked
+    found = []
     for m in QUANTITY.finditer(text):
-        mult = MULTIPLIERS.get((m["mult"] or "").lower(), 1.0)
-        value = _number(m["num"])
-        mantissa = (value, value) if mult != 1.0 else None
-        kind = _kind(m["cur"], m["pct"])
-        found.append(Quantity(value * mult, value * mult, kind, mult != 1.0, mantissa))
-    return found
+        if any(s < m.end() and m.start() < e for s, e in skip):
+            continue
+        q = _one(m, text)
+        if q is not None:
+            found.append(q)
+    return _merge(found, text)
 
 
 def precision_score(deviation: float) -> float:
-    """Max correctness score for a relative deviation, per the precision table."""
-    for limit, score in PRECISION_TABLE:
-        if deviation <= limit + 1e-12:
-            return score
-    return 0.0
-
-
-def best_deviation(expected: Quantity, found: list[Quantity]) -> float:
-    return min((expected.deviation(q) for q in found), default=math.inf)
-
-
-def strip_quantities(text: str) -> str:
-    """`text` without its quantities (and their units), leaving the words around them."""
-    return QUANTITY.sub(" ", RANGE.sub(" ", text))
+    """Highest correctness for a relative deviation: the rubric's table, zero beyond 5%."""
+    return numeric_cap(deviation)

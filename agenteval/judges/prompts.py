@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import json
 
-from agenteval.judges.numbers import PRECISION_TABLE
 from agenteval.schema.scenario import Turn
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict
-from agenteval.scoring import DIMENSIONS, SCORE_MAX, SCORE_MIN, TOOL_LOOP_REPEATS, ScoringRules
+from agenteval.scoring import (
+    AUTO_ZERO_DEVIATION,
+    DIMENSIONS,
+    PRECISION_TABLE,
+    SCORE_MAX,
+    SCORE_MIN,
+    TOOL_LOOP_REPEATS,
+    ScoringRules,
+)
 
 # Score anchors of the rubric's scoring guides. Intermediate values are allowed; these are
 # the levels each guide describes. "partial" is also the cap on context retention when the
@@ -37,13 +44,17 @@ def percent(share: float) -> str:
 
 
 def precision_table() -> str:
+    """The precision table as it applies with a specific expected figure: its rows up to
+    the automatic-zero limit, then zero (the rubric's further rows are capped out by it)."""
     rows = ["| Deviation from the expected figure | Highest correctness allowed |", "|---|---|"]
     lower = "exact"
     for limit, cap in PRECISION_TABLE:
+        if limit > AUTO_ZERO_DEVIATION:
+            break
         span = f"up to {percent(limit)}" if lower == "exact" else f"{lower} to {percent(limit)}"
         rows.append(f"| {span} | {number(cap)} |")
         lower = f"over {percent(limit)}"
-    rows.append(f"| {lower} | {number(SCORE_MIN)} |")
+    rows.append(f"| over {percent(AUTO_ZERO_DEVIATION)} | {number(SCORE_MIN)} (automatic zero) |")
     return "\n".join(rows)
 
 
@@ -66,7 +77,7 @@ def rubric_values(rules: ScoringRules) -> dict[str, str]:
         "min_correctness": number(rules.min_correctness),
         "fail_cap": number(rules.fail_cap),
         "precision_table": precision_table(),
-        "precision_zero_beyond": percent(PRECISION_TABLE[-1][0]),
+        "precision_zero_beyond": percent(AUTO_ZERO_DEVIATION),
         "tool_loop_repeats": str(TOOL_LOOP_REPEATS),
         "weights_table": weights_table(rules),
         "dimensions": ", ".join(DIMENSIONS),

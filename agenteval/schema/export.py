@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
 from agenteval.schema.params import Params
@@ -31,6 +32,7 @@ def models() -> dict[str, type[BaseModel]]:
         "params": Params,
         "tiers": TiersFile,
         "expectations": Expectations,
+        "controls": ControlFile,
     }
     return found
 

@@ -148,6 +148,30 @@ class TrackingParams(_Section):
     traces: bool = Field(True, description="Conversations as MLflow traces.")
 
 
+class ControlsParams(_Section):
+    """`agenteval controls` and the DVC `controls` stage: the judge measured on labels."""
+
+    folder: str = Field("eval/judge_controls", description="Labelled controls (*.yaml).")
+    split: Literal["dev", "held", "fresh", "all"] = Field(
+        "all", description="Controls the DVC stage judges (the CLI's --split overrides it)."
+    )
+    gated_splits: list[Literal["dev", "held", "fresh"]] = Field(
+        default_factory=lambda: ["held", "fresh"],  # type: ignore[arg-type]
+        description="Splits whose figures must meet the thresholds when split is all.",
+    )
+    min_agreement: float = Field(
+        0.95, ge=0, le=1, description="Share of judged controls where judge and label agree."
+    )
+    max_false_passes: int = Field(
+        0, ge=0, description="Wrong replies the judge may accept (a gamed judge accepts them)."
+    )
+    min_coverage: float = Field(0.8, ge=0, le=1, description="Share of controls not deferred.")
+    repeats: int = Field(1, ge=1, description="Judgings per control (self-consistency at >= 2).")
+    bootstrap_resamples: int = Field(2000, ge=100)
+    conf: float = Field(0.95, gt=0, lt=1)
+    seed: int = 0
+
+
 class Params(_Section):
     suite: SuiteParams = Field(default_factory=SuiteParams)
     target: TargetParams = Field(default_factory=TargetParams)
@@ -156,3 +180,4 @@ class Params(_Section):
     run: RunParams = Field(default_factory=RunParams)
     stats: StatsParams = Field(default_factory=StatsParams)
     tracking: TrackingParams = Field(default_factory=TrackingParams)
+    controls: ControlsParams = Field(default_factory=ControlsParams)

@@ -1,0 +1,83 @@
+"""`agenteval controls`: measure the configured judge on the labelled controls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agenteval.cli.common import EXIT_INVALID, fail, load_params
+
+SPLIT_CHOICES = ("dev", "held", "fresh", "all")
+
+
+def controls(
+    split: Annotated[
+        str, typer.Option(help="dev (tune on it), held (never tuned on), fresh, or all.")
+    ] = "held",
+    repeats: Annotated[
+        int | None, typer.Option(help="Judgings per control (>= 2: self-consistency).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for controls.json and controls.md.")] = Path(
+        "reports"
+    ),
+    params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
+    track: Annotated[bool, typer.Option(help="Log to MLflow (tracking.enabled).")] = True,
+) -> None:
+    """Judge every control of a split; report agreement, kappa, AC1, false passes, coverage.
+
+    Exits 2 when the split misses the thresholds in params `controls`.
+    """
+    if split not in SPLIT_CHOICES:
+        fail([f"--split: {split!r} is not one of {', '.join(SPLIT_CHOICES)}"])
+    if repeats is not None and repeats < 1:
+        fail([f"--repeats: {repeats} must be at least 1"])
+    params = load_params(params_file, list(set_ or []))
+    from agenteval.controls.load import ControlsError
+    from agenteval.controls.measure import measure_judge
+
+    root = Path.cwd().resolve()
+    try:
+        measured = measure_judge(params, root, out, split=split, repeats=repeats)
+    except ControlsError as exc:
+        fail([str(p) for p in exc.problems])
+        return
+    except (ValueError, OSError, KeyError) as exc:
+        fail([f"cannot measure the judge: {type(exc).__name__}: {exc}"])
+        return
+    report = measured.report
+    for name, s in {**report["splits"], "all": report["overall"]}.items():
+        agreement = s["agreement"]["value"]
+        shown = "n/a" if agreement is None else f"{agreement:.3f}"
+        typer.echo(
+            f"{name}: {s['controls']} control(s), {s['judged']} judged "
+            f"(coverage {s['coverage']}), agreement {shown}, "
+            f"false passes {s['false_passes']}, false fails {s['false_fails']}"
+        )
+    typer.echo(f"reports: {measured.json_path}, {measured.md_path}")
+    if track and (params.get("tracking") or {}).get("enabled", True):
+        _track(params, root, report)
+    if not report["passed"]:
+        for name, misses in report["misses"].items():
+            typer.echo(f"{name}: below thresholds: {'; '.join(misses)}", err=True)
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _track(params: dict[str, object], root: Path, report: dict[str, object]) -> None:
+    from agenteval.tracking.controls import log_controls
+    from agenteval.tracking.store import TrackingError
+
+    try:
+        run_id, created = log_controls(report, params, root)
+    except TrackingError as exc:
+        fail([f"MLflow logging failed: {exc}"], 1)
+        return
+    typer.echo(f"MLflow: {'logged' if created else 'already logged as'} run {run_id}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(controls)

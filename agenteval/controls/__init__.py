@@ -1,0 +1,1 @@
+"""Labelled judge controls and what they measure about any configured judge."""

@@ -1,0 +1,120 @@
+"""Reading eval/judge_controls/: validated controls with their manifest facts and split.
+
+Every control lands in exactly one split. Controls under `fresh/` were written after the
+judge was finished and form their own split; every other control goes to `dev` (tune on it)
+or `held` (never tuned on) by a salted hash of its id, so adding a control never moves
+another one between splits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agenteval.schema.controls import Control, ControlFile
+from agenteval.schema.corpus import Manifest
+from agenteval.schema.located import load_located
+from agenteval.schema.problems import Problem
+
+DEFAULT_FOLDER = Path("eval/judge_controls")
+FRESH_FOLDER = "fresh"
+# Changing the salt or the share re-deals every control: the held figures would no longer
+# be held-out. Both are fixed here on purpose, not configurable.
+SPLIT_SALT = "agenteval-judge-controls-v1"
+HELD_SHARE = 0.5
+SPLITS = ("dev", "held", "fresh")
+
+
+class ControlsError(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class LoadedControl:
+    control: Control
+    path: str
+    line: int
+    split: str
+
+
+def split_of(control_id: str) -> str:
+    """dev or held, from a salted sha256 of the id: stable across files and machines."""
+    digest = hashlib.sha256(f"{SPLIT_SALT}:{control_id}".encode()).hexdigest()
+    return "held" if int(digest[:8], 16) / 0x1_0000_0000 < HELD_SHARE else "dev"
+
+
+def _read_file(path: Path, shown: str) -> tuple[list[tuple[Control, int]], list[Problem]]:
+    located = load_located(path, shown)
+    if isinstance(located, Problem):
+        return [], [located]
+    try:
+        parsed = ControlFile.model_validate(located.data)
+    except ValidationError as exc:
+        problems = [
+            located.problem(list(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}")
+            for e in exc.errors()
+        ]
+        return [], problems
+    return [(c, located.line(["controls", i])) for i, c in enumerate(parsed.controls)], []
+
+
+def _check_references(control: Control, manifest: Manifest, shown: str, line: int) -> list[Problem]:
+    problems = []
+    facts = manifest.fact_index()
+    if control.fact is not None and control.fact not in facts:
+        problems.append(Problem(shown, line, f"{control.id}: unknown fact {control.fact!r}"))
+    for doc in control.documents:
+        if doc not in manifest.document_ids():
+            problems.append(Problem(shown, line, f"{control.id}: unknown document {doc!r}"))
+    if control.fact is None and not control.documents and control.ground_truth is None:
+        problems.append(
+            Problem(shown, line, f"{control.id}: needs a fact, documents or ground_truth")
+        )
+    if control.fact is None and control.question is None:
+        problems.append(Problem(shown, line, f"{control.id}: needs a question (or a fact)"))
+    return problems
+
+
+def load_controls(folder: Path, manifest: Manifest, root: Path) -> list[LoadedControl]:
+    """Every control under `folder`, checked; any problem raises ControlsError (exit 2)."""
+    files = sorted(p for p in folder.rglob("*.yaml") if p.is_file())
+    if not files:
+        raise ControlsError([Problem(str(folder), 1, "no control files (*.yaml) found")])
+    found: list[LoadedControl] = []
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        shown = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        fresh = path.relative_to(folder).parts[0] == FRESH_FOLDER
+        controls, bad = _read_file(path, shown)
+        problems += bad
+        for control, line in controls:
+            if control.id in seen:
+                problems.append(
+                    Problem(
+                        shown,
+                        line,
+                        f"duplicate control id {control.id!r} (also in {seen[control.id]})",
+                    )
+                )
+                continue
+            seen[control.id] = shown
+            problems += _check_references(control, manifest, shown, line)
+            split = "fresh" if fresh else split_of(control.id)
+            found.append(LoadedControl(control, shown, line, split))
+    if problems:
+        raise ControlsError(problems)
+    return found
+
+
+def select(controls: list[LoadedControl], split: str) -> list[LoadedControl]:
+    if split == "all":
+        return list(controls)
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}: choose dev, held, fresh or all")
+    return [c for c in controls if c.split == split]

@@ -1,0 +1,111 @@
+"""Turns whose answer is not in the documents: an abstention, and nothing guessed.
+
+An abstention with no asserted or hedged candidate of the kind asked earns 10; an
+abstention plus any guess earns 0, and so does an answer without an abstention. Figures
+about other things ("it lists 14 cafés", "seat fees are $40") are context, not guesses;
+anything hedged ("probably around 200") is a guess. Where other statements might answer
+a question code cannot read as a value, the turn is deferred.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agenteval.judges import literals
+from agenteval.judges.answers import ASKED, HEDGED, NEGATED, REPORTED, Candidate, Context, annotate
+from agenteval.judges.correctness import Question, Result, context_for
+from agenteval.judges.numbers import quantities
+from agenteval.judges.reading import abstains, stem
+from agenteval.scoring import SCORE_MAX, SCORE_MIN
+
+OFFER = re.compile(r"\b(?:i can|i could|if you|would you|let me know|can confirm|ask)\b", re.I)
+VERBS = frozenset(
+    """reimburse reimbursed cover covers covered pay pays paid offer offers give gives have
+    cost costs charge charges spend guarantee guarantees receive get take last need use
+    allow allows require requires approve approved match matches expect expects lose lost
+    does says mention mentions state states""".split()
+)
+
+
+ASKED_KIND = (
+    (re.compile(r"\bhow many\b", re.I), "count"),
+    (re.compile(r"\b(?:when|what date|which date|what year|which year)\b", re.I), "date"),
+    (re.compile(r"\b(?:who|whom|which (?:country|person|company))\b", re.I), "name"),
+    (re.compile(r"\b(?:how much|how long|how far|how heavy|percentage|percent|share|margin|"
+                r"rate|amount|deductible|cost|price|fee|budget|revenue|sla|uptime|salary|"
+                r"limit)\b", re.I), "quantity"),
+)  # fmt: skip
+
+
+def asked_kind(question: str) -> str:
+    for pattern, kind in ASKED_KIND:
+        if pattern.search(question):
+            return kind
+    return "text"
+
+
+_COUNT_ADJECTIVES = frozenset("new unused paid full total company-operated sev1".split())
+
+
+def _asked_noun(question: str) -> str | None:
+    m = re.search(r"\bhow many\s+([a-z0-9-]+)(?:\s+([a-z-]+))?", question.lower())
+    if not m:
+        return None
+    word = m.group(1) if m.group(1) not in _COUNT_ADJECTIVES else (m.group(2) or m.group(1))
+    return stem(word)
+
+
+def _guesses(ctx: Context, q: Question, kind: str) -> list[Candidate]:
+    text = ctx.text
+    ctx.keys = {k for k in ctx.keys if k not in {stem(v) for v in VERBS}}
+    if kind in ("count", "quantity"):
+        noun = _asked_noun(q.text)
+        cands = [
+            Candidate("quantity", x.start, x.end, text[x.start : x.end])
+            for x in quantities(text, literals.spans(text))
+            if not (noun and x.noun and all(stem(w) != noun for w in x.noun.split()))
+        ]
+    elif kind == "date":
+        cands = [Candidate("date", d.start, d.end, d.text) for d in literals.dates(text)]
+    else:
+        cands = []
+    annotate(ctx, cands)
+    return [
+        c
+        for c in cands
+        if c.stance not in (NEGATED, REPORTED) and (c.stance == HEDGED or c.level == ASKED)
+    ]
+
+
+def grade_unknown(q: Question, reply: str) -> Result:
+    """Correctness of a turn whose answer is not in the documents."""
+    ctx = context_for(reply, q)
+    kind = asked_kind(q.text)
+    guesses = _guesses(ctx, q, kind)
+    refused = abstains(ctx.text)
+    if guesses:
+        shown = guesses[0].text
+        if refused:
+            return Result(SCORE_MIN, f"abstained, then guessed {shown!r}")
+        return Result(SCORE_MIN, f"answered {shown!r} although the answer is not in the documents")
+    if not refused:
+        return Result(SCORE_MIN, "answered although the answer is not in the documents")
+    extra = _other_statements(ctx)
+    if extra and kind in ("text", "name"):
+        if any(re.search(r"\b(?:probably|likely|guess|usually|typically|may be|might be)\b",
+                         s, re.I) for s in extra):  # fmt: skip
+            return Result(SCORE_MIN, "abstained, then guessed")
+        return Result(None, "abstained, but other statements may answer; cannot tell")
+    return Result(SCORE_MAX, "correctly said the answer is not in the documents")
+
+
+def _other_statements(ctx: Context) -> list[str]:
+    """Sentences that neither abstain nor offer help but touch the asked subject."""
+    found = []
+    for sentence in re.split(r"(?<=[.!?;])\s+", ctx.text):
+        if not sentence.strip() or abstains(sentence) or OFFER.search(sentence):
+            continue
+        words = {stem(w) for w in re.findall(r"[a-z]+", sentence.lower()) if len(w) > 3}
+        if words & ctx.keys:
+            found.append(sentence)
+    return found

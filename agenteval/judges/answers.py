@@ -1,0 +1,255 @@
+"""What a reply commits to: candidate answers of the kind asked, each with its stance.
+
+A candidate is a value in the reply of the kind the ground truth asks for (a quantity, a
+date, a time, a year, an identifier, a version, a name) with
+- its stance: asserted, hedged ("probably around 40"), negated ("not 23%"), or reported
+  (quoting an instruction the agent refused to follow);
+- its level: about the asked entity, `other` when the clause ties it to another entity
+  ("Lyon: 12 stores", "down from 43% a year earlier", "the Osprey weighs 27.4 kg"), or
+  `weak` when the clause only talks about other things without naming them;
+- its group: candidates offered as alternatives ("$12M, $14M or $16M", "either A or B").
+The decisions built on these live in `judges.correctness`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+from agenteval.judges.reading import (
+    Clause,
+    clause_at,
+    entity_marks,
+    keywords,
+    proper_words,
+    sentence_bounds,
+    stem,
+)
+
+ASSERTED, HEDGED, NEGATED, REPORTED = "asserted", "hedged", "negated", "reported"
+ASKED, WEAK, OTHER = "asked", "weak", "other"
+
+NEGATORS = re.compile(
+    r"\b(?:not|never|no longer|rather than|instead of|as opposed to|other than|unlike)\b"
+    r"|n't\b",
+    re.I,
+)
+HEDGES = re.compile(
+    r"\b(?:probably|likely|maybe|perhaps|possibly|presumably|around|about|roughly|"
+    r"approximately|approx|something like|in the region of|i think|i believe|i'd guess|"
+    r"i guess|my guess|my estimate|estimate[sd]?|could be|might be|may be|would be|"
+    r"typically|usually|generally|normally|i'd say|guess|assume|suspect)\b|~",
+    re.I,
+)
+REPORTED_CUES = re.compile(
+    r"\b(?:ignored|ignore|disregard(?:ed)?|instruction|instructions|note telling|"
+    r"told (?:me|assistants)|telling assistants|asks? assistants|tells? assistants)\b",
+    re.I,
+)
+# Words that tie the figure after them to something other than the asked entity.
+BEFORE_OTHER = re.compile(
+    r"\b(?:down from|up from|compared with|compared to|versus|vs\.?|against|previously|"
+    r"prior(?:[ -]year| quarter| period)|other|for comparison|by comparison|unlike|"
+    r"after that|old|of the|out of|"
+    r"given the|like|such as|besides|beyond|next to|default|closest|plus|minus|i\.e\.|"
+    r"which is|that is)\b|\+",
+    re.I,
+)
+# ...and words right after a figure that do the same.
+AFTER_OTHER = re.compile(
+    r"^\W*(?:\w+\W+){0,3}?(?:a year earlier|a year ago|last year|the year before|"
+    r"previously|everywhere else|elsewhere|in other|before that|in total|nearby)\b",
+    re.I,
+)
+_LIST_GAP = re.compile(r"^[\s,]*(?:(?:or|and|/)\s*)?(?:maybe|possibly|perhaps|even)?[\s,]*$", re.I)
+_WORDS = re.compile(r"[A-Za-z\u00c0-\u024f][\w'-]*")
+_NOUN_MARKERS = frozenset({"default", "closest"})
+_LETTERS = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+NEAR_BEFORE, NEAR_AFTER = 50, 30  # characters within which a name labels a figure
+WINDOW_BEFORE, WINDOW_AFTER = 6, 4  # words around a figure that say what it is about
+
+
+@dataclass
+class Candidate:
+    kind: str
+    start: int
+    end: int
+    text: str
+    matches: bool = False
+    grade: float = 0.0  # the correctness it earns if it is the committed answer
+    stance: str = ASSERTED
+    level: str = ASKED
+    group: int | None = None
+    note: str = ""
+
+
+@dataclass
+class Context:
+    """What the asked entity is called: the question(s) and the expected answer."""
+
+    text: str  # the normalised reply
+    clauses: list[Clause]
+    asked: set[str]  # lowercased words and marks the question and answer use
+    keys: set[str] = field(default_factory=set)  # stems of the question's content words
+    question: str = ""
+    proper: set[str] = field(default_factory=set)  # words seen capitalised mid-sentence
+
+
+def _tokens_before(text: str, start: int, floor: int) -> list[str]:
+    return _WORDS.findall(text[floor:start])
+
+
+def stance(ctx: Context, c: Candidate) -> str:
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    text = ctx.text
+    before = text[clause.start : c.start]
+    if REPORTED_CUES.search(text[clause.start : clause.end]):
+        return REPORTED
+    near = " ".join(_tokens_before(text, c.start, clause.start)[-4:])
+    if NEGATORS.search(near) or re.search(r"n't\s+(?:\w+\s+)?$", before):
+        return NEGATED
+    if c.kind in ("name", "text") and re.match(
+        r"^\s*(?:is|was|are|were)(?:\s+not|n't)\b", text[c.end : clause.end], re.I
+    ):
+        return NEGATED
+    sentence = text[sentence_bounds(text, c.start)[0] : c.start]
+    if HEDGES.search(" ".join(_tokens_before(text, c.start, clause.start)[-5:])) or re.search(
+        r"\b(?:i'd guess|my guess|my estimate|probably|likely)\b", sentence, re.I
+    ):
+        return HEDGED
+    return ASSERTED
+
+
+def level(ctx: Context, c: Candidate, others: list[Candidate]) -> str:
+    """Whether the candidate is about the asked entity, another one, or something else."""
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    text = ctx.text
+    before_words = _tokens_before(text, c.start, clause.start)[-5:]
+    for marker in BEFORE_OTHER.finditer(" ".join(before_words)):
+        word = marker.group(0).lower()
+        if word in _NOUN_MARKERS and word in ctx.asked:  # "default" asked about is the answer
+            continue
+        return OTHER
+    if AFTER_OTHER.search(text[c.end : clause.end]):
+        return OTHER
+    spans = [(o.start, o.end) for o in others if o is not c]
+    marks = [
+        (pos, mark)
+        for pos, mark in entity_marks(text[clause.start : clause.end], clause.start, ctx.proper)
+        if not c.start <= pos < c.end and not any(s <= pos < e for s, e in spans)
+    ]
+    # A figure belongs to the name nearest it ("the Heron weighs 23.6 kg"); an identifier or
+    # a name is an entity itself, so the names around it are its context, not its owner.
+    nearest = _nearest(marks, c) if c.kind not in ("id", "name", "version") else None
+    if nearest is not None:
+        return ASKED if nearest in ctx.asked else OTHER
+    window = _window(text, c, clause)
+    content = [w for w in window if len(w) > 3]
+    hits = [w for w in content if stem(w) in ctx.keys]
+    novel = [w for w in content if stem(w) not in ctx.keys and w.lower() not in ctx.asked]
+    novel = [w for w in novel if w.lower() not in _PLAIN_WORDS]
+    if novel and not hits:
+        return WEAK
+    return ASKED
+
+
+_PLAIN_WORDS = frozenset(
+    """that this with from into were have been also only just then than they them there
+    here what when which while where about after before under over each every both some
+    other same such much many more most less least very really quite around roughly
+    approximately exactly total totals whole full flat every says said shows show stated
+    states gives given reports reported according listed lists line item value figure
+    amount number note needs need must will would could should does done make made came""".split()
+)
+
+
+HITS_BEFORE, HITS_AFTER = 160, 60  # characters around a value that say what it answers
+
+
+def hits(ctx: Context, c: Candidate, others: list[Candidate]) -> tuple[int, int]:
+    """How many of the question's words surround the value, in its clause and then in the
+    text around it: the value that names more of what was asked is the answer, the others
+    are about something else ("a frame warranty of 5 years and 2 years on the battery")."""
+
+    def count(text: str) -> int:
+        words = {stem(w) for w in _LETTERS.findall(text.lower()) if len(w) > 3}
+        return len(words & ctx.keys)
+
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    # The clause runs on into the clauses after it up to the next value of the same kind
+    # or the sentence's end ("2 years on the battery | and motor").
+    later = [o.start for o in others if o.start >= clause.end]
+    end = min([sentence_bounds(ctx.text, c.start)[1], *later])
+    own = ctx.text[clause.start : max(clause.end, end)]
+    before = ctx.text[max(0, c.start - HITS_BEFORE) : c.start]
+    after = ctx.text[c.end : c.end + HITS_AFTER]
+    return count(own), count(f"{before} {after}")
+
+
+def _window(text: str, c: Candidate, clause: Clause) -> list[str]:
+    before = _LETTERS.findall(text[clause.start : c.start])[-WINDOW_BEFORE:]
+    after = _LETTERS.findall(text[c.end : clause.end])[:WINDOW_AFTER]
+    return before + after
+
+
+def _nearest(marks: list[tuple[int, str]], c: Candidate) -> str | None:
+    best, best_distance = None, None
+    for pos, mark in marks:
+        far_before = pos < c.start and c.start - pos > NEAR_BEFORE
+        far_after = pos >= c.end and pos - c.end > NEAR_AFTER
+        if far_before or far_after:
+            continue
+        distance = (c.start - pos) if pos < c.start else 1.5 * (pos - c.end)
+        if best_distance is None or distance < best_distance:
+            best, best_distance = mark, distance
+    return best
+
+
+def group_alternatives(ctx: Context, cands: list[Candidate]) -> None:
+    """Mark candidates joined as alternatives or bare lists within one sentence."""
+    ordered = sorted(cands, key=lambda c: c.start)
+    next_group = 0
+    for a, b in itertools.pairwise(ordered):
+        gap = ctx.text[a.end : b.start]
+        same_sentence = sentence_bounds(ctx.text, a.start) == sentence_bounds(ctx.text, b.start)
+        if not same_sentence or not _LIST_GAP.match(gap) or a.end > b.start:
+            continue
+        if a.group is None:
+            a.group, next_group = next_group, next_group + 1
+        b.group = a.group
+
+
+def alternatives(ctx: Context, cands: list[Candidate]) -> list[list[Candidate]]:
+    """Groups that hold the expected value beside a different one: no commitment. Values
+    joined by "or" or "/" always are; a bare list ("$6,300, $9,800 and $19,200") is when
+    it has three or more values; names joined by commas are appositions, not lists."""
+    groups: dict[int, list[Candidate]] = {}
+    for c in cands:
+        if c.group is not None and c.stance not in (NEGATED, REPORTED):
+            groups.setdefault(c.group, []).append(c)
+    found = []
+    for g in groups.values():
+        if not (any(c.matches for c in g) and any(not c.matches for c in g)):
+            continue
+        gaps = [ctx.text[a.end : b.start] for a, b in itertools.pairwise(g)]
+        either = re.search(r"\beither\s*$", ctx.text[max(0, g[0].start - 12) : g[0].start])
+        disjunctive = either or any(re.search(r"\bor\b|/", gap) for gap in gaps)
+        if disjunctive or (len(g) >= 3 and g[0].kind != "name"):
+            found.append(g)
+    return found
+
+
+def annotate(ctx: Context, cands: list[Candidate]) -> list[Candidate]:
+    for c in cands:
+        c.stance = stance(ctx, c)
+        c.level = level(ctx, c, cands)
+    group_alternatives(ctx, cands)
+    return cands
+
+
+def make_context(
+    reply: str, clauses_: list[Clause], asked: set[str], question: str, evidence: str = ""
+) -> Context:
+    proper = proper_words(reply, question, evidence) | asked
+    return Context(reply, clauses_, asked, keywords(question), question, proper)

@@ -1,0 +1,361 @@
+"""Correctness by commitment: grade what a reply commits to against the ground truth.
+
+The rules, each in one place (thresholds come from `agenteval.scoring`):
+- an asserted candidate that matches, with no asserted conflicting candidate of the same
+  kind for the same entity, is graded by the precision table; more than 5% off is a
+  conflict (automatic zero);
+- the expected value among alternatives, or only named to be denied, earns 0;
+- on an answerable turn an abstention phrase is a refusal only when nothing is asserted;
+- years, dates, times, versions and identifiers compare exactly; names as entities.
+Where these cannot settle a reply the result is None with the reason: the caller defers.
+Turns whose answer is not in the documents are graded by `judges.abstention`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agenteval.judges import literals
+from agenteval.judges.answers import (
+    ASKED,
+    NEGATED,
+    OTHER,
+    REPORTED,
+    WEAK,
+    Candidate,
+    Context,
+    alternatives,
+    annotate,
+    hits,
+    make_context,
+)
+from agenteval.judges.numbers import Quantity, precision_score, quantities
+from agenteval.judges.reading import (
+    GENERIC,
+    abstains,
+    asked_marks,
+    clause_at,
+    clauses,
+    normalize,
+    sentence_bounds,
+    stem,
+)
+from agenteval.scoring import AUTO_ZERO_DEVIATION, SCORE_MAX, SCORE_MIN
+
+
+@dataclass(frozen=True)
+class Result:
+    score: float | None  # None: code cannot settle it (the dimension is deferred)
+    reason: str
+
+
+@dataclass
+class Question:
+    text: str  # the user's message and the fact's question, joined
+    expected: str | None
+    unknown: bool  # the answer is not in the documents
+    queried: bool  # the agent searched or read a document this turn
+    evidence: str = ""  # what the tools returned: passages the agent saw
+    subjects: str = ""  # the documents' ids: what the conversation is about by default
+
+
+# -- expected answers as parts -------------------------------------------------------------
+@dataclass
+class Part:
+    kind: str
+    key: object
+    text: str
+
+
+def parts_of(expected: str) -> list[Part]:
+    text = normalize(expected)
+    found: list[Part] = []
+    taken: list[tuple[int, int]] = []
+
+    def take(items: list[literals.Literal]) -> None:
+        for lit in items:
+            if not any(s < lit.end and lit.start < e for s, e in taken):
+                found.append(Part(lit.kind, lit.key, lit.text))
+                taken.append((lit.start, lit.end))
+
+    take(literals.dates(text))
+    clock = [t for t in literals.times(text) if not _overlaps(t, taken)]
+    if clock:
+        found.append(Part("time", tuple(t.key for t in clock), text))
+        taken += [(t.start, t.end) for t in clock]
+    take(literals.identifiers(text))
+    product = re.fullmatch(r"\s*([A-Z][A-Za-z]+)\s+(\d+(?:\.\d+)*)\s*", text)
+    if product:
+        return [Part("version", product.group(2), product.group(1))]
+    take(literals.versions(text))
+    take(literals.years(text, taken))
+    for q in quantities(text, taken):
+        found.append(Part("quantity", q, text[q.start : q.end]))
+        taken.append((q.start, q.end))
+    rest = _outside(text, taken).strip(" ,;-")
+    tokens = literals.name_tokens(rest) if rest else None
+    if tokens:
+        found.append(Part("name", tokens, rest))
+    elif rest and [w for w in re.findall(r"[a-z]+", rest.lower()) if w not in GENERIC]:
+        found.append(Part("text", rest, rest))
+    return found
+
+
+def _overlaps(lit: literals.Literal, taken: list[tuple[int, int]]) -> bool:
+    return any(s < lit.end and lit.start < e for s, e in taken)
+
+
+def _outside(text: str, taken: list[tuple[int, int]]) -> str:
+    keep = [c for i, c in enumerate(text) if not any(s <= i < e for s, e in taken)]
+    return re.sub(r"\s+", " ", "".join(keep))
+
+
+# -- candidates in the reply -----------------------------------------------------------------
+def _literal_spans(text: str) -> list[tuple[int, int]]:
+    return literals.spans(text)
+
+
+UP = re.compile(r"\b(?:grow|grew|grown|growth|rise|rose|risen|increase[sd]?|up(?!\s+to)|"
+                r"higher|gain(?:ed)?|climb(?:ed)?|jump(?:ed)?)\b", re.I)  # fmt: skip
+DOWN = re.compile(r"\b(?:fall|fell|fallen|decline[sd]?|decrease[sd]?|down|lower|drop(?:ped)?|"
+                  r"shrank|shrunk|contract(?:ed)?|lost|loss)\b", re.I)  # fmt: skip
+
+
+def _direction(text: str) -> int:
+    up, down = bool(UP.search(text)), bool(DOWN.search(text))
+    return 0 if up == down else (1 if up else -1)
+
+
+def _flipped(ctx: Context, q: Quantity, asked: int) -> bool:
+    """ "fell 17%" answers "by what percentage did it grow" with -17%."""
+    if not asked or q.kind != "percent" or q.low < 0:
+        return False
+    before = " ".join(re.findall(r"[\w']+", ctx.text[max(0, q.start - 40) : q.start])[-3:])
+    return _direction(before) == -asked
+
+
+def _candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Candidate]:
+    text = ctx.text
+    expected = part.key
+    assert isinstance(expected, Quantity)
+    asked = _direction(ctx.question) if expected.low >= 0 else 0
+    found = []
+    for q in quantities(text, _literal_spans(text)):
+        if _flipped(ctx, q, asked):
+            q = Quantity(-q.high, -q.low, q.kind, (-q.raw[1], -q.raw[0]), q.start, q.end)
+        deviation = expected.deviation(q)
+        if deviation == float("inf"):
+            continue
+        c = Candidate("quantity", q.start, q.end, text[q.start : q.end])
+        c.matches = deviation <= AUTO_ZERO_DEVIATION + 1e-12
+        c.grade = precision_score(deviation)
+        c.note = f"{deviation:.1%} off"
+        if c.matches and deviation > 0 and _another_fact(q, expected, evidence):
+            # 43.0% beside an expected 41.5% is not a rounding: it is the document's
+            # prior-year figure, another fact, hence a wrong answer.
+            c.matches, c.grade, c.note = False, SCORE_MIN, "another figure of the documents"
+        found.append(c)
+    return found
+
+
+def _another_fact(found: Quantity, expected: Quantity, evidence: list[Quantity]) -> bool:
+    return any(
+        e.deviation(found) == 0 and expected.deviation(e) > 0 and e.kind == found.kind
+        for e in evidence
+    )
+
+
+def _literal_candidates(part: Part, ctx: Context, product: str | None) -> list[Candidate]:
+    text = ctx.text
+    readers: dict[str, Callable[[], list[literals.Literal]]] = {
+        "date": lambda: literals.dates(text),
+        "id": lambda: [i for i in literals.identifiers(text) if _same_family(i.key, part.key)],
+        "version": lambda: literals.versions(text, product),
+        "year": lambda: literals.years(text, _literal_spans(text)),
+        "time": lambda: literals.times(text),
+    }
+    found = []
+    for lit in readers[part.kind]():
+        c = Candidate(part.kind, lit.start, lit.end, lit.text)
+        if part.kind == "date":
+            c.matches, c.grade = _date_match(part.key, lit.key)
+        elif part.kind == "time":
+            c.matches = lit.key in part.key  # type: ignore[operator]
+            c.grade = SCORE_MAX
+        else:
+            c.matches = str(lit.key).lower() == str(part.key).lower()
+            c.grade = SCORE_MAX
+        found.append(c)
+    return found
+
+
+def _same_family(found: object, expected: object) -> bool:
+    """INC-2303 competes with INC-2304, section 8 with section 11, Q3 with Q4."""
+    a, b = str(found).lower(), str(expected).lower()
+    return re.sub(r"[\d.]+.*$", "", a) == re.sub(r"[\d.]+.*$", "", b)
+
+
+def _date_match(expected: object, found: object) -> tuple[bool, float]:
+    assert isinstance(expected, tuple) and isinstance(found, tuple)
+    ey, em, ed = expected
+    fy, fm, fd = found
+    if em != fm or (ed is not None and fd is not None and ed != fd):
+        return False, 0.0
+    if ey is not None and fy is not None and ey != fy:
+        return False, 0.0
+    if ed is not None and fd is None:
+        return False, 0.0
+    return True, (7.0 if ey is not None and fy is None else SCORE_MAX)
+
+
+ROLE_WORDS = frozenset(
+    """officer chief director manager lead president engineer foundation office team
+    department group partner committee board council company studio finance operations
+    people support security service services university institute""".split()
+)
+
+
+def _name_candidates(part: Part, ctx: Context) -> list[Candidate]:
+    expected = set(part.key)  # type: ignore[call-overload]
+    found = []
+    for lit in literals.names(ctx.text, ctx.asked - expected):
+        tokens = set(lit.key)  # type: ignore[call-overload]
+        if tokens & ROLE_WORDS and not tokens & expected:
+            continue  # a title or an organisation beside a person is not a rival person
+        c = Candidate("name", lit.start, lit.end, lit.text)
+        if expected <= tokens:
+            c.matches, c.grade = True, SCORE_MAX
+        elif tokens & expected:
+            if tokens <= expected:
+                c.matches, c.grade, c.note = True, 7.0, "part of the name"
+            else:
+                c.note = "a different name sharing a part of the expected one"
+        elif len(expected) > 1 and len(tokens) < 2:
+            continue  # a lone capitalised word is not a rival to a full name
+        found.append(c)
+    return found
+
+
+# -- deciding --------------------------------------------------------------------------------
+def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
+    live = [c for c in cands if c.stance not in (NEGATED, REPORTED)]
+    matches = [c for c in live if c.matches and c.level in (ASKED, WEAK)]
+    conflicts = [c for c in live if not c.matches and c.level == ASKED]
+    conflicts += [c for c in live if not c.matches and c.note.startswith("a different name")]
+    for group in alternatives(ctx, cands):
+        shown = " / ".join(c.text for c in group)
+        return Result(SCORE_MIN, f"offers alternatives ({shown}) without committing to {what}")
+    if matches and conflicts:
+        a, b = matches[0].text, conflicts[0].text
+        renamed = any(c.note.startswith("a different name") for c in conflicts)
+        if renamed or any(_corrects(ctx, c) for c in conflicts):
+            return Result(SCORE_MIN, f"commits to conflicting values {a!r} and {b!r} for {what}")
+        best = max(matches, key=lambda c: (hits(ctx, c, cands), c.grade))
+        if all(hits(ctx, c, cands) < hits(ctx, best, cands) for c in conflicts):
+            why = f"states {best.text!r} for {what}; {b!r} is said of something the question "
+            return Result(best.grade, why + "does not ask about")
+        if any(_bare(ctx, c) for c in conflicts):
+            return Result(SCORE_MIN, f"commits to conflicting values {a!r} and {b!r} for {what}")
+        # Both stated about what seems the asked entity: a contradiction, or a figure about
+        # something the clause names in words code cannot tie to an entity. Not settled.
+        return Result(None, f"states both {a!r} and {b!r}; cannot tell which answers {what}")
+    if matches:
+        best = max(matches, key=lambda c: c.grade)
+        extra = f" ({best.note})" if best.note else ""
+        return Result(best.grade, f"states {best.text!r} for {what}{extra}")
+    if any(c.matches and c.stance == NEGATED for c in cands):
+        return Result(SCORE_MIN, f"names {what} only to deny it")
+    wrong = conflicts or [c for c in live if not c.matches and c.level == WEAK]
+    if wrong:
+        return Result(SCORE_MIN, f"states {wrong[0].text!r} instead of {what}")
+    if any(c.matches and c.level == OTHER for c in live):
+        return Result(None, f"{what} appears only tied to another entity")
+    return Result(SCORE_MIN, f"{what} absent")
+
+
+CORRECTION = re.compile(r"\b(?:actually|correction|i mean|or rather|sorry|wait)\b", re.I)
+
+
+def _corrects(ctx: Context, c: Candidate) -> bool:
+    """A later "actually, it's Y" withdraws an earlier value."""
+    start, _ = sentence_bounds(ctx.text, c.start)
+    return bool(CORRECTION.search(ctx.text[start : c.start]))
+
+
+def _bare(ctx: Context, c: Candidate) -> bool:
+    """The value stands alone in its clause ("It was 9.1M."): no words of its own that
+    could make it about something else."""
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    words = re.findall(r"[a-z]{4,}", ctx.text[clause.start : clause.end].lower())
+    own = [w for w in words if w not in GENERIC and stem(w) not in ctx.keys]
+    return not own
+
+
+def _text_part(part: Part, ctx: Context) -> Result:
+    words = [w for w in re.findall(r"[a-z]+", str(part.key).lower()) if w not in GENERIC]
+    words = [w for w in words if len(w) > 2]
+    reply_stems = {stem(w) for w in re.findall(r"[a-z]+", ctx.text.lower())}
+    present = [w for w in words if stem(w) in reply_stems]
+    if not words:
+        return Result(None, "nothing checkable in the expected answer")
+    share = len(present) / len(words)
+    if share == 1:
+        first = re.search(re.escape(stem(words[0])), ctx.text.lower())
+        pos = first.start() if first else 0
+        start, _ = sentence_bounds(ctx.text, pos)
+        near = " ".join(re.findall(r"[\w']+", ctx.text[start:pos].lower())[-4:])
+        if re.search(
+            r"\b(?:not|never|wasn't|isn't|no longer|rather than|instead of)\b|n't\b", near
+        ):
+            return Result(SCORE_MIN, f"denies {part.text!r}")
+        if re.search(r"\beither\b", ctx.text[start:].lower()):
+            return Result(SCORE_MIN, f"offers {part.text!r} only as one alternative")
+        return Result(SCORE_MAX, f"states {part.text!r}")
+    if share < 0.5:
+        return Result(SCORE_MIN, f"does not state {part.text!r}")
+    return Result(None, f"states part of {part.text!r} ({len(present)}/{len(words)} words)")
+
+
+def grade_part(part: Part, ctx: Context, evidence: list[Quantity]) -> Result:
+    if part.kind == "text":
+        return _text_part(part, ctx)
+    if part.kind == "name":
+        cands = _name_candidates(part, ctx)
+    elif part.kind == "quantity":
+        cands = _candidates(part, ctx, evidence)
+    else:
+        cands = _literal_candidates(part, ctx, part.text if part.kind == "version" else None)
+    return decide(ctx, annotate(ctx, cands), repr(part.text))
+
+
+def context_for(reply: str, q: Question) -> Context:
+    text = normalize(reply)
+    asked = asked_marks(q.text, q.expected or "", q.subjects.replace("_", " "))
+    return make_context(text, clauses(text), asked, q.text, q.evidence)
+
+
+def grade_answer(q: Question, reply: str) -> Result:
+    """Correctness of an answerable turn: every part of the expected answer graded."""
+    assert q.expected is not None
+    ctx = context_for(reply, q)
+    seen = normalize(q.evidence)
+    evidence = quantities(seen, _literal_spans(seen)) if seen else []
+    results = [grade_part(p, ctx, evidence) for p in parts_of(q.expected)]
+    if not results:
+        return Result(None, f"cannot read the expected answer {q.expected!r}")
+    refused = abstains(ctx.text)
+    committed = [r for r in results if r.score is None or r.score > SCORE_MIN]
+    if refused and not committed:
+        why = "refused" if q.queried else "lazy refusal: refused without querying"
+        return Result(SCORE_MIN, f"{why}; expected {q.expected!r}")
+    scored = [r for r in results if r.score is not None]
+    if scored and min(r.score for r in scored if r.score is not None) == SCORE_MIN:
+        worst = min(scored, key=lambda r: r.score or 0.0)
+        return worst
+    deferred = [r for r in results if r.score is None]
+    if deferred:
+        return deferred[0]
+    worst = min(results, key=lambda r: r.score or 0.0)
+    return Result(worst.score, "; ".join(r.reason for r in results))

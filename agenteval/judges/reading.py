@@ -1,0 +1,238 @@
+"""Reading a reply the way a careful grader does: clauses, entities, and stance cues.
+
+Pure text functions used by the answer extraction (`judges.answers`): number words become
+digits (text2num), periods are written one way ("second quarter" -> "Q2", "fiscal 2026" ->
+"FY2026"), and a reply is cut into clauses so that a figure can be tied to the entity it is
+about. Word lists here are cues, not grammar: where they are not enough, callers defer.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+# -- normalisation ------------------------------------------------------------------------
+# Words text2num would turn into digits although they are not numbers here: magnitudes
+# (kept for the quantity reader) and "second" (a unit far more often than an ordinal).
+_PROTECTED = re.compile(r"\b(seconds?)\b", re.I)
+# text2num writes "8.6 million" as "8.6 1000000"; the quantity reader wants the word back.
+_SPELLED_MAGNITUDE = re.compile(r"(\d)\s(1000|1000000|1000000000)\b")
+_MAGNITUDE_WORD = {"1000": "thousand", "1000000": "million", "1000000000": "billion"}
+_ONE_UNIT = re.compile(r"\b(one|a single)\s+(hour|minute|second|day|week|month|year)\b", re.I)
+_ORDINAL_PERIOD = re.compile(r"\b(1st|2nd|3rd|4th)[\s-]+quarter\b", re.I)
+_QUARTER_WORD = re.compile(r"\b(first|second|third|fourth)[\s-]+quarter\b", re.I)
+_HALF = re.compile(r"\b(1st|2nd|first|second)[\s-]+half\b", re.I)
+_FISCAL = re.compile(r"\bfiscal(?:\s+year)?\s+(\d{4})\b", re.I)
+_FY = re.compile(r"\bFY\s?(\d{2,4})\b", re.I)
+_DASHES = str.maketrans({"\u2212": "-", "\u2011": "-", "\u00a0": " ", "\u202f": " "})
+
+
+@functools.cache
+def _alpha2digit() -> object:
+    from text_to_num import alpha2digit  # lazy: only judging needs it
+
+    return alpha2digit
+
+
+_IDIOMS = (
+    (re.compile(r"\b(?:an|one) (hour|day|week|month|year) and a half\b", re.I), r"1.5 \1s"),
+    (re.compile(r"\bhalf an? (hour|day)\b", re.I), r"0.5 \1"),
+    (re.compile(r"\ba dozen\b", re.I), "12"),
+    (re.compile(r"\btwice\b", re.I), "2 times"),
+)
+
+
+def _digits(text: str) -> str:
+    """Number words to digits ("seventeen" -> "17", "third" -> "3rd"); "one" alone is kept
+    (it is as often a pronoun as a number) unless a unit follows it."""
+    for pattern, replacement in _IDIOMS:
+        text = pattern.sub(replacement, text)
+    text = _ONE_UNIT.sub(lambda m: f"1 {m.group(2)}", text)
+    protected = _PROTECTED.sub(lambda m: f"KEEPWORD{m.group(1).upper()}", text)
+    convert = _alpha2digit()
+    try:
+        converted = convert(protected, "en", threshold=1.5)  # type: ignore[operator]
+    except (ValueError, IndexError, KeyError):  # the library gave up on odd input
+        converted = protected
+    converted = _SPELLED_MAGNITUDE.sub(
+        lambda m: f"{m.group(1)} {_MAGNITUDE_WORD[m.group(2)]}", converted
+    )
+    return re.sub(r"KEEPWORD([A-Z]+)", lambda m: m.group(1).lower(), converted)
+
+
+def normalize(text: str) -> str:
+    """The reply as the extraction reads it: digits for number words, one spelling of
+    periods. Offsets refer to this text, never to the original."""
+    text = _digits(text.translate(_DASHES))
+    text = _ORDINAL_PERIOD.sub(lambda m: f"Q{m.group(1)[0]}", text)
+    text = _QUARTER_WORD.sub(lambda m: _quarter_word(m.group(1)), text)
+    text = _HALF.sub(lambda m: "H1" if m.group(1).lower() in ("1st", "first") else "H2", text)
+    text = _FISCAL.sub(lambda m: f"FY{m.group(1)}", text)
+    return _FY.sub(lambda m: f"FY{_year(m.group(1))}", text)
+
+
+def _quarter_word(word: str) -> str:
+    return "Q" + str(("first", "second", "third", "fourth").index(word.lower()) + 1)
+
+
+def _year(digits: str) -> str:
+    return digits if len(digits) == 4 else f"20{digits[-2:]}"
+
+
+# -- clauses --------------------------------------------------------------------------------
+# Boundaries between the statements of a reply. A comma splits only when a capitalised word
+# follows ("Sparrow $1,849, Heron $2,690"): elsewhere it joins a figure to its own clause.
+_BOUNDARY = re.compile(
+    r"(?<=[.!?;])\s+|\n+|\s[—–]\s|\s-\s|\s*[()]\s*|:\s+(?![$€£\d-])|"
+    r",?\s+(?:while|whereas|but|and|although|though)\s+|,\s+(?=[A-Z])"
+)
+
+
+@dataclass(frozen=True)
+class Clause:
+    start: int
+    end: int
+    text: str
+
+
+def clauses(text: str) -> list[Clause]:
+    found, last = [], 0
+    for m in _BOUNDARY.finditer(text):
+        if m.start() > last:
+            found.append(Clause(last, m.start(), text[last : m.start()]))
+        last = m.end()
+    if last < len(text):
+        found.append(Clause(last, len(text), text[last:]))
+    return [c for c in found if c.text.strip()]
+
+
+def clause_at(parts: list[Clause], start: int, end: int) -> Clause:
+    """The clause holding a span (a span across boundaries, such as a range, gets the union)."""
+    touching = [c for c in parts if c.start < end and start < c.end]
+    if not touching:
+        return Clause(start, end, "")
+    lo, hi = touching[0].start, touching[-1].end
+    return Clause(lo, hi, "")
+
+
+def sentence_bounds(text: str, pos: int) -> tuple[int, int]:
+    starts = [0] + [m.end() for m in re.finditer(r"(?<=[.!?;])\s+|\n+", text)]
+    start = max(s for s in starts if s <= pos)
+    later = [m.start() for m in re.finditer(r"[.!?;](?=\s|$)|\n", text) if m.start() >= pos]
+    return start, (min(later) if later else len(text))
+
+
+# -- entities and keywords ----------------------------------------------------------------
+COMMON_CAPITALISED = frozenset(
+    """the this that these those it its he she they we you i there here in on at for from
+    with by of to after before under according per section note yes no not also and but so
+    then both all each every some any only just since when while if as about around roughly
+    approximately up over nothing nowhere great happy sorry done depending looking scanning
+    prices heads-up item items what which who how why where let sure okay ok well first last
+    next one two three four five six seven eight nine ten their our my his her appendix
+    your yours ours theirs
+    monday tuesday wednesday thursday friday saturday sunday january february march april may
+    june july august september october november december between within outside plus
+    version step chapter article clause table page line""".split()
+)
+_CAPITALISED = re.compile(r"\b[A-Z][a-z\u00c0-\u024f]{2,}(?:[-'][A-Z][a-z\u00c0-\u024f]+)*\b")
+_IDENTIFIER = re.compile(r"\b(?:[A-Z]{1,6}-\d+[A-Z]?|Q[1-4]|H[12]|FY\d{4}|\d+(?:st|nd|rd|th))\b")
+_YEAR = re.compile(r"(?<![\d.,$])\b(?:19|20)\d{2}\b(?![\d,]|\.\d)")
+_WORD = re.compile(r"[a-z\u00c0-\u024f][a-z\u00c0-\u024f'-]*")
+GENERIC = frozenset(
+    """what which when where who whom whose how many much long does do did is are was were be
+    been being the a an of in on at for to from by with and or per each any all this that
+    there their its it they them have has had get gets got give given say says said tell
+    document documents report file files policy handbook log minutes sheet page data text
+    according also only about some more most very just than then into over under up down
+    can could will would should may might must shall our your you we i me my us company
+    studio team time times year years day days week weeks quarter after before within
+    back""".split()
+)
+
+
+def stem(word: str) -> str:
+    """A crude stem that makes "retried" meet "retries" and "weighs" meet "weigh"."""
+    return word.lower()[:5]
+
+
+def keywords(text: str) -> set[str]:
+    """Stems of the content words of a question (what the asked entity is called)."""
+    return {stem(w) for w in _WORD.findall(text.lower()) if w not in GENERIC and len(w) > 2}
+
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;(\u2014\u2013\n]\s*|\s-\s)$")
+
+
+def proper_words(*texts: str) -> set[str]:
+    """Capitalised words seen inside a sentence: names, not words capitalised by position."""
+    found = set()
+    for text in texts:
+        for m in _CAPITALISED.finditer(text):
+            if not _SENTENCE_START.search(text[max(0, m.start() - 3) : m.start()]):
+                found.add(m.group(0).lower())
+    return found
+
+
+def entity_marks(
+    text: str, start: int = 0, proper: set[str] | None = None
+) -> list[tuple[int, str]]:
+    """(offset, lowercased mark) of named things in `text`: capitalised names, identifiers
+    (Q3, FY2026, INC-2303, 3rd) and years. A word capitalised only because it opens a
+    sentence ("Revenue was ...") is a name only if it is seen capitalised elsewhere."""
+    marks = []
+    for pattern in (_CAPITALISED, _IDENTIFIER, _YEAR):
+        for m in pattern.finditer(text):
+            word = m.group(0).lower()
+            if word in COMMON_CAPITALISED:
+                continue
+            opening = pattern is _CAPITALISED and _SENTENCE_START.search(
+                text[max(0, m.start() - 3) : m.start()]
+            )
+            if opening and proper is not None and word not in proper:
+                continue
+            marks.append((start + m.start(), word))
+    return sorted(marks)
+
+
+def asked_marks(*texts: str) -> set[str]:
+    """The entities the question itself names (its own capitalised words, periods, ids)."""
+    found: set[str] = set()
+    for text in texts:
+        normal = normalize(text)
+        found |= {w for _, w in entity_marks(normal)}
+        found |= {w for w in _WORD.findall(normal.lower())}
+    return found
+
+
+# -- abstention -----------------------------------------------------------------------------
+# Ways of saying "the documents do not give this": verbs of saying or containing, negated;
+# "no figure", "silent on", "nowhere", "not found", an empty file. Negated verbs of other
+# kinds ("revenue did not fall") are not abstentions.
+ABSTAIN = re.compile(
+    r"\b(?:does|do|did|is|are|was|were|has|have|can|could)(?:\s+not|n't)\s+(?:seem\s+to\s+)?"
+    r"(?:say|state|mention|specify|give|list|provide|include|cover|address|report|contain|"
+    r"disclose|show|record|appear|exist|know|find|locate|see|tell|break|define|name)\b"
+    r"|\b(?:cannot|can't|couldn't|could\s+not|unable\s+to|not\s+able\s+to)\s+(?:find|locate|"
+    r"see|tell|say|determine|confirm|give|provide|open|access|read|index)\b"
+    r"|\b(?:isn't|is\s+not|aren't|are\s+not|wasn't|was\s+not|weren't|were\s+not)\s+"
+    r"(?:given|stated|mentioned|specified|listed|provided|included|covered|reported|"
+    r"available|disclosed|addressed|recorded|shown|documented|in\b|part\s+of|found|"
+    r"something)\b"
+    r"|\bno\s+(?:[\w-]+\s+){0,2}(?:mention|information|figure|number|data|record|details?|"
+    r"amount|value|count|breakdown|reference|indication|headcount)\b"
+    r"|\bno\s+(?:[\w-]+\s+){0,2}(?:is\s+|are\s+)?(?:listed|given|stated|mentioned|recorded|"
+    r"reported|provided)\b"
+    r"|\bnothing\s+(?:about|on|regarding)\b|\bsilent\s+on\b|\bmakes\s+no\s+mention\b"
+    r"|\bnot\s+in\s+the\b|\bnowhere\b|\bnot\s+found\b|\bno\s+such\b|\bis\s+empty\b"
+    r"|\bhas\s+no\s+(?:text|content)\b|\bnothing\s+to\s+report\b"
+    r"|\bi\s+(?:don't|do\s+not)\s+(?:know|have)\b"
+    r"|\bno\s+way\s+to\s+(?:tell|know|work\s+out|calculate|determine|say)\b"
+    r"|\b(?:can't|cannot|can\s+not)\s+be\s+(?:worked\s+out|calculated|determined|found)\b",
+    re.I,
+)
+
+
+def abstains(text: str) -> bool:
+    return bool(ABSTAIN.search(text))

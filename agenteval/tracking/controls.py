@@ -1,0 +1,92 @@
+"""Judge-control measurements in MLflow: one run per (judge digest, controls, split, repeats).
+
+Runs are found again by their key, so logging the same measurement twice creates nothing;
+the judge's configuration digest is a tag, which lets the MLflow UI line up every
+measurement of one instrument.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agenteval.fileio import digest_of
+
+CONTROLS_EXPERIMENT_SUFFIX = "-controls"
+JUDGE_DIGEST_TAG = "agenteval.judge.config_digest"
+
+
+def _metrics(report: Mapping[str, Any]) -> dict[str, float]:
+    flat: dict[str, float] = {}
+    named = {**report["splits"], "all": report["overall"]}
+    for split, s in named.items():
+        for key in ("coverage", "false_pass_rate", "false_fail_rate"):
+            if s[key] is not None:
+                flat[f"{split}.{key}"] = float(s[key])
+        for key in ("false_passes", "false_fails", "judged", "controls"):
+            flat[f"{split}.{key}"] = float(s[key])
+        for key in ("agreement", "kappa", "ac1"):
+            for part in ("value", "low", "high"):
+                value = s[key][part]
+                if value is not None:
+                    flat[f"{split}.{key}" + ("" if part == "value" else f".{part}")] = value
+    consistency = report.get("self_consistency")
+    if consistency:
+        flat["self_consistency.identical_verdicts"] = consistency["identical_verdicts"]
+        if consistency["icc_scores"] is not None:
+            flat["self_consistency.icc_scores"] = consistency["icc_scores"]
+    return flat
+
+
+def log_controls(
+    report: Mapping[str, Any], params: Mapping[str, Any], root: Path
+) -> tuple[str, bool]:
+    """(run id, created) of the MLflow run holding this controls report."""
+    from agenteval.tracking.store import (
+        DEFAULT_EXPERIMENT,
+        RUN_KEY_TAG,
+        ensure_experiment,
+        find_run,
+        mlflow_client,
+        repository_root,
+        resolve_tracking_uri,
+    )
+
+    section = params.get("tracking") or {}
+    uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
+    experiment = (section.get("experiment") or DEFAULT_EXPERIMENT) + CONTROLS_EXPERIMENT_SUFFIX
+    judge = report["judge"]
+    repeats = (report.get("self_consistency") or {}).get("repeats", 1)
+    key = digest_of([judge, report["controls_digest"], report["split"], repeats])
+    with mlflow_client(uri) as client:
+        experiment_id = ensure_experiment(client, experiment, uri)
+        found = find_run(client, experiment_id, key)
+        if found is not None:
+            return found, False
+        tags = {
+            RUN_KEY_TAG: key,
+            JUDGE_DIGEST_TAG: judge.get("config_digest") or "",
+            "agenteval.judge.kind": judge["kind"],
+            "agenteval.judge.model": judge.get("model") or "",
+            "agenteval.controls.digest": report["controls_digest"],
+            "agenteval.controls.split": report["split"],
+            "agenteval.controls.passed": str(report["passed"]).lower(),
+        }
+        name = f"controls-{judge['kind']}-{(judge.get('config_digest') or 'none')[:8]}"
+        run = client.create_run(experiment_id, run_name=name, tags=tags)
+        run_id = str(run.info.run_id)
+        try:
+            for metric, value in _metrics(report).items():
+                client.log_metric(run_id, metric, value)
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "controls.json"
+                path.write_text(json.dumps(report, indent=2, ensure_ascii=False), "utf-8")
+                client.log_artifact(run_id, str(path))
+        except BaseException:
+            client.set_terminated(run_id, status="FAILED")
+            raise
+        client.set_terminated(run_id, status="FINISHED")
+    return run_id, True
