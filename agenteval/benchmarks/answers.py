@@ -1,0 +1,344 @@
+"""Code's reading of a final answer against a short ground truth: what it can settle, and
+when it must leave the answer to a judge.
+
+Used by the QA pre-check (before the A/B/C judge) and by the retrieval benchmark's answer
+accuracy. The rules, in order:
+
+- empty, looping or refusing replies are C;
+- the answer equal to the truth or an alias, after normalisation (case, accents, articles,
+  thousands separators, number words), is A;
+- a numeric truth matches within 1%, with unit scales (k, million, bn) and percent <->
+  fraction; a reply whose only compatible figures all differ is B;
+- a textual truth found verbatim (normalised) in the reply is A;
+- any negation or hedge next to the evidence, a list of candidates, or units code cannot
+  convert, and the answer is deferred (no letter): code is not sure;
+- a short truth that appears nowhere in the reply is B by the rule "short answers must
+  appear" - not firm: a model judge, when one is configured, may still accept a paraphrase.
+
+The number grammar is `judges.numbers` (one home); `read_numbers` is the seam where a shared
+commitment-aware answer reader can replace the local reading later.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from agenteval.judges.numbers import DATE_OR_TIME, MULTIPLIERS, QUANTITY, RANGE
+
+TOLERANCE = 0.01  # relative: "within 1%"
+LONG_TRUTH_WORDS = 6  # truths this long are phrases a reply may reword: never B by absence
+ARTICLES = frozenset({"a", "an", "the"})
+NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|cannot|without)\b|n't\b", re.IGNORECASE)
+HEDGE = re.compile(
+    r"\b(?:maybe|perhaps|possibly|probably|might|unsure|unclear|uncertain|either|"
+    r"not sure|i think|i believe|i guess|could be|may be)\b",
+    re.IGNORECASE,
+)
+REFUSAL = re.compile(
+    r"could ?n[o']t find|can ?n[o']t find|cannot find|not in the documents|no information|"
+    r"do ?n[o']t know|do not know|unable to (?:find|answer|help)|can ?n[o']t answer|"
+    r"cannot answer|not (?:mentioned|stated|specified|provided)|no documents",
+    re.IGNORECASE,
+)
+MONTHS = re.compile(
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\b", re.IGNORECASE
+)
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+WORD_DATE = re.compile(
+    rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?(?:\s+\d{{4}})?\b"
+    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b|\b{_MONTH}\s+\d{{4}}\b",
+    re.IGNORECASE,
+)
+# A bare number right after one of these names something ("Section 8", "HTTP 429",
+# "INC-2291"): it is an identifier, not a quantity a reply asserts.
+LABEL_WORD = re.compile(
+    r"\b(?:section|article|clause|version|station|room|step|page|chapter|item|number)\s?$"
+    r"|(?:\bno\.|#)\s?$",
+    re.IGNORECASE,
+)
+ACRONYM = re.compile(r"\b(?!(?:USD|EUR|GBP)\b)[A-Z]{2,}[-\s]?$|[A-Za-z]-$")  # case matters
+FINAL = re.compile(r"^[\s*#>_-]*final answer[\s*_]*[:：]\s*(.+?)\s*$", re.IGNORECASE | re.M)
+SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+# Units a reply may attach to a figure; a different one of these means a different quantity
+# (or a conversion code does not attempt), never a match.
+UNITS = frozenset(
+    """second minute hour day week month year quarter km kilometre kilometer mile metre meter
+    m cm mm kg g lb pound ton wh kwh mwh line page request time employee item character
+    byte kb mb gb""".split()
+)
+SCALE_AFTER_DIGIT = re.compile(r"(\d)(\s*)(thousand|million|billion)\b", re.IGNORECASE)
+SHIELD = re.compile(r"QQ([A-Za-z]+?)QQ")
+LEADING_NUMBER = re.compile(r"^\s*[$€£]?\s?\d")
+
+
+@dataclass(frozen=True)
+class Check:
+    """Code's reading: a letter (or None = deferred), the rule, and whether it is final."""
+
+    letter: str | None
+    rule: str
+    firm: bool = True
+
+    @property
+    def deferred(self) -> bool:
+        return self.letter is None
+
+
+@dataclass(frozen=True)
+class Number:
+    low: float
+    high: float
+    kind: str  # percent | money | plain
+    unit: str | None
+    scaled: bool  # written with k / million / bn
+    sentence: int = 0
+
+    @property
+    def is_range(self) -> bool:
+        return self.low != self.high
+
+    def deviation(self, truth: Number) -> float:
+        """Relative distance of this figure from `truth`; a range matches a range end to end."""
+        if truth.is_range:
+            if not self.is_range:
+                return math.inf
+            return max(_relative(truth.low, truth.low, self.low),
+                       _relative(truth.high, truth.high, self.high))  # fmt: skip
+        best = math.inf
+        for low, high in _forms(truth, self):
+            for value in {self.low, self.high}:
+                best = min(best, _relative(low, high, value))
+        return best
+
+
+def _forms(truth: Number, found: Number) -> list[tuple[float, float]]:
+    """The truth as the found figure may legitimately express it: percent <-> fraction."""
+    forms = [(truth.low, truth.high)]
+    if truth.kind == "percent" and found.kind == "plain" and found.high <= 1:
+        forms.append((truth.low / 100, truth.high / 100))
+    if truth.kind == "plain" and found.kind == "percent" and truth.high <= 1:
+        forms.append((truth.low * 100, truth.high * 100))
+    return forms
+
+
+def _relative(low: float, high: float, value: float) -> float:
+    if low <= value <= high:
+        return 0.0
+    nearest = low if abs(value - low) < abs(value - high) else high
+    if nearest == 0:
+        return math.inf
+    return abs(value - nearest) / abs(nearest)
+
+
+# -- normalisation ----------------------------------------------------------------------
+@lru_cache(maxsize=4096)
+def digits(text: str) -> str:
+    """Number words as digits ("thirty days" -> "30 days"), via text2num."""
+    from text_to_num import alpha2digit  # lazy: a compiled extension the CLI start avoids
+
+    # "8.6 million" is already a figure: shield its scale word, which text2num would turn
+    # into a second number (8.6 1000000).
+    shielded = SCALE_AFTER_DIGIT.sub(r"\1\2QQ\3QQ", text)
+    return SHIELD.sub(r"\1", str(alpha2digit(shielded, "en")))
+
+
+def normalise(text: str) -> str:
+    """Lowercase words and numbers without articles, accents or thousands separators."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+    text = digits(text)
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    tokens = re.findall(r"[a-z0-9]+(?:\.[0-9]+)?|[$€£%]", text)
+    return " ".join(t for t in tokens if t not in ARTICLES)
+
+
+def contains(haystack: str, needle: str) -> bool:
+    """Whole-token containment of normalised texts."""
+    return bool(needle) and f" {needle} " in f" {haystack} "
+
+
+def final_answer(reply: str) -> str:
+    """The text after the last `FINAL ANSWER:` line, else the whole reply."""
+    found = FINAL.findall(reply)
+    return (found[-1] if found else reply).strip()
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in SENTENCE.split(text) if s.strip()] or [text]
+
+
+# -- numbers ----------------------------------------------------------------------------
+def _unit_after(text: str, end: int) -> str | None:
+    match = re.match(r"\s*([A-Za-z]+)", text[end:])
+    if not match:
+        return None
+    word = match.group(1).lower()
+    if len(word) > 3 and word.endswith("s"):
+        word = word[:-1]
+    return word if word in UNITS else None
+
+
+def read_numbers(text: str) -> list[Number]:
+    """Every figure in `text` with its kind and unit; number words read as digits first."""
+    found: list[Number] = []
+    for index, sentence in enumerate(sentences(digits(text))):
+        plain = WORD_DATE.sub(" ", DATE_OR_TIME.sub(" ", sentence))
+        for match in RANGE.finditer(plain):
+            scale = MULTIPLIERS.get((match["mult"] or match["lomult"] or "").lower(), 1.0)
+            low, high = sorted((_float(match["lo"]) * scale, _float(match["hi"]) * scale))
+            kind = _kind(match["cur"] or match["cur2"], match["pct"])
+            unit = _unit_after(plain, match.end())
+            found.append(Number(low, high, kind, unit, scale != 1.0, index))
+        plain = RANGE.sub(" ", plain)
+        for match in QUANTITY.finditer(plain):
+            if not (match["cur"] or match["pct"]) and _labelled(plain, match.start("num")):
+                continue
+            scale = MULTIPLIERS.get((match["mult"] or "").lower(), 1.0)
+            value = _float(match["num"]) * scale
+            kind = _kind(match["cur"], match["pct"])
+            unit = _unit_after(plain, match.end())
+            found.append(Number(value, value, kind, unit, scale != 1.0, index))
+    return found
+
+
+def _labelled(text: str, start: int) -> bool:
+    before = text[max(0, start - 16) : start]
+    return bool(ACRONYM.search(before) or LABEL_WORD.search(before))
+
+
+def _float(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _kind(currency: str | None, percent: str | None) -> str:
+    return "percent" if percent else "money" if currency else "plain"
+
+
+def numeric_truth(truth: str) -> Number | None:
+    """The truth as one figure, when it is one: "$8.6 million", "17%", "3 years", a range.
+
+    Identifiers ("Section 8", "INC-2303") and dates stay text: their digits are names, and
+    1% of 2303 would accept the wrong incident.
+    """
+    text = digits(truth)
+    if not LEADING_NUMBER.match(text) or MONTHS.search(text) or DATE_OR_TIME.search(text):
+        return None
+    numbers = read_numbers(text)
+    words = re.findall(r"[A-Za-z]+", QUANTITY.sub(" ", RANGE.sub(" ", text)))
+    if len(numbers) != 1 or len(words) > 3:
+        return None
+    return numbers[0]
+
+
+def _compatible(truth: Number, found: Number) -> bool:
+    kinds = truth.kind == found.kind or "plain" in (truth.kind, found.kind)
+    if not kinds:
+        return False
+    if truth.kind == "money" and found.kind == "plain" and found.unit:
+        return False  # "23.6 kg" is not a price
+    return truth.unit is None or found.unit is None or truth.unit == found.unit
+
+
+def _year_like(number: Number) -> bool:
+    value = number.low
+    return (
+        number.kind == "plain" and number.low == number.high and value.is_integer()
+        and 1900 <= value <= 2100 and not number.unit
+    )  # fmt: skip
+
+
+# -- the check --------------------------------------------------------------------------
+def precheck(answer: str, truth: str, aliases: Sequence[str] = (), question: str = "") -> Check:
+    """Code's reading of `answer` against `truth`; see the module docstring for the rules."""
+    text = answer.strip()
+    if not text:
+        return Check("C", "empty")
+    if repetitive(text):
+        return Check("C", "repetitive")
+    forms = [normalise(f) for f in (truth, *aliases) if normalise(f)]
+    norm = normalise(text)
+    if norm in forms:
+        return Check("A", "exact" if norm == forms[0] else "alias")
+    if REFUSAL.search(text) and not any(contains(norm, f) for f in forms):
+        return Check("C", "refusal")
+    figure = numeric_truth(truth)
+    if figure is not None:
+        return _numeric(text, figure, question)
+    return _phrase(text, forms, len(truth.split()) >= LONG_TRUTH_WORDS)
+
+
+def _phrase(text: str, forms: list[str], long_truth: bool = False) -> Check:
+    hits = [s for s in sentences(text) if any(contains(normalise(s), f) for f in forms)]
+    own = frozenset(word for f in forms for word in f.split())
+    if hits:
+        if any(_guarded(s, own) for s in hits):
+            return Check(None, "deferred: negated or hedged")
+        if any(_listed(normalise(s), forms) for s in hits):
+            return Check(None, "deferred: lists candidates")
+        return Check("A", "contains")
+    if long_truth:
+        return Check(None, "deferred: long answer not found verbatim")
+    if _guarded(text):
+        return Check(None, "deferred: negated or hedged")
+    return Check("B", "absent", firm=False)
+
+
+def _numeric(text: str, truth: Number, question: str) -> Check:
+    echoed = {(n.low, n.high) for n in read_numbers(question)}
+    figures = [
+        n for n in read_numbers(text)
+        if not (_year_like(n) and not _year_like(truth))
+        and ((n.low, n.high) not in echoed or n.deviation(truth) <= TOLERANCE)
+    ]  # fmt: skip
+    compatible = [n for n in figures if _compatible(truth, n)]
+    matches = [n for n in compatible if n.deviation(truth) <= TOLERANCE]
+    others = [n for n in compatible if n.deviation(truth) > TOLERANCE]
+    parts = sentences(digits(text))
+    touched = {n.sentence for n in matches + others}
+    if any(_guarded(parts[i]) for i in touched if i < len(parts)):
+        return Check(None, "deferred: negated or hedged")
+    if matches and others:
+        return Check(None, "deferred: lists candidates")
+    if matches:
+        return Check("A", "numeric")
+    if truth.is_range and any(truth.low <= n.low <= truth.high for n in others):
+        return Check(None, "deferred: one figure inside the expected range")
+    if others:
+        return Check("B", "numeric mismatch")
+    if figures:
+        return Check(None, "deferred: units differ")
+    if _guarded(text):
+        return Check(None, "deferred: negated or hedged")
+    return Check("B", "absent", firm=False)
+
+
+def _guarded(sentence: str, truth_words: frozenset[str] = frozenset()) -> bool:
+    """A negation or hedge in the sentence, other than words of the truth itself ("No
+    trademark or patent rights are waived" may be said without being negated)."""
+    for pattern in (NEGATION, HEDGE):
+        for match in pattern.finditer(sentence):
+            if match.group(0).lower() not in truth_words:
+                return True
+    return False
+
+
+def _listed(sentence: str, forms: list[str]) -> bool:
+    padded = f" {sentence} "
+    return any(f" {f} or " in padded or f" or {f} " in padded for f in forms)
+
+
+def repetitive(text: str, n: int = 5, times: int = 3, share: float = 0.4) -> bool:
+    """A reply stuck in a loop: one run of `n` words occurs `times` times or more and its
+    copies make up `share` of the reply (legal prose repeats phrases, loops repeat text)."""
+    words = normalise(text).split()
+    if len(words) < n * times:
+        return False
+    grams = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+    count = max(grams.values())
+    return count >= times and count * n >= share * len(words)
