@@ -145,7 +145,8 @@ def digits(text: str) -> str:
     # "8.6 million" is already a figure: shield its scale word, which text2num would turn
     # into a second number (8.6 1000000).
     shielded = SCALE_AFTER_DIGIT.sub(r"\1\2QQ\3QQ", text)
-    return SHIELD.sub(r"\1", str(alpha2digit(shielded, "en")))
+    # threshold=1: "two" and up become digits, while "one" stays a word ("no one knows").
+    return SHIELD.sub(r"\1", str(alpha2digit(shielded, "en", threshold=1)))
 
 
 def normalise(text: str) -> str:
