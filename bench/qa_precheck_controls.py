@@ -31,8 +31,12 @@ def measure(rows: list[dict[str, object]]) -> dict[str, object]:
     tally: Counter[str] = Counter()
     wrong = []
     for row in rows:
-        check = precheck(final_answer(str(row["reply"])), str(row["truth"]),
-                         [str(a) for a in row["aliases"]], str(row["question"]))  # type: ignore[union-attr]  # fmt: skip
+        check = precheck(
+            final_answer(str(row["reply"])),
+            str(row["truth"]),
+            [str(a) for a in row["aliases"]],
+            str(row["question"]),
+        )  # type: ignore[union-attr]
         if check.letter is None:
             tally["deferred"] += 1
             continue
@@ -47,7 +51,8 @@ def measure(rows: list[dict[str, object]]) -> dict[str, object]:
         "controls": total,
         "coverage": round(tally["settled"] / total, 3) if total else None,
         "agreement_on_settled": round(tally["agree"] / tally["settled"], 3)
-        if tally["settled"] else None,
+        if tally["settled"]
+        else None,
         "false_passes": tally["false_pass"],
         "other_disagreements": tally["disagree"],
         "wrong": wrong,

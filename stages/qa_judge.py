@@ -14,8 +14,9 @@ def main() -> int:
     try:
         verdicts = step_qa_judge(variant_params("qa"), variant_layout("qa"))
     except QuotaExhausted as exc:
-        print(f"judge: stopped: {exc}; resume with: dvc repro pipelines/qa/dvc.yaml",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"judge: stopped: {exc}; resume with: dvc repro pipelines/qa/dvc.yaml", file=sys.stderr
+        )
         return 3
     except ValueError as exc:
         print(f"judge: {exc}", file=sys.stderr)

@@ -11,8 +11,10 @@ from stages.common import variant_layout, variant_params
 def main() -> int:
     scored = step_qa_score(variant_params("qa"), variant_layout("qa"))
     first = scored.metrics["correct.native@1"]
-    print(f"score: correct.native@1 {first['value']} "
-          f"({first['evaluated']} evaluated of {first['total']})")  # fmt: skip
+    print(
+        f"score: correct.native@1 {first['value']} "
+        f"({first['evaluated']} evaluated of {first['total']})"
+    )
     return 0
 
 

@@ -143,5 +143,5 @@ def test_precheck_only_leaves_deferred_answers_unavailable() -> None:
 def test_the_model_under_test_cannot_judge_itself(openai_server: OpenAIServer) -> None:
     params = params_for(openai_server, model="Qwen3-8B")
     params["target"] |= {"kind": "chat", "model": "qwen3-8b", "base_url": "http://127.0.0.1:9/v1"}
-    with pytest.raises(ValueError, match="qa.judge.model"):
+    with pytest.raises(ValueError, match=r"qa\.judge\.model"):
         QAJudge(params, ROOT)

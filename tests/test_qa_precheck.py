@@ -17,7 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CASES = [
     # (truth, reply, question, expected letter or None for deferred)
-    ("$8.6 million", "Net revenue was $8.6 million in Q2 of fiscal 2026.", "Revenue in fiscal 2026?", "A"),
+    (
+        "$8.6 million",
+        "Net revenue was $8.6 million in Q2 of fiscal 2026.",
+        "Revenue in fiscal 2026?",
+        "A",
+    ),
     ("$8.6 million", "8,600,000 dollars", "", "A"),
     ("$8.6 million", "$8.6M", "", "A"),
     ("$8.6 million", "$7.35 million", "", "B"),
@@ -43,7 +48,12 @@ CASES = [
     ("Deepa Venkataraman", "It is not Deepa Venkataraman.", "", None),
     ("Sparrow", "It is either the Sparrow or the Heron", "", None),
     ("Sparrow", "Sparrow or Heron", "", None),
-    ("No trademark or patent rights are waived", "No trademark or patent rights are waived.", "", "A"),
+    (
+        "No trademark or patent rights are waived",
+        "No trademark or patent rights are waived.",
+        "",
+        "A",
+    ),
     ("Deepa Venkataraman", "I could not find that in the documents.", "", "C"),
     ("x", "", "", "C"),
     ("10:00 to 15:00", "Core hours are 10:00 to 15:00.", "", "A"),
@@ -83,7 +93,9 @@ def test_identifiers_and_dates_are_text_truths() -> None:
 
 
 def _measure_split(split: str) -> dict[str, object]:
-    spec = importlib.util.spec_from_file_location("controls", ROOT / "bench/qa_precheck_controls.py")
+    spec = importlib.util.spec_from_file_location(
+        "controls", ROOT / "bench/qa_precheck_controls.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

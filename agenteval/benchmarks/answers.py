@@ -108,8 +108,10 @@ class Number:
         if truth.is_range:
             if not self.is_range:
                 return math.inf
-            return max(_relative(truth.low, truth.low, self.low),
-                       _relative(truth.high, truth.high, self.high))  # fmt: skip
+            return max(
+                _relative(truth.low, truth.low, self.low),
+                _relative(truth.high, truth.high, self.high),
+            )
         best = math.inf
         for low, high in _forms(truth, self):
             for value in {self.low, self.high}:
@@ -249,9 +251,12 @@ def _compatible(truth: Number, found: Number) -> bool:
 def _year_like(number: Number) -> bool:
     value = number.low
     return (
-        number.kind == "plain" and number.low == number.high and value.is_integer()
-        and 1900 <= value <= 2100 and not number.unit
-    )  # fmt: skip
+        number.kind == "plain"
+        and number.low == number.high
+        and value.is_integer()
+        and 1900 <= value <= 2100
+        and not number.unit
+    )
 
 
 # -- the check --------------------------------------------------------------------------
@@ -293,10 +298,11 @@ def _phrase(text: str, forms: list[str], long_truth: bool = False) -> Check:
 def _numeric(text: str, truth: Number, question: str) -> Check:
     echoed = {(n.low, n.high) for n in read_numbers(question)}
     figures = [
-        n for n in read_numbers(text)
+        n
+        for n in read_numbers(text)
         if not (_year_like(n) and not _year_like(truth))
         and ((n.low, n.high) not in echoed or n.deviation(truth) <= TOLERANCE)
-    ]  # fmt: skip
+    ]
     compatible = [n for n in figures if _compatible(truth, n)]
     matches = [n for n in compatible if n.deviation(truth) <= TOLERANCE]
     others = [n for n in compatible if n.deviation(truth) > TOLERANCE]

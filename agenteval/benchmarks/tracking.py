@@ -92,8 +92,9 @@ def log_benchmark(
         if run_id is None:
             model = (config.get("target") or {}).get("model") or "agent"
             name = os.environ.get("DVC_EXP_NAME") or f"{kind}-{model}-{key[:8]}"
-            run_id = str(client.create_run(experiment_id, run_name=name,
-                                           tags={RUN_KEY_TAG: key}).info.run_id)  # fmt: skip
+            run_id = str(
+                client.create_run(experiment_id, run_name=name, tags={RUN_KEY_TAG: key}).info.run_id
+            )
             try:
                 _fill(client, run_id, layout, params, config, kind, lock, files)
             except BaseException:

@@ -102,9 +102,12 @@ def avg_at_k(tasks: Sequence[TaskTally], k: int, conf: float) -> dict[str, Any]:
 
 
 def _estimator(
-    tasks: Sequence[TaskTally], j: int, attempts: int, conf: float,
+    tasks: Sequence[TaskTally],
+    j: int,
+    attempts: int,
+    conf: float,
     estimate: Callable[[int, int, int], float],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     if not 1 <= j <= attempts:
         raise ValueError(f"@{j} needs 1 <= {j} <= attempts per task ({attempts})")
     kept = [t for t in tasks if t.n >= j]

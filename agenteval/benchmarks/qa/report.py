@@ -136,9 +136,14 @@ def write_summary(
     lines.append(f"{len(tasks)} tasks · k = {k} attempt(s) per task · only verdict A counts.")
     if k > 1:
         seeds = ", ".join(str(s) for s in metrics.get("seeds", []))
-        lines += ["", "## Attempt plan", "",
-                  f"- attempts per task: {k} ({metrics.get('attempt_strategy')}: own seed and "
-                  "cache key per attempt)", f"- seeds: {seeds}"]  # fmt: skip
+        lines += [
+            "",
+            "## Attempt plan",
+            "",
+            f"- attempts per task: {k} ({metrics.get('attempt_strategy')}: own seed and "
+            "cache key per attempt)",
+            f"- seeds: {seeds}",
+        ]
     lines += ["", "## Headline", "", *_table(metrics, names)]
     if k > 1:
         series = metrics.get("series", {})

@@ -56,16 +56,20 @@ def step_tasks(params: dict[str, Any], layout: Layout) -> list[QATask]:
     section = params["qa"]
     source = layout.root / section["tasks"]
     tasks = load_tasks(source, section.get("format", "jsonl"), layout.root)
-    chosen = select(tasks, list(section.get("levels") or []), list(section.get("ids") or []),
-                    section["tasks"])  # fmt: skip
+    chosen = select(
+        tasks, list(section.get("levels") or []), list(section.get("ids") or []), section["tasks"]
+    )
     if int(params["suite"].get("iterations", 1)) != 1:
         raise TaskFileError(
             [Problem("params.yaml", 1, "suite.iterations: QA attempts are qa.k; leave it at 1")]
         )
     suite = build_qa_suite(
-        chosen, int(section.get("k", 1)), int(params["suite"].get("seed", 0)), layout.root,
+        chosen,
+        int(section.get("k", 1)),
+        int(params["suite"].get("seed", 0)),
+        layout.root,
         _manifest(layout.root, params),
-    )  # fmt: skip
+    )
     write_json(tasks_file(layout), [t.model_dump(mode="json") for t in chosen])
     write_json(layout.suite, suite)
     return chosen
@@ -99,9 +103,12 @@ async def _judge_all(
         path = transcript_path(verdicts_dir(layout), task.id, attempt)
         fresh = judge.blank(task, transcript)
         stored = _stored(path)
-        if stored is not None and (stored.transcript_digest, stored.task_digest, stored.judge) == (
-            fresh.transcript_digest, fresh.task_digest, fresh.judge
-        ) and stored.status != "error":  # fmt: skip
+        if (
+            stored is not None
+            and (stored.transcript_digest, stored.task_digest, stored.judge)
+            == (fresh.transcript_digest, fresh.task_digest, fresh.judge)
+            and stored.status != "error"
+        ):
             return stored  # the same grade of the same answer: never pay twice
         async with semaphore:
             verdict = await judge.grade(task, transcript)
@@ -161,12 +168,14 @@ def step_qa_score(params: dict[str, Any], layout: Layout) -> Scored:
     suite = load_suite(layout)
     tasks = load_task_list(layout)
     verdicts = load_verdicts(layout, tasks, suite.iterations)
-    classes = Counter(v.verdict or ("deferred" if v.status == "unavailable" else v.status)
-                      for v in verdicts)  # fmt: skip
+    classes = Counter(
+        v.verdict or ("deferred" if v.status == "unavailable" else v.status) for v in verdicts
+    )
     rules = Counter(v.rule for v in verdicts if v.rule)
     conf = float(params["stats"].get("conf", 0.95))
-    metrics = qa_metrics(observations(tasks, verdicts, suite.iterations), suite.iterations,
-                         conf, classes, rules)  # fmt: skip
+    metrics = qa_metrics(
+        observations(tasks, verdicts, suite.iterations), suite.iterations, conf, classes, rules
+    )
     metrics["attempt_strategy"] = params["qa"].get("attempt_strategy", "independent")
     metrics["seeds"] = suite.seeds()
     write_json(layout.metrics, metrics)
