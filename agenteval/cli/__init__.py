@@ -1,6 +1,6 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
-One short module per command group (evaluate, data, gate, serve); heavy modules are imported
+One short module per command group (evaluate, data, gate, serve, bench); heavy modules are imported
 inside commands so `agenteval --help` answers fast.
 """
 
@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from agenteval import __version__
-from agenteval.cli import data, evaluate, gate, serve
+from agenteval.cli import bench, data, evaluate, gate, serve
 
 app = typer.Typer(
     help="Reproducible, noise-aware evaluation of LLM agents.",
@@ -36,7 +36,7 @@ def main_options(
     """Reproducible, noise-aware evaluation of LLM agents."""
 
 
-for group in (evaluate, data, gate, serve):
+for group in (evaluate, data, gate, serve, bench):
     group.register(app)
 
 

@@ -9,6 +9,8 @@ from pydantic import BaseModel
 
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.params import Params
+from agenteval.schema.qa import QATask, QAVerdict
+from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.sources import SourcesFile
@@ -27,6 +29,9 @@ def models() -> dict[str, type[BaseModel]]:
         "scorecard": Scorecard,
         "sources": SourcesFile,
         "params": Params,
+        "qa_task": QATask,
+        "qa_verdict": QAVerdict,
+        "retrieval_questions": EvidenceSet,
     }
     return found
 
