@@ -40,4 +40,5 @@ def variant_params(name: str) -> dict[str, Any]:
 
 def variant_layout(name: str) -> Layout:
     """data/ and reports/ of a variant live in its own folder beside its dvc.yaml."""
-    return Layout.run_dir(root(), variant_dir(name))
+    folder = variant_dir(name)
+    return Layout(root(), folder / "data", folder / "reports")
