@@ -57,7 +57,7 @@ def test_repro_produces_reports(repo: Path) -> None:
         assert (repo / "reports" / name).is_file(), name
     assert (repo / "data/suite.json").is_file()
     assert any((repo / "data/transcripts").rglob("0.json"))
-    status = json.loads(sh(["dvc", "status", "--json"], repo).splitlines()[-1] or "{}")
+    status = json.loads(sh(["dvc", "status", "dvc.yaml", "--json"], repo).splitlines()[-1] or "{}")
     # fetch re-verifies the pinned corpora on every repro by design; nothing else is stale.
     assert status == {"fetch": ["always changed"]}
 
@@ -93,7 +93,7 @@ def test_changing_the_judge_does_not_rerun_the_agent(repo: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in transcripts}
     card_before = json.loads((repo / "reports/scorecard.json").read_text())
     set_param(repo, "judge", "pass_threshold", 7.0)
-    status = json.loads(sh(["dvc", "status", "--json"], repo).splitlines()[-1])
+    status = json.loads(sh(["dvc", "status", "dvc.yaml", "--json"], repo).splitlines()[-1])
     assert "judge" in status and "score" in status
     assert "infer" not in status and "suite" not in status
     out = sh(["dvc", "repro"], repo)
