@@ -114,7 +114,8 @@ def test_a_quote_not_in_the_extracted_text_raises_with_its_line(tmp_path: Path) 
         "questions:\n"
         "  - id: ok\n    question: q?\n    document: eval/corpus/documents/ledgerline_client.py\n"
         "    quote: Every request uses a default timeout of 15 seconds.\n    answer: 15 seconds\n"
-        "  - id: wrong\n    question: q?\n    document: eval/corpus/documents/ledgerline_client.py\n"
+        "  - id: wrong\n    question: q?\n"
+        "    document: eval/corpus/documents/ledgerline_client.py\n"
         "    quote: Every request uses a default timeout of 50 seconds.\n    answer: 50 seconds\n",
         encoding="utf-8",
     )
@@ -122,7 +123,7 @@ def test_a_quote_not_in_the_extracted_text_raises_with_its_line(tmp_path: Path) 
     with pytest.raises(LabelError) as caught:
         verify_quotes(questions, located, ROOT)
     (problem,) = caught.value.problems
-    assert (problem.path, problem.line) == (str(labels), 10)
+    assert (problem.path, problem.line) == (str(labels), 11)
     assert "wrong: quote not found" in problem.message
 
 
