@@ -123,7 +123,7 @@ def test_a_quote_not_in_the_extracted_text_raises_with_its_line(tmp_path: Path) 
     with pytest.raises(LabelError) as caught:
         verify_quotes(questions, located, ROOT)
     (problem,) = caught.value.problems
-    assert (problem.path, problem.line) == (str(labels), 11)
+    assert (problem.path, problem.line) == (str(labels), 10)
     assert "wrong: quote not found" in problem.message
 
 
