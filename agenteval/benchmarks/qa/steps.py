@@ -168,8 +168,8 @@ def step_qa_score(params: dict[str, Any], layout: Layout) -> Scored:
     suite = load_suite(layout)
     tasks = load_task_list(layout)
     verdicts = load_verdicts(layout, tasks, suite.iterations)
-    classes = Counter(
-        v.verdict or ("deferred" if v.status == "unavailable" else v.status) for v in verdicts
+    classes: Counter[str] = Counter(
+        str(v.verdict or ("deferred" if v.status == "unavailable" else v.status)) for v in verdicts
     )
     rules = Counter(v.rule for v in verdicts if v.rule)
     conf = float(params["stats"].get("conf", 0.95))

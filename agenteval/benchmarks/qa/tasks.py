@@ -46,7 +46,7 @@ def _lines(path: Path) -> Iterable[tuple[int, dict[str, Any] | Problem]]:
             continue
         try:
             value = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             yield number, Problem(str(path), number, f"not a JSON object: {exc.msg}")
             continue
         if not isinstance(value, dict):
