@@ -131,7 +131,11 @@ def test_exp_run_with_another_model_is_a_second_comparable_run(repo: Path) -> No
     assert changed == {"target.model", "target.params.top_k"}
     assert new.data.tags.get("agenteval.dvc.exp_name")
     assert set(old.data.metrics) >= {"pass_rate", "avg_score"} <= set(new.data.metrics)
-    diff = json.loads(sh(["dvc", "metrics", "diff", "--json"], repo).splitlines()[-1])
+    diff = json.loads(
+        sh(
+            ["dvc", "metrics", "diff", "--targets", "reports/metrics.json", "--json"], repo
+        ).splitlines()[-1]
+    )
     deltas = diff["reports/metrics.json"]
     # top_k=2 retrieves less: the headline score moves and dvc shows old, new and the delta.
     assert deltas["avg_score"]["diff"] == pytest.approx(
