@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
@@ -129,3 +130,31 @@ def test_dvc_repro_of_both_variants_offline(tmp_path: Path) -> None:
     out = sh(["dvc", "repro", "pipelines/qa/dvc.yaml"], repo)
     assert "Stage 'pipelines/qa/dvc.yaml:infer' didn't change, skipping" in out
     assert "Running stage 'pipelines/qa/dvc.yaml:judge'" in out
+
+
+def test_main_pipeline_refuses_another_suite_kind() -> None:
+    from agenteval.params import DEFAULTS, deep_merge
+    from agenteval.suite.build import SuiteError, build_suite
+
+    with pytest.raises(SuiteError, match="pipelines/qa"):
+        build_suite(deep_merge(DEFAULTS, {"suite": {"kind": "qa"}}), ROOT)
+
+
+def test_gate_on_qa_runs_lists_flipped_tasks(tmp_path: Path) -> None:
+    from agenteval.benchmarks.gate import GateRefused, gate, load_run
+
+    layout = Layout.run_dir(ROOT, tmp_path / "base")
+    run_qa(qa_params(1, tmp_path), layout)
+    base = load_run(layout.reports)
+    assert gate(base, base).passed
+    worse = json.loads(json.dumps(base))
+    right = [t for t, d in worse["details"].items() if d["correct"] == 1]
+    assert len(right) >= 2
+    for task in right[:2]:
+        worse["details"][task]["correct"] = 0
+    worse["correct.native@1"]["value"] -= 2 / 4
+    failed = gate(worse, base)
+    assert not failed.passed and {f["question"] for f in failed.flipped} == set(right[:2])
+    other_k = dict(worse, k=3)
+    with pytest.raises(GateRefused, match="attempt"):
+        gate(other_k, base)

@@ -85,6 +85,8 @@ def identical_copy(
             sum(sum(c.doc == name for c in top) / 5 for top in tops) / len(tops), 4
         )
     ok = all(share <= DUPLICATE_SHARE for share in shares.values())
+    plain = BM25Ranker("bm25 without dedup", chunks, 400, False)
+    undeduped = sum(sum(c.doc == name for c in plain.rank(q.question, 5)) / 5 for q in asked)
     return result(
         "identical copy under another name",
         condition,
@@ -92,6 +94,7 @@ def identical_copy(
         document=original,
         questions=len(asked),
         copy_share_of_top5=shares,
+        bm25_without_dedup=round(undeduped / len(asked), 4),
     )
 
 

@@ -30,8 +30,9 @@ def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
     ]
     for name, scores in results["metrics"].items():
         lines.append(f"| {name} | " + " | ".join(_f(scores[c]) for c in COLUMNS) + " |")
-    for name, why in meta["skipped_pipelines"].items():
-        lines.append(f"| {name} | skipped: {why} |" + " |" * (len(COLUMNS) - 1))
+    for name in meta["skipped_pipelines"]:
+        lines.append(f"| {name} | " + " | ".join(["skipped"] + [""] * (len(COLUMNS) - 1)) + " |")
+    lines += ["", *(f"{name} skipped: {why}" for name, why in meta["skipped_pipelines"].items())]
     lines += [
         "",
         "Pipelines: "
@@ -62,6 +63,12 @@ def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
     ]
     for tag, row in results["by_tag"].items():
         lines.append(f"| {tag} | " + " | ".join(_f(v) for v in row.values()) + " |")
+    lines += _answers(results) + _hard_cases(results)
+    write_text(layout.reports / "summary.md", "\n".join(lines).rstrip() + "\n")
+
+
+def _answers(results: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
     answers = results.get("answers")
     if answers:
         lines += [
@@ -79,7 +86,11 @@ def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
             if r.get("answer", {}).get("outcome") == "wrong"
         ]
         lines += [f"- {q}: {a['miss']} miss ({a['rule']})" for q, a in wrong]
-    lines += [
+    return lines
+
+
+def _hard_cases(results: Mapping[str, Any]) -> list[str]:
+    lines = [
         "",
         "## Hard cases",
         "",
@@ -93,4 +104,4 @@ def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
             f"| {case['case']} | {case['status']} | {case['condition']} | "
             f"{shown.replace('|', '/')[:300]} |"
         )
-    write_text(layout.reports / "summary.md", "\n".join(lines).rstrip() + "\n")
+    return lines
