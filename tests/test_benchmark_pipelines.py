@@ -25,9 +25,18 @@ from agenteval.params import load_params
 ROOT = Path(__file__).resolve().parents[1]
 IDS = ["hl_q2_net_revenue", "fo_parental_leave", "qf_runbook_owner", "ds_late_fee_in_force"]
 IGNORE = shutil.ignore_patterns(
-    ".venv", ".ci-venv", "data", "runs", "mlflow.db*", "mlartifacts", ".git", ".*cache*",
-    "__pycache__", "reports", "dvc.lock",
-)  # fmt: skip
+    ".venv",
+    ".ci-venv",
+    "data",
+    "runs",
+    "mlflow.db*",
+    "mlartifacts",
+    ".git",
+    ".*cache*",
+    "__pycache__",
+    "reports",
+    "dvc.lock",
+)
 
 
 def qa_params(k: int, tmp: Path) -> dict[str, Any]:
@@ -87,8 +96,10 @@ def test_qa_run_is_tracked_with_provenance_once(tmp_path: Path) -> None:
 def test_cli_refuses_a_bad_k_before_any_work(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "agenteval", "qa", "--k", "0", "--out", str(tmp_path / "x")],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2 and "qa.k" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "x").exists()
 
@@ -158,3 +169,41 @@ def test_gate_on_qa_runs_lists_flipped_tasks(tmp_path: Path) -> None:
     other_k = dict(worse, k=3)
     with pytest.raises(GateRefused, match="attempt"):
         gate(other_k, base)
+
+
+def test_qa_with_a_chat_agent_and_a_model_judge_over_loopback(tmp_path: Path) -> None:
+    from servers import Call, OpenAIServer, Reply
+
+    def reply(body: dict[str, Any]) -> Reply:
+        text = json.dumps(body["messages"])
+        if "Answer under test" in text:  # the A/B/C judge
+            return Reply(text="Verdict: A" if "Venkataraman" in text else "maybe")
+        if not any(m.get("role") == "tool" for m in body["messages"]):  # the agent searches
+            return Reply(text="", tool_calls=[Call("query_documents", {"query": "runbook owner"})])
+        return Reply(text="The runbook belongs to D. Venkataraman.\nFINAL ANSWER: D. Venkataraman")
+
+    with OpenAIServer(reply_fn=reply) as server:
+        params = qa_params(1, tmp_path)
+        params["qa"]["ids"] = ["qf_runbook_owner"]
+        params["target"] |= {
+            "kind": "chat",
+            "model": "agent-model",
+            "base_url": server.base_url,
+            "protocol": "openai",
+        }
+        params["qa"]["judge"] |= {
+            "kind": "llm",
+            "model": "judge-model",
+            "base_url": server.base_url,
+        }
+        params["run"]["cache_dir"] = None
+        layout = Layout.run_dir(ROOT, tmp_path / "run")
+        scored = run_qa(params, layout)
+    (verdict,) = scored.verdicts
+    assert verdict.answer == "D. Venkataraman" and verdict.rule == "absent"
+    assert (verdict.source, verdict.verdict, verdict.correct) == ("judge", "A", 1)
+    detail = json.loads((layout.reports / "details/qf_runbook_owner.json").read_text())
+    scoring = detail["attempts"]["0"]["meta"]["benchmark"]["scoring"]
+    assert scoring["judge"] == {"kind": "qa-llm", "model": "judge-model"}
+    calls = detail["attempts"]["0"]["trajectory"]["turns"][0]["tool_calls"]
+    assert calls[0]["name"] == "query_documents" and calls[0]["ok"]
