@@ -17,6 +17,9 @@ def main() -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
+    except ValueError as exc:  # e.g. a judge that is the model under test
+        print(f"tasks: {exc}", file=sys.stderr)
+        return 2
     print(f"tasks: {len(tasks)} task(s), {params['qa']['k']} attempt(s) each")
     return 0
 

@@ -207,3 +207,17 @@ def test_qa_with_a_chat_agent_and_a_model_judge_over_loopback(tmp_path: Path) ->
     assert scoring["judge"] == {"kind": "qa-llm", "model": "judge-model"}
     calls = detail["attempts"]["0"]["trajectory"]["turns"][0]["tool_calls"]
     assert calls[0]["name"] == "query_documents" and calls[0]["ok"]
+
+
+def test_a_self_judging_configuration_is_refused_before_inference(tmp_path: Path) -> None:
+    params = qa_params(1, tmp_path)
+    params["target"] |= {"kind": "chat", "model": "same-model", "base_url": "http://127.0.0.1:9/v1"}
+    params["qa"]["judge"] |= {
+        "kind": "llm",
+        "model": "same-model",
+        "base_url": "http://127.0.0.1:9/v1",
+    }
+    layout = Layout.run_dir(ROOT, tmp_path / "run")
+    with pytest.raises(ValueError, match="model under test"):
+        run_qa(params, layout)
+    assert not layout.transcripts.exists()

@@ -53,6 +53,7 @@ def _manifest(root: Path, params: Mapping[str, Any]) -> Manifest | None:
 def step_tasks(params: dict[str, Any], layout: Layout) -> list[QATask]:
     """Load and select the tasks; write them and the engine's suite (k attempts each)."""
     check_kind(params)
+    QAJudge(params, layout.root)  # a judge that would be refused stops the run before inference
     section = params["qa"]
     source = layout.root / section["tasks"]
     tasks = load_tasks(source, section.get("format", "jsonl"), layout.root)
