@@ -16,9 +16,11 @@ from agenteval.benchmarks.retrieval.library import Chunk, Span
 
 KS = (1, 3, 5, 10, 20)
 EVIDENCE = "evidence"
-PAIRED_TEST = "fisher"  # Fisher's randomization test, the IR community's paired test
-PERMUTATIONS = 2000
-SEED = 42
+# The paired t-test (ranx "student"): deterministic. ranx's Fisher randomization test draws
+# its permutations in numba threads whose random streams ignore the seed, so its p-values
+# change from run to run (measured: 0.773 / 0.782 / 0.787 on the same input), which would
+# make every repro's results differ.
+PAIRED_TEST = "student"
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,7 @@ def paired_tests(by_pipeline: Mapping[str, Sequence[Ranked]]) -> list[dict[str, 
         run = Run(_runs(by_pipeline[name])[0], name=name)
         runs.append(run)
     report = compare(
-        qrels,
-        runs,
-        metrics=["hit_rate@5", "mrr"],
-        stat_test=PAIRED_TEST,
-        n_permutations=PERMUTATIONS,
-        random_seed=SEED,
-        make_comparable=True,
+        qrels, runs, metrics=["hit_rate@5", "mrr"], stat_test=PAIRED_TEST, make_comparable=True
     )
     table = report.to_dict()
     out = []
