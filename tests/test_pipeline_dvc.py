@@ -57,7 +57,7 @@ def test_repro_produces_reports(repo: Path) -> None:
         assert (repo / "reports" / name).is_file(), name
     assert (repo / "data/suite.json").is_file()
     assert any((repo / "data/transcripts").rglob("0.json"))
-    status = json.loads(sh(["dvc", "status", "--json"], repo).splitlines()[-1] or "{}")
+    status = json.loads(sh(["dvc", "status", "dvc.yaml", "--json"], repo).splitlines()[-1] or "{}")
     # fetch re-verifies the pinned corpora on every repro by design; nothing else is stale.
     assert status == {"fetch": ["always changed"]}
 
@@ -93,7 +93,7 @@ def test_changing_the_judge_does_not_rerun_the_agent(repo: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in transcripts}
     card_before = json.loads((repo / "reports/scorecard.json").read_text())
     set_param(repo, "judge", "pass_threshold", 7.0)
-    status = json.loads(sh(["dvc", "status", "--json"], repo).splitlines()[-1])
+    status = json.loads(sh(["dvc", "status", "dvc.yaml", "--json"], repo).splitlines()[-1])
     assert "judge" in status and "score" in status
     assert "infer" not in status and "suite" not in status
     out = sh(["dvc", "repro"], repo)
@@ -131,7 +131,11 @@ def test_exp_run_with_another_model_is_a_second_comparable_run(repo: Path) -> No
     assert changed == {"target.model", "target.params.top_k"}
     assert new.data.tags.get("agenteval.dvc.exp_name")
     assert set(old.data.metrics) >= {"pass_rate", "avg_score"} <= set(new.data.metrics)
-    diff = json.loads(sh(["dvc", "metrics", "diff", "--json"], repo).splitlines()[-1])
+    diff = json.loads(
+        sh(
+            ["dvc", "metrics", "diff", "--targets", "reports/metrics.json", "--json"], repo
+        ).splitlines()[-1]
+    )
     deltas = diff["reports/metrics.json"]
     # top_k=2 retrieves less: the headline score moves and dvc shows old, new and the delta.
     assert deltas["avg_score"]["diff"] == pytest.approx(

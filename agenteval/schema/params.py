@@ -43,6 +43,11 @@ class EndpointFields(_Section):
 
 
 class SuiteParams(_Section):
+    kind: Literal["scenarios", "qa", "retrieval"] = Field(
+        "scenarios",
+        description="scenarios (dvc.yaml) | qa (pipelines/qa, section qa) | retrieval "
+        "(pipelines/retrieval, section retrieval).",
+    )
     scenarios: str | list[str] = Field(
         "eval/scenarios", description="A folder or a list of folders/files."
     )
@@ -172,6 +177,60 @@ class ControlsParams(_Section):
     seed: int = 0
 
 
+class QAJudgeParams(EndpointFields):
+    """`qa.judge`: the A/B/C judge. The code pre-check always runs first; what it cannot
+    settle goes to the model (`kind: llm`) or stays unavailable (`kind: precheck`)."""
+
+    kind: Literal["precheck", "llm"] = Field("precheck", description="precheck | llm")
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompt: str = Field("eval/prompts/judge_qa.md", description="The A/B/C instructions.")
+    max_attempts: int = Field(2, ge=1, description="Model calls per answer incl. re-asks.")
+
+
+class QAParams(_Section):
+    """`suite.kind: qa`: questions with short ground-truth answers, k attempts each."""
+
+    tasks: str = Field("eval/qa/tasks.jsonl", description="Task file (JSONL or GAIA metadata).")
+    format: Literal["jsonl", "gaia"] = Field("jsonl", description="jsonl | gaia (metadata.jsonl)")
+    levels: list[int] = Field(default_factory=list, description="Empty: all levels (1, 2, 3).")
+    ids: list[str] = Field(default_factory=list, description="Empty: all tasks.")
+    k: int = Field(1, ge=1, description="Attempts per task (pass@k, pass^k, avg@k).")
+    attempt_strategy: Literal["independent"] = Field(
+        "independent", description="independent: every attempt its own seed and cache key."
+    )
+    judge: QAJudgeParams = Field(default_factory=QAJudgeParams)
+
+
+class RetrievalPipelineParams(_Section):
+    name: str = Field(min_length=1, description="Label in reports and the gate.")
+    kind: Literal["bm25", "dense"] = "bm25"
+    chunk_size: int = Field(400, gt=0, description="Characters per chunk.")
+    model: str | None = Field(None, description="dense: embedding model (offline package).")
+    dedup: bool = Field(True, description="Collapse chunks with identical text in a ranking.")
+
+
+def _default_pipelines() -> list[RetrievalPipelineParams]:
+    return [
+        RetrievalPipelineParams(name="bm25", kind="bm25"),
+        RetrievalPipelineParams(name="bm25-800", kind="bm25", chunk_size=800),
+        RetrievalPipelineParams(name="dense", kind="dense", model="all-MiniLM-L6-v2"),
+    ]
+
+
+class RetrievalParams(_Section):
+    """`suite.kind: retrieval`: labelled evidence quotes over pinned documents."""
+
+    questions: str = Field("eval/retrieval/questions.yaml", description="Labelled questions.")
+    library: list[str] = Field(
+        default_factory=lambda: ["eval/corpus/documents", "data/corpora"],
+        description="Folders indexed for every question.",
+    )
+    pipelines: list[RetrievalPipelineParams] = Field(default_factory=_default_pipelines)
+    depth: int = Field(20, ge=1, description="Ranked chunks scored per question.")
+    answers: bool = Field(True, description="Ask the target and classify every wrong answer.")
+    hard_cases: bool = True
+
+
 class Params(_Section):
     suite: SuiteParams = Field(default_factory=SuiteParams)
     target: TargetParams = Field(default_factory=TargetParams)
@@ -181,3 +240,5 @@ class Params(_Section):
     stats: StatsParams = Field(default_factory=StatsParams)
     tracking: TrackingParams = Field(default_factory=TrackingParams)
     controls: ControlsParams = Field(default_factory=ControlsParams)
+    qa: QAParams = Field(default_factory=QAParams)
+    retrieval: RetrievalParams = Field(default_factory=RetrievalParams)

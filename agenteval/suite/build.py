@@ -40,6 +40,11 @@ def _in_tier(chosen: list[LoadedScenario], tier: str, root: Path, rel: str) -> l
 def build_suite(params: dict[str, Any], root: Path) -> Suite:
     """Validate, select and resolve; any validation error stops the run (warnings do not)."""
     section = params["suite"]
+    kind = section.get("kind", "scenarios")
+    if kind != "scenarios":
+        where = {"qa": "agenteval qa / pipelines/qa", "retrieval": "agenteval retrieval / "
+                 "pipelines/retrieval"}.get(kind, "its own command")  # fmt: skip
+        raise SuiteError([Problem("params.yaml", 1, f"suite.kind {kind!r} runs with {where}")])
     paths = section.get("scenarios") or "eval/scenarios"
     targets = [root / p for p in ([paths] if isinstance(paths, str) else paths)]
     manifest_path = root / section.get("manifest", "eval/corpus/manifest.json")
