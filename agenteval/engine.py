@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agenteval.fileio import read_json, write_json
+from agenteval.fileio import read_json, sha256_file, write_json
 from agenteval.layout import transcript_path
 from agenteval.schema.status import Status
 from agenteval.schema.suite import Suite, SuiteItem
@@ -45,6 +45,22 @@ class Unit:
 
 class BudgetExceeded(Exception):
     """A scenario or the whole run reached its spending limit."""
+
+
+def inside(root: Path, path: str) -> str | None:
+    """`path` relative to the repository root when it names a file inside it."""
+    candidate = Path(path) if Path(path).is_absolute() else root / path
+    try:
+        resolved = candidate.resolve()
+        rel = resolved.relative_to(root.resolve())
+    except (OSError, ValueError):
+        return None
+    return rel.as_posix() if resolved.is_file() else None
+
+
+def file_sha(root: Path, rel: str) -> str | None:
+    path = root / rel
+    return sha256_file(path) if path.is_file() else None
 
 
 def is_quota(exc: BaseException) -> bool:
@@ -99,12 +115,24 @@ class Inference:
             return None  # a corrupt file is re-run, never trusted
         same = (
             stored.scenario_digest == unit.item.digest
-            and stored.target.config_digest == self.target.participant.config_digest
-            and stored.simulator == self.simulator.participant
+            and stored.target.same_as(self.target.participant)
+            and stored.simulator.same_as(self.simulator.participant)
             and stored.seed == unit.seed
             and not stored.resumable
+            and self.same_documents(stored, unit.item)
         )
         return stored if same else None
+
+    def same_documents(self, stored: Transcript, item: SuiteItem) -> bool:
+        """Every document the stored conversation read still has the bytes it had."""
+        if any(stored.documents.get(path, "?") != sha for path, sha in item.documents.items()):
+            return False
+        return all(
+            item.documents[path] == sha
+            if path in item.documents
+            else file_sha(self.root, path) == sha
+            for path, sha in stored.documents.items()
+        )
 
     async def run(self) -> list[Transcript]:
         semaphore = asyncio.Semaphore(self.concurrency)
@@ -164,7 +192,20 @@ class Inference:
         except Exception as exc:
             self._record_crash(transcript, exc)
         transcript.duration_s = round(time.perf_counter() - start, 4)
+        transcript.documents = self.read_documents(unit.item, transcript)
         return transcript
+
+    def read_documents(self, item: SuiteItem, transcript: Transcript) -> dict[str, str | None]:
+        """The scenario's documents plus every file the agent indexed, with their sha256."""
+        found = dict(item.documents)
+        calls = transcript.setup_calls + [c for t in transcript.turns for c in t.tool_calls]
+        for call in calls:
+            path = call.arguments.get("path") or call.arguments.get("filepath")
+            if call.name == "index_document" and call.ok and isinstance(path, str):
+                rel = inside(self.root, path)
+                if rel is not None and rel not in found:
+                    found[rel] = file_sha(self.root, rel)
+        return found
 
     def _record_crash(self, transcript: Transcript, exc: Exception) -> None:
         if is_quota(exc):

@@ -42,6 +42,7 @@ def _config(
         "seed": suite.seed,
         "seeds": suite.seeds(),
         "scenarios": {i.scenario.id: i.digest for i in suite.items},
+        "ground_truth": {i.scenario.id: i.ground_truth_digest for i in suite.items},
     }
 
 
@@ -78,7 +79,12 @@ def build_scorecard(
     for item in suite.items:
         scenario = item.scenario
         info = ScenarioInfo(
-            scenario.id, scenario.category, scenario.severity, len(scenario.turns), item.digest
+            scenario.id,
+            scenario.category,
+            scenario.severity,
+            len(scenario.turns),
+            item.digest,
+            item.ground_truth_digest,
         )
         for iteration in range(suite.iterations):
             transcript = load_transcript(transcripts_dir, scenario.id, iteration)

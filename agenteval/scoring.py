@@ -128,6 +128,7 @@ class ScenarioInfo:
     severity: str | None
     turns: int
     digest: str | None = None
+    ground_truth: str | None = None
 
 
 def score_scenario(
@@ -146,6 +147,7 @@ def score_scenario(
             category=info.category,
             severity=info.severity,
             scenario_digest=info.digest,
+            ground_truth_digest=info.ground_truth,
             status=status,
             **({"score": None} | extra),
         )

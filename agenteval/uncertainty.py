@@ -58,6 +58,7 @@ class ScenarioTally:
     outcomes: list[float] = field(default_factory=list)  # 1.0 PASS, 0.0 FAIL/BLOCKED
     scores: list[float] = field(default_factory=list)  # capped scores of judged iterations
     statuses: list[str] = field(default_factory=list)
+    ground_truth: str | None = None  # facts and document bytes graded against
 
     @property
     def k(self) -> int:
@@ -89,11 +90,14 @@ def tally(card: Scorecard) -> dict[str, ScenarioTally]:
     """Group a scorecard's rows by scenario id, in first-seen order."""
     cap = fail_cap_of(card)
     digests = card.config.get("scenarios") or {}
+    truths = card.config.get("ground_truth") or {}
     out: dict[str, ScenarioTally] = {}
     for row in card.scenarios:
-        t = out.setdefault(
-            row.id, ScenarioTally(row.id, row.category, digests.get(row.id, row.scenario_digest))
-        )
+        t = out.get(row.id)
+        if t is None:
+            digest = digests.get(row.id, row.scenario_digest)
+            truth = truths.get(row.id, row.ground_truth_digest)
+            t = out[row.id] = ScenarioTally(row.id, row.category, digest, ground_truth=truth)
         t.runs += 1
         t.statuses.append(row.status)
         if row.status not in JUDGED_STATUSES:

@@ -184,7 +184,7 @@ def test_stored_results_are_not_reused_across_code_changes(
     before = (transcript.stat().st_mtime_ns, verdict.stat().st_mtime_ns)
     run_all(params, layout)  # same code: both reused
     assert (transcript.stat().st_mtime_ns, verdict.stat().st_mtime_ns) == before
-    monkeypatch.setattr(builtin, "code_digest", lambda: "other-code")
-    monkeypatch.setattr(code_judge, "code_digest", lambda: "other-code")
+    monkeypatch.setattr(builtin, "code_of", lambda _module: {"targets/builtin.py": "other"})
+    monkeypatch.setattr(code_judge, "code_of", lambda _module: {"judges/code.py": "other"})
     run_all(params, layout)
     assert transcript.stat().st_mtime_ns != before[0] and verdict.stat().st_mtime_ns != before[1]

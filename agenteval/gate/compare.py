@@ -43,6 +43,7 @@ from agenteval.gate.runs import (
     InputError,
     LoadedRun,
     agent_differences,
+    corpus_localised,
     describe,
     instrument_differences,
     load_side,
@@ -250,6 +251,9 @@ def _split(
         elif b.digest and c.digest and b.digest != c.digest:
             why = "scenario content changed (other digest): left out of the tests"
             rows.append(_row(sid, "changed", why, b, c, tau))
+        elif b.ground_truth and c.ground_truth and b.ground_truth != c.ground_truth:
+            why = "ground truth changed (manifest facts or document bytes): left out of the tests"
+            rows.append(_row(sid, "changed", why, b, c, tau))
         elif b.n == 0 or c.n == 0:
             rows.append(_row(sid, *bucket_for(b, c, Evidence(tau=tau)), b, c, tau))
         else:
@@ -393,6 +397,13 @@ def compare(
     result = Comparison(EXIT_OK, "no regression", "same agent", describe(b_run), describe(c_run))
     result.instrument_differences = instrument_differences(b_cfg, c_cfg)
     result.agent_differences = agent_differences(b_cfg, c_cfg)
+    if corpus_localised(b_cfg, c_cfg):
+        # Each scenario's facts and document bytes are known: a scenario whose ground truth
+        # changed is left out (bucket `changed`), the others still measure the same thing.
+        result.warnings.append(
+            f"corpus differs ({b_cfg.get('corpus_digest')} -> {c_cfg.get('corpus_digest')}): "
+            "scenarios whose ground truth changed are left out"
+        )
     if result.agent_differences:
         result.kind = "A/B"
     refused = [f"the measuring instrument differs: {d}" for d in result.instrument_differences]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.corpus.retrieval import tokenize
-from agenteval.fileio import code_digest, digest_of
+from agenteval.fileio import code_of, digest_of
 from agenteval.judges.numbers import (
     best_deviation,
     precision_score,
@@ -58,7 +58,8 @@ class CodeJudge:
             kind=KIND,
             model=None,
             protocol=None,
-            config_digest=digest_of({"kind": KIND, "code": code_digest()}),
+            config_digest=digest_of({"kind": KIND, "code": code_of(__name__)}),
+            details={"code": code_of(__name__)},
         )
 
     async def judge(self, item: SuiteItem, transcript: Transcript) -> Verdict:

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from agenteval.fileio import code_digest, digest_of
+from agenteval.fileio import code_of, digest_of
 from agenteval.judges.code import CodeJudge, judge_transcript
 from agenteval.judges.prompts import rubric_values, scenario_case, turn_case
 from agenteval.llm import (
@@ -226,10 +226,15 @@ class LLMJudge:
                     "prompts": shas,
                     "rules": self.rules.describe(),
                     "settings": settings,
-                    "code": code_digest(),
+                    "code": code_of(__name__),
                 }
             ),
-            details={"endpoint": self.config.describe(), "prompts": shas, **settings},
+            details={
+                "endpoint": self.config.describe(),
+                "prompts": shas,
+                **settings,
+                "code": code_of(__name__),
+            },
         )
 
     def _format(self, name: str, schema: dict[str, Any]) -> dict[str, Any] | None:

@@ -29,6 +29,9 @@ class ScenarioResult(BaseModel):
     root_cause: str | None = None
     warnings: list[str] = Field(default_factory=list)
     scenario_digest: str | None = None
+    ground_truth_digest: str | None = Field(
+        None, description="Facts and document bytes graded against; compare pairs only equal."
+    )
 
 
 class CategorySummary(BaseModel):

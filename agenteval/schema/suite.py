@@ -18,6 +18,16 @@ class SuiteItem(BaseModel):
     missing_documents: list[str] = Field(
         default_factory=list, description="Setup documents absent on disk (scenario is skipped)."
     )
+    documents: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="sha256 of every document the scenario indexes or its ground truth names "
+        "(null: absent). Stored transcripts are reused only on the same bytes.",
+    )
+    ground_truth_digest: str | None = Field(
+        None,
+        description="sha256 of the manifest facts and document bytes the scenario is graded "
+        "against: verdicts are reused, and runs paired by compare, only when it is equal.",
+    )
 
 
 class Suite(BaseModel):

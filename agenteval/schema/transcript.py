@@ -48,6 +48,12 @@ class Participant(BaseModel):
     config_digest: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
 
+    def same_as(self, other: Participant) -> bool:
+        """The same instrument or agent: kind, model, protocol and configuration digest.
+        `details` only explain the digest (which file, which setting) and are not compared."""
+        fields = ("kind", "model", "protocol", "config_digest")
+        return all(getattr(self, f) == getattr(other, f) for f in fields)
+
 
 class Transcript(BaseModel):
     scenario_id: str
@@ -58,6 +64,11 @@ class Transcript(BaseModel):
     error: str | None = None
     target: Participant
     simulator: Participant
+    documents: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="sha256 of every document this conversation read: the scenario's own and "
+        "each file the agent indexed. The transcript is reused only while all are unchanged.",
+    )
     setup_calls: list[ToolCall] = Field(default_factory=list)
     turns: list[TranscriptTurn] = Field(default_factory=list)
     started_at: str | None = None

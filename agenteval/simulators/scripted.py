@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agenteval.fileio import code_of, digest_of
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.transcript import Participant, TranscriptTurn
 from agenteval.simulators.base import UserMessage
@@ -14,7 +15,10 @@ class ScriptedSimulator:
     """Sends `user_message` when the scenario has one, else the turn's objective verbatim."""
 
     def __init__(self, params: dict[str, Any] | None = None, root: Path | None = None) -> None:
-        self.participant = Participant(kind="scripted")
+        code = code_of(__name__)
+        self.participant = Participant(
+            kind="scripted", config_digest=digest_of({"code": code}), details={"code": code}
+        )
 
     async def message(
         self, scenario: Scenario, turn: Turn, history: list[TranscriptTurn], iteration: int

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agenteval.corpus.pins import corpus_digest
-from agenteval.fileio import digest_of
+from agenteval.corpus.pins import corpus_digest, documents
+from agenteval.fileio import digest_of, sha256_file
+from agenteval.schema.corpus import Fact, Manifest
 from agenteval.schema.problems import Problem
+from agenteval.schema.scenario import Scenario
 from agenteval.schema.suite import Suite, SuiteItem
 from agenteval.suite.validate import LoadedScenario, validate
 
@@ -44,13 +46,17 @@ def build_suite(params: dict[str, Any], root: Path) -> Suite:
         scenario = loaded.scenario
         wanted = {f for t in scenario.turns if t.ground_truth for f in t.ground_truth.all_fact_ids}
         missing = [d.path for d in scenario.setup.index_documents if not (root / d.path).is_file()]
+        item_facts = {f: facts[f][1] for f in sorted(wanted) if f in facts}
+        files = scenario_documents(scenario, result.manifest, root)
         items.append(
             SuiteItem(
                 path=loaded.path,
                 digest=digest_of(scenario),
                 scenario=scenario,
-                facts={f: facts[f][1] for f in sorted(wanted) if f in facts},
+                facts=item_facts,
                 missing_documents=missing,
+                documents=files,
+                ground_truth_digest=ground_truth_digest(item_facts, files),
             )
         )
     iterations = int(section.get("iterations", 1))
@@ -63,3 +69,25 @@ def build_suite(params: dict[str, Any], root: Path) -> Suite:
         corpus_digest=corpus_digest(result.manifest, root),
         items=items,
     )
+
+
+def scenario_documents(
+    scenario: Scenario, manifest: Manifest | None, root: Path
+) -> dict[str, str | None]:
+    """sha256 of the files the scenario indexes and the manifest documents its turns' ground
+    truth names (None when absent): what its transcripts and grades were made from."""
+    where = {doc.id: rel for _key, _i, doc, rel in documents(manifest)} if manifest else {}
+    paths = [d.path for d in scenario.setup.index_documents]
+    paths += [
+        where[t.ground_truth.doc_id]
+        for t in scenario.turns
+        if t.ground_truth and t.ground_truth.doc_id in where
+    ]
+    return {
+        p: (sha256_file(root / p) if (root / p).is_file() else None) for p in sorted(set(paths))
+    }
+
+
+def ground_truth_digest(facts: dict[str, Fact], files: dict[str, str | None]) -> str:
+    return digest_of({"facts": {k: f.model_dump(mode="json") for k, f in facts.items()},
+                      "documents": files})  # fmt: skip
