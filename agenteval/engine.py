@@ -242,7 +242,7 @@ class Inference:
             transcript.setup_calls = await session.setup(scenario.setup.index_documents)
             for turn in scenario.turns:
                 message = await self.simulator.message(
-                    scenario, turn, transcript.turns, unit.iteration
+                    scenario, turn, transcript.turns, unit.iteration, unit.seed
                 )
                 started = time.perf_counter()
                 reply = await session.send(message.text)

@@ -256,7 +256,9 @@ class LLMJudge:
         if code.status == Status.ERRORED:
             verdict.status, verdict.error = Status.ERRORED, code.error
             return verdict
-        asker = _Asker(await self.config.client(), self.max_attempts, transcript.iteration)
+        asker = _Asker(
+            await self.config.client(), self.max_attempts, transcript.iteration, transcript.seed
+        )
         try:
             await self._grade(item, transcript, code, verdict, asker)
         except QuotaExhausted:
@@ -308,10 +310,12 @@ class LLMJudge:
 class _Asker:
     """Asks one judging question, re-asking with the validation error until it gets JSON."""
 
-    def __init__(self, client: BaseChatClient, max_attempts: int, iteration: int) -> None:
+    def __init__(
+        self, client: BaseChatClient, max_attempts: int, iteration: int, seed: int
+    ) -> None:
         self.client = client
         self.max_attempts = max_attempts
-        self.iteration = iteration
+        self.iteration, self.seed = iteration, seed
         self.completions: list[Completion] = []
 
     async def ask(
@@ -326,7 +330,10 @@ class _Asker:
         error = ""
         for _ in range(self.max_attempts):
             completion = await self.client.complete(
-                messages, response_format=response_format, iteration=self.iteration
+                messages,
+                response_format=response_format,
+                iteration=self.iteration,
+                seed=self.seed,
             )
             self.completions.append(completion)
             try:

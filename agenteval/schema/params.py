@@ -123,6 +123,11 @@ class RunParams(_Section):
     timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
     budget_usd_per_scenario: float | None = Field(None, gt=0)
     budget_usd_total: float | None = Field(None, gt=0)
+    cache: bool = Field(
+        True,
+        description="Cache model replies (keyed by request, iteration and seed): an unchanged "
+        "rerun makes no calls; false asks the model every time.",
+    )
     cache_dir: str | None = Field(".cache/agenteval/llm", description="null: no cache.")
     max_attempts: int = Field(5, ge=1, description="HTTP attempts on 429/5xx/timeouts.")
     request_timeout_s: float = Field(60, gt=0)

@@ -21,7 +21,12 @@ class Simulator(Protocol):
     participant: Participant
 
     async def message(
-        self, scenario: Scenario, turn: Turn, history: list[TranscriptTurn], iteration: int
+        self,
+        scenario: Scenario,
+        turn: Turn,
+        history: list[TranscriptTurn],
+        iteration: int,
+        seed: int = 0,
     ) -> UserMessage: ...
 
 

@@ -85,13 +85,18 @@ class LLMSimulator:
         )
 
     async def message(
-        self, scenario: Scenario, turn: Turn, history: list[TranscriptTurn], iteration: int
+        self,
+        scenario: Scenario,
+        turn: Turn,
+        history: list[TranscriptTurn],
+        iteration: int,
+        seed: int = 0,
     ) -> UserMessage:
         if turn.user_message and not self.rephrase_scripted:
             return UserMessage(turn.user_message)
         client = await self.config.client()
         completion = await client.complete(
-            self.messages(scenario, turn, history), iteration=iteration
+            self.messages(scenario, turn, history), iteration=iteration, seed=seed
         )
         text = clean_message(completion.text)
         fault = detect_fault(text, turn.objective)

@@ -21,7 +21,12 @@ class ScriptedSimulator:
         )
 
     async def message(
-        self, scenario: Scenario, turn: Turn, history: list[TranscriptTurn], iteration: int
+        self,
+        scenario: Scenario,
+        turn: Turn,
+        history: list[TranscriptTurn],
+        iteration: int,
+        seed: int = 0,
     ) -> UserMessage:
         text = turn.user_message if turn.user_message else turn.objective
         return UserMessage(text)

@@ -115,7 +115,7 @@ class ChatTarget:
 
     async def open_session(self, scenario: Scenario, ctx: SessionContext) -> ChatSession:
         tools = DocumentTools(ctx.root, self.library, self.chunk_size, self.top_k)
-        return ChatSession(self, await self.config.client(), tools, scenario, ctx.iteration)
+        return ChatSession(self, await self.config.client(), tools, scenario, ctx)
 
 
 class ChatSession:
@@ -127,13 +127,13 @@ class ChatSession:
         client: BaseChatClient,
         tools: DocumentTools,
         scenario: Scenario,
-        iteration: int,
+        ctx: SessionContext,
     ) -> None:
         self.target = target
         self.client = client
         self.tools = tools
         self.adversarial = scenario.category == ADVERSARIAL_CATEGORY
-        self.iteration = iteration
+        self.iteration, self.seed = ctx.iteration, ctx.seed
         self.offered = {spec.name for spec in target.tool_specs}
         self.messages: list[Message] = [SystemMessage(content=self._system_prompt([]))]
 
@@ -174,7 +174,10 @@ class ChatSession:
         steps = 0
         while True:
             completion = await self.client.complete(
-                self.messages, tools=self.target.tool_specs, iteration=self.iteration
+                self.messages,
+                tools=self.target.tool_specs,
+                iteration=self.iteration,
+                seed=self.seed,
             )
             completions.append(completion)
             self.messages.append(completion.to_message())
@@ -222,7 +225,9 @@ class ChatSession:
                 content=CONTEXT_MESSAGE.format(passages=_passages(results), message=message)
             )
         )
-        completion = await self.client.complete(self.messages, iteration=self.iteration)
+        completion = await self.client.complete(
+            self.messages, iteration=self.iteration, seed=self.seed
+        )
         completions.append(completion)
         self.messages.append(AssistantMessage(content=completion.text))
         return completion.text
