@@ -20,7 +20,7 @@ from agenteval.fileio import read_json, sha256_file, write_json
 from agenteval.layout import transcript_path
 from agenteval.schema.status import Status
 from agenteval.schema.suite import Suite, SuiteItem
-from agenteval.schema.transcript import Transcript, TranscriptTurn
+from agenteval.schema.transcript import Attempt, Transcript, TranscriptTurn
 from agenteval.simulators.base import Simulator
 from agenteval.targets.base import SessionContext, SetupFailed, Target
 
@@ -45,6 +45,16 @@ class Unit:
 
 class BudgetExceeded(Exception):
     """A scenario or the whole run reached its spending limit."""
+
+
+def record_retry(transcript: Transcript, before: Transcript) -> None:
+    """Carry the history of earlier attempts at the same unit into its new transcript."""
+    if before.status == Status.NOT_RUN:  # never started: not an attempt
+        transcript.earlier_attempts, transcript.attempts = before.earlier_attempts, before.attempts
+        return
+    earlier = Attempt(status=before.status, error=before.error, started_at=before.started_at)
+    transcript.earlier_attempts = [*before.earlier_attempts, earlier]
+    transcript.attempts = before.attempts + 1
 
 
 def inside(root: Path, path: str) -> str | None:
@@ -83,6 +93,7 @@ class Inference:
         timeout_s: float = 900,
         budget_usd_per_scenario: float | None = None,
         budget_usd_total: float | None = None,
+        retry_statuses: frozenset[str] = frozenset(),
         on_done: Callable[[Transcript], None] | None = None,
     ) -> None:
         self.suite, self.target, self.simulator = suite, target, simulator
@@ -91,6 +102,9 @@ class Inference:
         self.timeout_s = timeout_s
         self.budget_scenario = budget_usd_per_scenario
         self.budget_total = budget_usd_total
+        # Stored units that ended with one of these are run once more by this invocation
+        # (a resume or a repro): the failure may have been transient.
+        self.retry_statuses = retry_statuses
         self.spent_usd = 0.0
         # Set when the run must stop (quota, credentials, run budget): later units are NOT_RUN.
         self.stop_reason: str | None = None
@@ -104,8 +118,9 @@ class Inference:
             for i in range(self.suite.iterations)
         ]
 
-    def existing(self, unit: Unit) -> Transcript | None:
-        """A stored transcript for this exact unit, scenario content and agent configuration."""
+    def stored(self, unit: Unit) -> Transcript | None:
+        """The stored transcript of this exact unit, scenario content, agent configuration and
+        documents, whatever its status; None when there is none or it is stale."""
         path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
         if not path.is_file():
             return None
@@ -118,10 +133,14 @@ class Inference:
             and stored.target.same_as(self.target.participant)
             and stored.simulator.same_as(self.simulator.participant)
             and stored.seed == unit.seed
-            and not stored.resumable
             and self.same_documents(stored, unit.item)
         )
         return stored if same else None
+
+    def retryable(self, stored: Transcript) -> bool:
+        """Run it again: a resumable stop, or a status that may succeed now (run.retry_statuses).
+        Anything else, COMPLETED above all, is final and reused as it is."""
+        return stored.resumable or stored.status in self.retry_statuses
 
     def same_documents(self, stored: Transcript, item: SuiteItem) -> bool:
         """Every document the stored conversation read still has the bytes it had."""
@@ -138,10 +157,13 @@ class Inference:
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def guarded(unit: Unit) -> Transcript:
-            done = self.existing(unit)
+            before = self.stored(unit)
+            done = None if before is None or self.retryable(before) else before
             if done is None:
                 async with semaphore:
                     done = self.not_run(unit) if self.stop_reason else await self.run_unit(unit)
+                if before is not None:
+                    record_retry(done, before)
                 path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
                 # Scrubbing, fsync and rename take milliseconds: off the event loop, so other
                 # conversations keep their requests in flight meanwhile.

@@ -88,6 +88,7 @@ def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -
             timeout_s=float(run.get("timeout_s", 900)),
             budget_usd_per_scenario=_optional_float(run.get("budget_usd_per_scenario")),
             budget_usd_total=_optional_float(run.get("budget_usd_total")),
+            retry_statuses=frozenset(run.get("retry_statuses") or ()),
             on_done=tick,
         )
         transcripts = asyncio.run(engine.run())

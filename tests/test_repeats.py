@@ -1,5 +1,6 @@
 """Independent repeats: runs with other seeds never share a cached reply, unchanged reruns make
-no calls, and `agenteval noise` measures the spread of an agent that answers at random."""
+no calls, `agenteval noise` measures the spread of an agent that answers at random, and a
+resume retries what may succeed now."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import Call, OpenAIServer, Reply
+from servers import Call, OpenAIServer, Raw, Reply, server_error
 from typer.testing import CliRunner
 
 from agenteval.cli import app
 from agenteval.layout import Layout
 from agenteval.params import load_params
 from agenteval.pipeline import step_infer, step_suite
+from agenteval.schema.transcript import Transcript
 
 ROOT = Path(__file__).resolve().parents[1]
 # Single-turn scenarios whose answer is not in the documents: abstaining passes, a number fails.
@@ -110,3 +112,50 @@ def test_unchanged_rerun_is_served_from_the_cache(
     step_suite(params, uncached)
     step_infer(params, uncached)
     assert coin_server.request_count == 3 * calls  # run.cache: false asks every time
+
+
+class FlakyEndpoint:
+    """Answers 500 to one scenario's question while `down`, and normally otherwise."""
+
+    def __init__(self) -> None:
+        self.down = True
+
+    def __call__(self, body: dict[str, Any]) -> Reply | Raw:
+        last = body["messages"][-1]
+        if self.down and last["role"] == "user" and "SLA" in last["content"]:
+            return server_error(503)
+        return Reply(text="That is not in the documents.")
+
+
+def test_resume_retries_transient_failures_once_and_never_completed_units(
+    tmp_path: Path,
+) -> None:
+    flaky = FlakyEndpoint()
+    with OpenAIServer(reply_fn=flaky) as server:
+        sets = chat_sets(server, tmp_path / "cache")
+        sets[-1] = "suite.ids=[honest_about_limits, policy_silent_on_topic]"
+        params = load_params(ROOT / "params.yaml", [*sets, "run.max_attempts=1"])
+        layout = Layout.run_dir(ROOT, tmp_path / "run")
+        step_suite(params, layout)
+
+        def infer() -> dict[str, Transcript]:
+            return {t.scenario_id: t for t in step_infer(params, layout).transcripts}
+
+        first = infer()
+        assert first["honest_about_limits"].status == "ERRORED"
+        assert first["policy_silent_on_topic"].status == "COMPLETED"
+        calls = server.request_count
+        flaky.down = False
+        params["run"]["retry_statuses"] = []  # opted out: the failure stays final
+        assert infer()["honest_about_limits"].status == "ERRORED"
+        assert server.request_count == calls
+        params["run"]["retry_statuses"] = ["INFRA_ERROR", "ERRORED", "TIMEOUT"]
+        second = infer()
+        retried = second["honest_about_limits"]
+        assert retried.status == "COMPLETED" and retried.attempts == 2
+        assert [a.status for a in retried.earlier_attempts] == ["ERRORED"]
+        assert "503" in (retried.earlier_attempts[0].error or "")
+        assert second["policy_silent_on_topic"].attempts == 1  # COMPLETED: never rerun
+        assert server.request_count == calls + 2  # only the retried scenario's two turns
+        infer()
+        assert server.request_count == calls + 2  # now everything is final

@@ -118,6 +118,17 @@ class PriceParams(_Section):
     cache_write_per_mtok: float | None = Field(None, ge=0)
 
 
+RetryStatus = Literal[
+    "TIMEOUT",
+    "BUDGET_EXCEEDED",
+    "INFRA_ERROR",
+    "SETUP_ERROR",
+    "SKIPPED_NO_DOCUMENT",
+    "ERRORED",
+    "NO_USER_MESSAGE",
+]
+
+
 class RunParams(_Section):
     concurrency: int = Field(4, ge=1, description="Requests in flight per endpoint.")
     timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
@@ -132,6 +143,11 @@ class RunParams(_Section):
     max_attempts: int = Field(5, ge=1, description="HTTP attempts on 429/5xx/timeouts.")
     request_timeout_s: float = Field(60, gt=0)
     prices: dict[str, PriceParams] = Field(default_factory=dict)
+    retry_statuses: list[RetryStatus] = Field(
+        default_factory=lambda: ["INFRA_ERROR", "ERRORED", "TIMEOUT"],
+        description="Stored units that ended so are run once more by every resume or repro "
+        "(attempts recorded); COMPLETED units never are.",
+    )
     estimate_missing_usage: bool | None = None
 
 

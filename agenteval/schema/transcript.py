@@ -55,6 +55,14 @@ class Participant(BaseModel):
         return all(getattr(self, f) == getattr(other, f) for f in fields)
 
 
+class Attempt(BaseModel):
+    """An earlier attempt at the same unit that ended unmeasured and was run again."""
+
+    status: str
+    error: str | None = None
+    started_at: str | None = None
+
+
 class Transcript(BaseModel):
     scenario_id: str
     iteration: int = 0
@@ -74,6 +82,12 @@ class Transcript(BaseModel):
     started_at: str | None = None
     duration_s: float | None = None
     cost_usd: float | None = Field(None, description="Known cost of the agent's calls; None = n/a.")
+    attempts: int = Field(
+        1, ge=1, description="Times this unit was run; > 1 when an earlier attempt was retried."
+    )
+    earlier_attempts: list[Attempt] = Field(
+        default_factory=list, description="How each earlier attempt ended (oldest first)."
+    )
     resumable: bool = Field(
         False,
         description="Not the agent's fault and worth retrying: a resumed run runs it again "
