@@ -129,6 +129,10 @@ RetryStatus = Literal[
 ]
 
 
+def _default_retries() -> list[RetryStatus]:
+    return ["INFRA_ERROR", "ERRORED", "TIMEOUT"]
+
+
 class RunParams(_Section):
     concurrency: int = Field(4, ge=1, description="Requests in flight per endpoint.")
     timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
@@ -144,7 +148,7 @@ class RunParams(_Section):
     request_timeout_s: float = Field(60, gt=0)
     prices: dict[str, PriceParams] = Field(default_factory=dict)
     retry_statuses: list[RetryStatus] = Field(
-        default_factory=lambda: ["INFRA_ERROR", "ERRORED", "TIMEOUT"],
+        default_factory=_default_retries,
         description="Stored units that ended so are run once more by every resume or repro "
         "(attempts recorded); COMPLETED units never are.",
     )
