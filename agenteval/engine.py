@@ -199,6 +199,15 @@ class Inference:
             transcript.status = Status.SKIPPED_NO_DOCUMENT
             transcript.error = "missing on disk: " + ", ".join(unit.item.missing_documents)
             return transcript
+        unwritten = [t.turn for t in scenario.turns if not t.user_message]
+        if unwritten and not self.simulator.writes_messages:
+            transcript.status = Status.NO_USER_MESSAGE
+            transcript.error = (
+                f"turn(s) {unwritten} have no user_message and the "
+                f"{self.simulator.participant.kind} simulator cannot write one; configure "
+                "simulator.kind: llm (e.g. the local model of `agenteval serve-local`)"
+            )
+            return transcript
         limit = effective_timeout(
             self.timeout_s, len(scenario.setup.index_documents), len(scenario.turns)
         )

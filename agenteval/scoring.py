@@ -231,6 +231,7 @@ _STATUS_FIELDS = {
     Status.INFRA_ERROR: "infra_error",
     Status.SETUP_ERROR: "setup_error",
     Status.SKIPPED_NO_DOCUMENT: "skipped_no_document",
+    Status.NO_USER_MESSAGE: "no_user_message",
     Status.ERRORED: "errored",
     Status.NOT_RUN: "not_run",
     Status.NOT_JUDGED: "not_judged",

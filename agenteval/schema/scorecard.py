@@ -55,6 +55,7 @@ class Summary(BaseModel):
     infra_error: int = 0
     setup_error: int = 0
     skipped_no_document: int = 0
+    no_user_message: int = 0
     errored: int = 0
     not_run: int = 0
     not_judged: int = 0

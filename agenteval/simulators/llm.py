@@ -59,6 +59,8 @@ ASSISTANT_LABEL = re.compile(r"\n\s*(?:assistant|agent)\s*:", re.IGNORECASE)
 
 
 class LLMSimulator:
+    writes_messages = True
+
     def __init__(self, params: dict[str, Any], root: Path) -> None:
         section = params.get("simulator") or {}
         self.config = EndpointConfig.from_params(params, "simulator", root)
