@@ -26,7 +26,7 @@ from typing import Any
 from agenteval.fileio import digest_of
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.status import JUDGED_STATUSES, Status
-from agenteval.scoring import FAIL_SCORE_CAP, SCORE_MAX, SCORE_MIN
+from agenteval.scoring import CAPPED_STATUSES, FAIL_SCORE_CAP, SCORE_MAX, SCORE_MIN
 from agenteval.stats import (
     classify_stability,
     mde,
@@ -104,8 +104,8 @@ def tally(card: Scorecard) -> dict[str, ScenarioTally]:
             continue
         t.outcomes.append(1.0 if row.status == Status.PASS else 0.0)
         if row.score is not None:
-            # The same cap as scoring.capped: a FAIL never lifts the average quality signal.
-            t.scores.append(min(row.score, cap) if row.status == Status.FAIL else row.score)
+            # The same cap as scoring.capped: a FAIL or BLOCKED never lifts the average.
+            t.scores.append(min(row.score, cap) if row.status in CAPPED_STATUSES else row.score)
     return out
 
 

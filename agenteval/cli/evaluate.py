@@ -102,6 +102,45 @@ def run(
         )
 
 
+def audit(
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Only this id.")] = None,
+    category: Annotated[list[str] | None, typer.Option("--category", help="Only this.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
+    ] = None,
+    params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
+) -> None:
+    """List the scenarios the agent's declared limits (target.limits) make impossible.
+
+    No model is called. Those scenarios are scored BLOCKED_BY_ARCHITECTURE, capped like FAIL.
+    """
+    from agenteval.schema.params import AgentLimits
+    from agenteval.suite.audit import blocked_reasons
+    from agenteval.suite.build import SuiteError, build_suite
+
+    params = load_params(params_file, list(set_ or []))
+    if scenario:
+        params["suite"]["ids"] = list(scenario)
+    if category:
+        params["suite"]["categories"] = list(category)
+    limits = AgentLimits.model_validate(params["target"].get("limits") or {})
+    declared = limits.model_dump(exclude_none=True)
+    try:
+        suite = build_suite(params, Path.cwd().resolve())
+    except SuiteError as exc:
+        fail([str(p) for p in exc.problems])
+    blocked = 0
+    for item in suite.items:
+        found = blocked_reasons(item.scenario, limits)
+        blocked += bool(found)
+        for entry in found:
+            typer.echo(f"BLOCKED {item.scenario.id}: {entry.reason} (needs {entry.needs})")
+    shown = ", ".join(f"{k}={v}" for k, v in declared.items()) or "none declared"
+    typer.echo(
+        f"{blocked} of {len(suite.items)} scenario(s) blocked by the agent's limits ({shown})"
+    )
+
+
 def _track(params: dict[str, Any], layout: Layout) -> None:
     """Log the run to MLflow unless tracking.enabled is false."""
     if not (params.get("tracking") or {}).get("enabled", True):
@@ -122,3 +161,4 @@ def _track(params: dict[str, Any], layout: Layout) -> None:
 def register(app: typer.Typer) -> None:
     app.command()(validate)
     app.command()(run)
+    app.command()(audit)

@@ -70,6 +70,21 @@ class BuiltinKnobs(BaseModel):
     )
 
 
+class AgentLimits(_Section):
+    """What the agent's architecture cannot do. Scenarios these limits make impossible are
+    listed by `agenteval audit` and scored BLOCKED_BY_ARCHITECTURE (capped like a FAIL)."""
+
+    history_turns: int | None = Field(
+        None, ge=0, description="Earlier turns kept in context (0: stateless); null: all."
+    )
+    message_chars: int | None = Field(
+        None, ge=1, description="Longest user message accepted intact; null: no limit."
+    )
+    tools: list[str] | None = Field(
+        None, description="The tools the agent has; null: every tool it is offered."
+    )
+
+
 class TargetParams(EndpointFields):
     """The agent under test: builtin (offline) | chat (any endpoint) | mcp (external agent)."""
 
@@ -77,6 +92,7 @@ class TargetParams(EndpointFields):
     model: str | None = "builtin-bm25"
     agent: str = Field("eval/agents/default", description="System prompt, tools, phrasings.")
     params: BuiltinKnobs = Field(default_factory=BuiltinKnobs)
+    limits: AgentLimits = Field(default_factory=AgentLimits)
     library: list[str] | None = Field(None, description="Folders the agent may discover.")
     max_tool_steps: int | None = Field(None, ge=1, description="chat: tool steps per turn.")
     tool_mode: Literal["native", "context"] | None = None
