@@ -144,8 +144,19 @@ def _scenario_line(rows: list[ScenarioResult], card: Scorecard) -> list[str]:
     return lines
 
 
+def _invalid(card: Scorecard) -> list[str]:
+    if not card.invalid:
+        return []
+    lines = ["", f"## Invalid scenario files (skipped: {len(card.invalid)})", ""]
+    for entry in card.invalid:
+        lines.append(f"- **{entry.id or entry.path}** ({entry.path})")
+        lines += [f"  - {error}" for error in entry.errors]
+    return lines
+
+
 def summary_markdown(card: Scorecard, noise: dict[str, Any] | None = None) -> str:
-    lines = _header(card, noise) + _categories(card, noise) + ["", "## Scenarios", ""]
+    lines = _header(card, noise) + _invalid(card) + _categories(card, noise)
+    lines += ["", "## Scenarios", ""]
     grouped: dict[str, list[ScenarioResult]] = {}
     for result in card.scenarios:
         grouped.setdefault(result.id, []).append(result)

@@ -115,6 +115,7 @@ def build_scorecard(
         pass_counts=pass_counts(results),
         dimension_means=dimension_means(results),
         usage=_usage(transcripts),
+        invalid=list(suite.invalid),
     )
 
 
@@ -143,4 +144,5 @@ def metrics_of(card: Scorecard) -> dict[str, float | int]:
     for key in ("input_tokens", "output_tokens", "cost_usd"):
         if card.usage.get(key) is not None:
             flat[f"usage.{key}"] = card.usage[key]
+    flat["invalid_scenario_files"] = len(card.invalid)
     return flat

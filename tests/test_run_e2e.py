@@ -114,7 +114,7 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
     [
         (["--set", "nonsense"], "key=value"),
         (["--set", "bogus.x=1"], "unknown section"),
-        (["--scenario", "no_such_scenario"], "unknown scenario"),
+        (["--scenario", "no_such_scenario"], "--scenario no_such_scenario: no scenario file"),
         (["--set", "target.kind=warp"], "unknown target kind"),
     ],
 )

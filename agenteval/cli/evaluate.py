@@ -9,21 +9,35 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_INVALID, EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import (
+    EXIT_INVALID,
+    EXIT_STOPPED,
+    fail,
+    load_params,
+    select,
+    suite_failure,
+)
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
+
+
+STRICT_HELP = (
+    "Also refuse what the reference format allows: documents without a manifest entry, "
+    "sub-folder documents not on disk."
+)
 
 
 def validate(
     paths: Annotated[list[Path] | None, typer.Argument(help="Scenario files or folders.")] = None,
     root: Annotated[Path, typer.Option(help="Repository root for relative paths.")] = Path("."),
     manifest: Annotated[Path | None, typer.Option(help="Corpus manifest.")] = None,
+    strict: Annotated[bool, typer.Option(help=STRICT_HELP)] = False,
 ) -> None:
     """Check scenario files and the corpus manifest; exit 2 on any error."""
     from agenteval.suite.validate import validate as run_validation
 
-    result = run_validation(paths or [], root=root.resolve(), manifest_path=manifest)
+    result = run_validation(paths or [], root=root.resolve(), manifest_path=manifest, strict=strict)
     for problem in result.problems:
         typer.echo(str(problem), err=problem.severity == "error")
     n_err = sum(p.severity == "error" for p in result.problems)
@@ -48,8 +62,14 @@ def run(
     ] = None,
     params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    strict: Annotated[
+        bool, typer.Option(help="Refuse the run if a selected scenario file is invalid.")
+    ] = False,
 ) -> None:
-    """suite -> infer -> judge -> score -> report, into one run directory."""
+    """suite -> infer -> judge -> score -> report, into one run directory.
+
+    An invalid scenario file is skipped and listed, and the run exits 2 at the end
+    (unless --strict, which refuses before anything runs)."""
     from agenteval.fileio import read_json, write_json
     from agenteval.judging import JudgingStopped
     from agenteval.layout import Layout
@@ -65,10 +85,9 @@ def run(
         out = resume
     else:
         params = load_params(params_file, list(set_ or []))
-        if scenario:
-            params["suite"]["ids"] = list(scenario)
-        if category:
-            params["suite"]["categories"] = list(category)
+        select(params, scenario, category)
+        if strict:
+            params["suite"]["strict"] = True
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         out = out or Path("runs") / stamp
         write_json(out / "params.json", params)
@@ -76,8 +95,7 @@ def run(
         layout = Layout.run_dir(root, out)
         result = run_evaluation(params, layout, progress=progress and sys.stderr.isatty())
     except SuiteError as exc:
-        fail([str(p) for p in exc.problems])
-        return
+        suite_failure(exc, bool(scenario))
     except JudgingStopped as exc:
         fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
         return
@@ -92,6 +110,7 @@ def run(
     )
     typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
     _track(params, layout)
+    _finish(result.scorecard, out)
     if result.stop_reason:
         fail(
             [
@@ -100,6 +119,16 @@ def run(
             ],
             EXIT_STOPPED,
         )
+
+
+def _finish(card: Any, out: Path) -> None:
+    """Exit 2 after reporting when selected scenario files were skipped as invalid."""
+    if card.invalid:
+        lines = [error for entry in card.invalid for error in entry.errors]
+        lines.append(
+            f"{len(card.invalid)} invalid scenario file(s) skipped (listed in {out}/summary.md)"
+        )
+        fail(lines)
 
 
 def audit(
@@ -119,16 +148,13 @@ def audit(
     from agenteval.suite.build import SuiteError, build_suite
 
     params = load_params(params_file, list(set_ or []))
-    if scenario:
-        params["suite"]["ids"] = list(scenario)
-    if category:
-        params["suite"]["categories"] = list(category)
+    select(params, scenario, category)
     limits = AgentLimits.model_validate(params["target"].get("limits") or {})
     declared = limits.model_dump(exclude_none=True)
     try:
         suite = build_suite(params, Path.cwd().resolve())
     except SuiteError as exc:
-        fail([str(p) for p in exc.problems])
+        suite_failure(exc, bool(scenario))
     blocked = 0
     for item in suite.items:
         found = blocked_reasons(item.scenario, limits)

@@ -51,6 +51,11 @@ class SuiteParams(_Section):
     ids: list[str] = Field(default_factory=list, description="Empty: all scenarios.")
     iterations: int = Field(1, ge=1, description="Repeats of every scenario.")
     seed: int = 0
+    strict: bool = Field(
+        False,
+        description="Refuse the run on any invalid scenario file (and on the reference format's "
+        "looser references); false: skip invalid files, list them, exit 2 at the end.",
+    )
 
 
 class BuiltinKnobs(BaseModel):

@@ -7,6 +7,7 @@ of failing.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -76,10 +77,29 @@ class Turn(_Open):
     turn: int = Field(description="1-based position; turns are numbered 1..N.")
     objective: str
     user_message: str | None = None
+    persona: str | None = Field(
+        None, description="This turn's persona, when it differs from the scenario's."
+    )
     ground_truth: GroundTruth | None = None
     success_criteria: str | None = None
     expected_tools: list[str] | None = None
     forbidden_tools: list[str] | None = None
+
+
+class CapturedFrom(_Open):
+    """Where a captured scenario came from: a real session of the agent."""
+
+    session_id: str | None = None
+    title: str | None = None
+    captured_at: str | None = None
+
+    @field_validator("captured_at", mode="before")
+    @classmethod
+    def _timestamp_to_text(cls, value: Any) -> Any:
+        # YAML reads an unquoted ISO timestamp as a datetime; the file meant the text.
+        if isinstance(value, dt.datetime | dt.date):
+            return value.isoformat()
+        return value
 
 
 class Scenario(_Open):
@@ -93,7 +113,9 @@ class Scenario(_Open):
     setup: Setup
     turns: list[Turn] = Field(min_length=1)
     expected_outcome: str | None = None
-    captured_from: str | None = None
+    captured_from: str | CapturedFrom | None = Field(
+        None, description="A session id, or {session_id, title, captured_at} (captured files)."
+    )
     note: str | None = None
     # Our own optional fields.
     source: str | None = Field(None, description="Where the scenario came from (e.g. a bug).")
@@ -109,6 +131,9 @@ class Scenario(_Open):
         if not value.strip():
             raise ValueError("persona must be a non-empty string")
         return value
+
+    def persona_of(self, turn: Turn) -> str:
+        return turn.persona or self.persona
 
     def forbidden_for(self, turn: Turn) -> list[str]:
         return sorted(set(self.forbidden_tools or []) | set(turn.forbidden_tools or []))

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, Field
 
+from agenteval.schema.suite import InvalidScenario
+
 
 class TurnResult(BaseModel):
     turn: int
@@ -80,3 +82,6 @@ class Scorecard(BaseModel):
     pass_counts: dict[str, PassCount] = Field(default_factory=dict)
     dimension_means: dict[str, float] = Field(default_factory=dict)
     usage: dict[str, Any] = Field(default_factory=dict)
+    invalid: list[InvalidScenario] = Field(
+        default_factory=list, description="Selected scenario files skipped as invalid."
+    )

@@ -116,8 +116,8 @@ class LLMSimulator:
     ) -> list[Message]:
         documents = [Path(d.path).name for d in scenario.setup.index_documents]
         values = {
-            "persona_name": scenario.persona,
-            "persona_description": self.persona_description(scenario.persona),
+            "persona_name": scenario.persona_of(turn),
+            "persona_description": self.persona_description(scenario.persona_of(turn)),
             "objective": turn.objective,
             "turn_number": turn.turn,
             "turn_count": len(scenario.turns),
