@@ -10,7 +10,7 @@ from agenteval.layout import load_transcript, load_verdict
 from agenteval.params import section_digest
 from agenteval.schema.params import AgentLimits
 from agenteval.schema.scorecard import PassCount, ScenarioResult, Scorecard
-from agenteval.schema.status import Status
+from agenteval.schema.status import COMPLETED, Status
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
@@ -105,9 +105,10 @@ def build_scorecard(
             transcripts.append(transcript)
             if verdict is not None and verdict.transcript_digest:
                 verdicts.append(verdict)
-            results.append(
-                score_scenario(info, transcript.status, verdict, rules, iteration, blocked)
-            )
+            result = score_scenario(info, transcript.status, verdict, rules, iteration, blocked)
+            if transcript.status != COMPLETED and transcript.error:
+                result.warnings.append(transcript.error)  # why it was not measured
+            results.append(result)
     return Scorecard(
         summary=summarize(results, rules),
         config=_config(suite, params, rules, transcripts, verdicts),

@@ -305,6 +305,12 @@ def summarize(results: Sequence[ScenarioResult], rules: ScoringRules) -> Summary
     )
 
 
+def every_unit_errored(results: Sequence[ScenarioResult]) -> bool:
+    """The evaluation measured nothing because every unit crashed (a configuration the agent
+    or judge cannot run with, most often): it must not pass for a finished run."""
+    return bool(results) and all(r.status == Status.ERRORED for r in results)
+
+
 def dimension_means(results: Iterable[ScenarioResult]) -> dict[str, float]:
     """Mean of each dimension over judged turns of judged scenarios (not-judged left out)."""
     sums: dict[str, list[float]] = {d: [] for d in DIMENSIONS}

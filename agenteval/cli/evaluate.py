@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agenteval.cli.common import (
+    EXIT_FAILED,
     EXIT_INVALID,
     EXIT_STOPPED,
     fail,
@@ -122,7 +123,14 @@ def run(
 
 
 def _finish(card: Any, out: Path) -> None:
-    """Exit 2 after reporting when selected scenario files were skipped as invalid."""
+    """Exit 1 when every unit ERRORED (nothing was measured), 2 when selected scenario files
+    were skipped as invalid; both after the reports and the MLflow run are written."""
+    from agenteval.scoring import every_unit_errored
+
+    if every_unit_errored(card.scenarios):
+        first = next((w for r in card.scenarios for w in r.warnings), "no error recorded")
+        fail([f"every scenario ERRORED: the evaluation measured nothing; first error: {first}",
+              f"details in {out}/data/transcripts/"], EXIT_FAILED)  # fmt: skip
     if card.invalid:
         lines = [error for entry in card.invalid for error in entry.errors]
         lines.append(
