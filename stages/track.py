@@ -24,7 +24,7 @@ def main() -> int:
     except TrackingError as exc:
         print(f"track: {exc}", file=sys.stderr)
         return 1
-    code = 1 if every_unit_errored(load_card(where).scenarios) else 0
+    code = 1 if where.scorecard.is_file() and every_unit_errored(load_card(where).scenarios) else 0
     if result is None:
         # DVC expects the declared output even when tracking is switched off.
         write_run_record(where, None)
