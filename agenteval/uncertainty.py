@@ -4,10 +4,12 @@ Two products:
 
 * :func:`noise_report` reads one scorecard and writes ``reports/noise.json`` (the ``stats`` DVC
   stage): per scenario k/N with a Wilson interval, a stability class and the score's mean and
-  SD; per category and overall the judged pass rate and the average score (FAIL capped, as in
-  :func:`agenteval.scoring.capped`) with standard errors clustered by scenario; between- and
-  within-scenario variance of the score; and the minimum detectable effect (MDE) of a paired
-  comparison of this size.
+  SD; per category and overall the judged pass rate (Wilson interval on the effective sample
+  size, clustered by scenario) and the average score (FAIL and BLOCKED capped, as in
+  :func:`agenteval.scoring.capped`; t interval clustered by scenario, clipped to 0..10), each
+  bounded to its metric's range and given only from MIN_INTERVAL_SCENARIOS scenarios on
+  ("too few scenarios" below); between- and within-scenario variance of the score; and the
+  minimum detectable effect (MDE) of a paired comparison of this size.
 * :func:`noise_floor` reduces R scorecards of one configuration (run by
   :func:`agenteval.gate.noise.measure_noise`) to ``noise_floor.json``, which
   ``agenteval compare --noise`` reads.
@@ -29,6 +31,7 @@ from agenteval.schema.status import JUDGED_STATUSES, Status
 from agenteval.scoring import CAPPED_STATUSES, FAIL_SCORE_CAP, SCORE_MAX, SCORE_MIN
 from agenteval.stats import (
     classify_stability,
+    clustered_wilson,
     mde,
     mean_ci,
     variance_components,
@@ -41,6 +44,10 @@ FLOOR_SCHEMA = "agenteval.noise_floor/1"
 MDE_ALPHA, MDE_POWER = 0.05, 0.8
 # Six decimals keep JSON diffs readable and are far below any difference worth reporting.
 DIGITS = 6
+# Below this many scenarios a group gets no interval: with 2, the t quantile is 12.7 and an
+# interval says nothing but its width ("50% ± 635%"); "too few scenarios" says it honestly.
+MIN_INTERVAL_SCENARIOS = 3
+TOO_FEW = "too few scenarios for an interval ({n} < {min})"
 
 
 def _r(value: float | None) -> float | None:
@@ -137,30 +144,37 @@ def scenario_stats(t: ScenarioTally, conf: float, tau: float) -> dict[str, Any]:
 
 
 def _interval(
-    values: Sequence[float], clusters: Sequence[str], conf: float, bounds: tuple[float, float]
+    values: Sequence[float], clusters: Sequence[str], conf: float, rate: bool
 ) -> dict[str, Any]:
-    """Mean with a scenario-clustered t interval, clipped to the metric's range."""
+    """The mean with an interval bounded to the metric's range: Wilson on the effective sample
+    size for a pass rate (`rate`), a scenario-clustered t interval clipped to 0..10 for a score.
+    `low`/`high` are None, with a `note` saying why, when the data cannot give one."""
     if not values:
         return {"value": None, "note": "no judged iteration"}
     out: dict[str, Any] = {"value": _r(math.fsum(values) / len(values)), "n": len(values)}
-    out["n_scenarios"] = len(set(clusters))
-    if out["n_scenarios"] < 2:
-        out.update(se=None, low=None, high=None, half_width=None)
-        out["note"] = "one scenario: between-scenario spread, hence the SE, is not identified"
+    n_scenarios = out["n_scenarios"] = len(set(clusters))
+    out.update(method="wilson" if rate else "t", se=None, low=None, high=None, half_width=None)
+    if n_scenarios < MIN_INTERVAL_SCENARIOS:
+        out["note"] = TOO_FEW.format(n=n_scenarios, min=MIN_INTERVAL_SCENARIOS)
         return out
     ci = mean_ci(values, clusters, conf, "t")
-    # The t interval can cross 0 or 1 for rates near the edge; the metric cannot.
-    out.update(se=_r(ci.se), half_width=_r(ci.half_width))
-    out.update(low=_r(max(bounds[0], ci.low)), high=_r(min(bounds[1], ci.high)))
-    if ci.se == 0.0:
-        out["note"] = "no variation observed: the interval is degenerate, not exact"
+    out["se"] = _r(ci.se)
+    if rate:
+        low, high, n_eff = clustered_wilson(values, clusters, conf)
+        out.update(low=_r(low), high=_r(high), n_eff=_r(n_eff))
+    elif ci.se == 0.0:
+        out["note"] = "no spread observed: no interval (a zero width would claim exactness)"
+    else:
+        # The t interval can cross 0 or 10 for scores near the edge; the metric cannot.
+        low, high = max(SCORE_MIN, ci.low), min(SCORE_MAX, ci.high)
+        out.update(low=_r(low), high=_r(high), half_width=_r(ci.half_width))
     return out
 
 
 def _bootstrap(
     values: Sequence[float], clusters: Sequence[str], conf: float, resamples: int, seed: int
 ) -> dict[str, Any] | None:
-    if len(set(clusters)) < 2:
+    if len(set(clusters)) < MIN_INTERVAL_SCENARIOS:
         return None
     ci = mean_ci(values, clusters, conf, "bootstrap", resamples=resamples, seed=seed)
     return {"low": _r(ci.low), "high": _r(ci.high), "resamples": resamples, "seed": seed}
@@ -196,8 +210,8 @@ def group_stats(
 ) -> dict[str, Any]:
     """Headline numbers of a group of scenarios (a category or the whole run)."""
     outcomes, o_ids, scores, s_ids = _flat(tallies)
-    pass_rate = _interval(outcomes, o_ids, conf, (0.0, 1.0))
-    avg_score = _interval(scores, s_ids, conf, (SCORE_MIN, SCORE_MAX))
+    pass_rate = _interval(outcomes, o_ids, conf, rate=True)
+    avg_score = _interval(scores, s_ids, conf, rate=False)
     if resamples >= 2:
         pass_rate["bootstrap"] = _bootstrap(outcomes, o_ids, conf, resamples, seed)
         avg_score["bootstrap"] = _bootstrap(scores, s_ids, conf, resamples, seed)
@@ -295,6 +309,7 @@ def noise_report(
         # Lets the report tell a current noise.json from one left over from another scorecard.
         "scorecard_digest": digest_of(card),
         "conf": conf,
+        "min_interval_scenarios": MIN_INTERVAL_SCENARIOS,
         "stability_tau": tau,
         "iterations": card.config.get("iterations"),
         "seeds": card.config.get("seeds"),

@@ -147,6 +147,7 @@ def _fill_run(
         summary_line = results.headline(noise)
         if summary_line:  # shown as the run's description in the MLflow UI
             tags["mlflow.note.content"] = summary_line
+        tags |= results.interval_notes(noise)
         tags = {key: scrubber.scrub_text(value) for key, value in tags.items()}
         results.log_batched(
             client,
