@@ -75,6 +75,7 @@ def run(
     from agenteval.judging import JudgingStopped
     from agenteval.layout import Layout
     from agenteval.pipeline import run_evaluation
+    from agenteval.runlock import EvalLocked
     from agenteval.suite.build import SuiteError
 
     root = Path.cwd().resolve()
@@ -100,6 +101,8 @@ def run(
     except JudgingStopped as exc:
         fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
         return
+    except EvalLocked as exc:
+        fail([f"not started: {exc}", f"then: agenteval run --resume {out}"], EXIT_STOPPED)
     except (ValueError, OSError, KeyError) as exc:  # configuration the run cannot start with
         fail([f"cannot run: {type(exc).__name__}: {exc}"])
         return
