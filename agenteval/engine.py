@@ -24,6 +24,8 @@ from agenteval.schema.transcript import Attempt, Transcript, TranscriptTurn
 from agenteval.simulators.base import Simulator
 from agenteval.targets.base import SessionContext, SetupFailed, Target
 
+IN_PROCESS = "in-process"  # the protocol of an agent that runs inside this process
+
 # Per-scenario time limit scales with the work it involves (documents to index, turns).
 TIMEOUT_STARTUP_S = 120
 TIMEOUT_PER_DOC_S = 90
@@ -45,6 +47,17 @@ class Unit:
 
 class BudgetExceeded(Exception):
     """A scenario or the whole run reached its spending limit."""
+
+
+def untimed(transcript: Transcript) -> None:
+    """Drop every wall-clock measurement from a transcript."""
+    transcript.started_at, transcript.duration_s = None, None
+    for call in transcript.setup_calls:
+        call.latency_ms = None
+    for turn in transcript.turns:
+        turn.latency_ms = None
+        for call in turn.tool_calls:
+            call.latency_ms = None
 
 
 def record_retry(transcript: Transcript, before: Transcript) -> None:
@@ -105,6 +118,10 @@ class Inference:
         # Stored units that ended with one of these are run once more by this invocation
         # (a resume or a repro): the failure may have been transient.
         self.retry_statuses = retry_statuses
+        # Wall-clock times of an in-process agent (the builtin) measure this machine, not an
+        # agent, and are the one thing that would make the offline pipeline's outputs differ
+        # between two runs (or a fresh clone and the committed dvc.lock): not recorded.
+        self.timed = target.participant.protocol != IN_PROCESS
         self.spent_usd = 0.0
         # Set when the run must stop (quota, credentials, run budget): later units are NOT_RUN.
         self.stop_reason: str | None = None
@@ -162,6 +179,8 @@ class Inference:
             if done is None:
                 async with semaphore:
                     done = self.not_run(unit) if self.stop_reason else await self.run_unit(unit)
+                if not self.timed:
+                    untimed(done)
                 if before is not None:
                     record_retry(done, before)
                 path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
