@@ -1,4 +1,5 @@
-"""Stage `track`: log the evaluation to MLflow -> reports/mlflow_run.json (the run's pointer).
+"""Stage `track`: log the evaluation to MLflow -> reports/mlflow_run.json (the run's pointer,
+git-ignored and not a DVC output: its run id belongs to the local store).
 
 The store itself (mlflow.db, mlartifacts/) lives at the repository root outside DVC: it
 accumulates every experiment's runs, which no single pipeline output should own.
