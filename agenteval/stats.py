@@ -105,52 +105,19 @@ def wilson_interval(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
     if n == 0:
         _check_open_unit(conf, "conf")
         return 0.0, 1.0
-    return _wilson(k / n, float(n), conf)
+    return wilson_bounds(k / n, float(n), conf)
 
 
-def _wilson(p: float, n: float, conf: float) -> tuple[float, float]:
-    """Wilson bounds of proportion ``p`` observed over ``n`` (possibly effective) trials."""
+def wilson_bounds(p: float, n: float, conf: float = 0.95) -> tuple[float, float]:
+    """Wilson bounds of proportion ``p`` over ``n`` (maybe effective, non-integer) trials."""
     z = float(_sps.norm.ppf(0.5 + _check_open_unit(conf, "conf") / 2.0))
-    z2 = z * z
+    z2 = z * z  # centre and half-width as in wilson_interval, with k = p * n
     centre = (p * n + z2 / 2.0) / (n + z2)
     half = z / (n + z2) * math.sqrt(p * (1.0 - p) * n + z2 / 4.0)
-    # The bounds are exactly 0 (p=0) and 1 (p=1) mathematically; pin them so rounding can
-    # never push them outside [0, 1] or make the interval miss the observed proportion.
+    # Exactly 0 (p=0) and 1 (p=1) mathematically: pinned, so rounding never leaves [0, 1].
     low = 0.0 if p == 0 else max(0.0, min(centre - half, p))
     high = 1.0 if p == 1 else min(1.0, max(centre + half, p))
     return low, high
-
-
-def clustered_wilson(
-    outcomes: npt.ArrayLike, clusters: Iterable[Hashable], conf: float = 0.95
-) -> tuple[float, float, float]:
-    """Wilson interval of a pass rate whose 0/1 outcomes are clustered by scenario:
-    (low, high, effective n).
-
-    Repeats of one scenario are correlated, so they carry less than one trial's information
-    each. The Wilson interval is computed on the effective sample size n / deff, with the
-    design effect deff = clustered variance / binomial variance of the mean (never below 1).
-    When every outcome is equal the variance ratio is undefined and n_eff is the number of
-    scenarios, the conservative end. Bounded to [0, 1] by construction, unlike p +/- t*SE.
-    Source: Kish (1965), Survey Sampling, Sec. 8.2; Dean & Pagano (2015), J. Survey Stat.
-    Methodol. 3(4), which finds Wilson with the effective sample size well calibrated.
-    """
-    y = _as_values(outcomes, "outcomes")
-    if not np.all((y == 0.0) | (y == 1.0)):
-        raise ValueError("outcomes must be 0 or 1")
-    codes, n_clusters = _cluster_codes(clusters, y.size)
-    if y.size == 0:
-        raise ValueError("clustered_wilson needs at least one outcome")
-    p, n = float(y.mean()), float(y.size)
-    if n_clusters == y.size:
-        n_eff = n  # one outcome per scenario: independent trials
-    elif p in (0.0, 1.0) or n_clusters < 2:
-        n_eff = float(n_clusters)
-    else:
-        deff = max(1.0, clustered_se(y, codes) ** 2 / (p * (1.0 - p) / n))
-        n_eff = n / deff
-    low, high = _wilson(p, n_eff, conf)
-    return low, high, n_eff
 
 
 def exact_interval(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:

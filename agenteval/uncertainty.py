@@ -31,10 +31,11 @@ from agenteval.schema.status import JUDGED_STATUSES, Status
 from agenteval.scoring import CAPPED_STATUSES, FAIL_SCORE_CAP, SCORE_MAX, SCORE_MIN
 from agenteval.stats import (
     classify_stability,
-    clustered_wilson,
+    clustered_se,
     mde,
     mean_ci,
     variance_components,
+    wilson_bounds,
     wilson_interval,
 )
 
@@ -141,6 +142,35 @@ def scenario_stats(t: ScenarioTally, conf: float, tau: float) -> dict[str, Any]:
     if t.n and len(t.scores) < 2:
         row["score_sd_note"] = "one judged iteration: no within-scenario spread"
     return row
+
+
+def clustered_wilson(
+    outcomes: Sequence[float], clusters: Sequence[str], conf: float = 0.95
+) -> tuple[float, float, float]:
+    """Wilson interval of a pass rate whose 0/1 outcomes are clustered by scenario:
+    (low, high, effective n).
+
+    Repeats of one scenario are correlated, so they carry less than one trial's information
+    each. The Wilson interval is computed on the effective sample size n / deff, with the
+    design effect deff = clustered variance / binomial variance of the mean (never below 1).
+    When every outcome is equal the variance ratio is undefined and n_eff is the number of
+    scenarios, the conservative end. Bounded to [0, 1] by construction, unlike p +/- t*SE.
+    Source: Kish (1965), Survey Sampling, Sec. 8.2; Dean & Pagano (2015), J. Survey Stat.
+    Methodol. 3(4), which finds Wilson with the effective sample size well calibrated.
+    """
+    ids = list(clusters)
+    if not outcomes or any(v not in (0.0, 1.0) for v in outcomes) or len(ids) != len(outcomes):
+        raise ValueError("outcomes must be 0 or 1, one per cluster label, at least one")
+    p, n, n_clusters = math.fsum(outcomes) / len(outcomes), float(len(outcomes)), len(set(ids))
+    if n_clusters == len(outcomes):
+        n_eff = n  # one outcome per scenario: independent trials
+    elif p in (0.0, 1.0) or n_clusters < 2:
+        n_eff = float(n_clusters)
+    else:
+        deff = max(1.0, clustered_se(outcomes, ids) ** 2 / (p * (1.0 - p) / n))
+        n_eff = n / deff
+    low, high = wilson_bounds(p, n_eff, conf)
+    return low, high, n_eff
 
 
 def _interval(

@@ -14,14 +14,8 @@ from agenteval.gate.noise import measure_noise
 from agenteval.params import load_params
 from agenteval.report import load_noise, write_report
 from agenteval.schema.scorecard import Scorecard
-from agenteval.stats import (
-    clustered_se,
-    clustered_wilson,
-    mde,
-    variance_components,
-    wilson_interval,
-)
-from agenteval.uncertainty import noise_floor, noise_report
+from agenteval.stats import clustered_se, mde, variance_components, wilson_interval
+from agenteval.uncertainty import clustered_wilson, noise_floor, noise_report
 
 ROOT = Path(__file__).resolve().parent.parent
 
