@@ -7,17 +7,19 @@ Exit codes (the CLI's and :attr:`Comparison.exit_code`):
   significantly after Holm correction, or a scenario is in ``regressed``; with
   ``require_complete`` also a scenario the baseline measured that the current run is missing or
   did not fully measure.
-* 3 — not comparable: the measuring instrument differs (judge, simulator, corpus), or with
-  ``same_agent`` the agent differs. Every difference is listed.
+* 3 — not comparable: the measuring instrument differs (judge — its code file by file,
+  prompts, rules, model — or simulator; a corpus change only when it cannot be confined to
+  single scenarios), or with ``same_agent`` the agent differs. Every difference is listed.
 * 4 — an input could not be read (used by the CLI; 2 is taken by "regression").
 
-Tests. Scenarios are paired by id; a scenario whose content digest differs is ``changed`` and
-left out. With one judged iteration per side the pass/fail test is the exact McNemar test;
-otherwise a paired sign-flip permutation test on per-scenario pass rates. The same test runs per
-category with Holm correction. The gate's rule is two-sided p < 0.05 AND a negative mean
-difference — the rule whose false-alarm rate (<= 5%) and power (>= 80% for a 0.2 drop over 40
-scenarios at 3 repeats) tests/test_stats.py simulates. Average scores get the same tests and are
-reported, but do not gate: adding a second gating family would double the false-alarm budget.
+Tests. Scenarios are paired by id; a scenario whose content or ground truth (manifest facts,
+document bytes) differs is ``changed`` and left out. With one judged iteration per side the
+pass/fail test is the exact McNemar test; otherwise a paired sign-flip permutation test on per-
+scenario pass rates. The same test runs per category with Holm correction. The gate's rule is
+two-sided p < 0.05 AND a negative mean difference — the rule whose false-alarm rate (<= 5%) and
+power (>= 80% for a 0.2 drop over 40 scenarios at 3 repeats) tests/test_stats.py simulates.
+Average scores get the same tests and are reported, but do not gate: adding a second gating
+family would double the false-alarm budget.
 
 Scenario buckets (regressed, improved, flaky, unchanged, unmeasured, changed, only_in_*): the
 rules are in :mod:`agenteval.gate.buckets`.
