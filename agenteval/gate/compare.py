@@ -14,10 +14,10 @@ Exit codes (the CLI's and :attr:`Comparison.exit_code`):
 
 Tests. Scenarios are paired by id; a scenario whose content or ground truth (manifest facts,
 document bytes) differs is ``changed`` and left out. With one judged iteration per side the
-pass/fail test is the exact McNemar test; otherwise a paired sign-flip permutation test on per-
-scenario pass rates. The same test runs per category with Holm correction. The gate's rule is
-two-sided p < 0.05 AND a negative mean difference — the rule whose false-alarm rate (<= 5%) and
-power (>= 80% for a 0.2 drop over 40 scenarios at 3 repeats) tests/test_stats.py simulates.
+pass/fail test is the exact McNemar test; otherwise a paired sign-flip permutation test on
+per-scenario pass rates. The same test runs per category with Holm correction. The gate's rule
+is two-sided p < 0.05 AND a negative mean difference — the rule whose false-alarm rate (<= 5%)
+and power (>= 80% for a 0.2 drop over 40 scenarios at 3 repeats) tests/test_stats.py simulates.
 Average scores get the same tests and are reported, but do not gate: adding a second gating
 family would double the false-alarm budget.
 
