@@ -176,6 +176,8 @@ def audit(
     typer.echo(
         f"{blocked} of {len(suite.items)} scenario(s) blocked by the agent's limits ({shown})"
     )
+    if suite.invalid:
+        typer.echo(f"{len(suite.invalid)} invalid scenario file(s) not audited", err=True)
 
 
 def _track(params: dict[str, Any], layout: Layout) -> None:
