@@ -87,17 +87,80 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-@functools.cache
-def code_digest() -> str:
-    """sha256 over agenteval's own source files.
+PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE = PACKAGE_DIR.name
 
-    Part of every agent's and judge's configuration digest: stored transcripts and verdicts
-    are reused (resume, dvc repro with persisted outputs) only when the code that produced
-    them is the same, so fixing a judge or an agent can never leave stale grades behind.
+
+def _module_file(name: str, package_dir: Path) -> Path | None:
+    """The source file of module `name` (dotted, starting with the package name), if any."""
+    parts = name.split(".")[1:]
+    base = package_dir.joinpath(*parts)
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    file = base.with_suffix(".py")
+    return file if parts and file.is_file() else None
+
+
+def _imported(name: str, file: Path, package_dir: Path) -> set[str]:
+    """Project modules that `file` imports anywhere (module level or inside functions).
+
+    `from P import x` counts the module P.x when x is a module, else P itself: the package
+    is then only the path to the code that defines the name.
     """
-    package = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    import ast
+
+    package = name if file.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(file.read_bytes(), str(file))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if _module_file(sub, package_dir) else base)
+    root = package_dir.name
+    return {
+        m for m in found if (m == root or m.startswith(root + ".")) and _module_file(m, package_dir)
+    }
+
+
+def code_identity(module: str, package_dir: Path = PACKAGE_DIR) -> dict[str, str]:
+    """sha256 of every source file `module` is built from: the module itself and, transitively,
+    every project module it imports. Keyed by the file's path inside the package.
+
+    This is the code part of a participant's identity: a stored transcript or verdict is
+    reused, and two runs compare, only when the code that produced them is the same, while an
+    edit elsewhere (another agent, the report) leaves them valid.
+    """
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        file = _module_file(name, package_dir)
+        if name in seen or file is None:
+            continue
+        seen[name] = file
+        todo.extend(_imported(name, file, package_dir) - set(seen))
+    return {
+        file.relative_to(package_dir).as_posix(): sha256_file(file)
+        for file in sorted(seen.values())
+    }
+
+
+# 16 hex digits (64 bits) per file name a change unambiguously and keep provenance short.
+CODE_SHA_CHARS = 16
+
+
+@functools.cache
+def _code_of(module: str) -> tuple[tuple[str, str], ...]:
+    return tuple((path, sha[:CODE_SHA_CHARS]) for path, sha in code_identity(module).items())
+
+
+def code_of(module: str) -> dict[str, str]:
+    """{file: short sha256} of the installed package's files `module` is built from; part of
+    a participant's configuration digest and details, so a difference names the file."""
+    return dict(_code_of(module))

@@ -14,13 +14,15 @@ from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
 
 
-def _still_valid(verdict: Verdict, transcript: Transcript, judge: Judge) -> bool:
-    """A stored verdict counts when it graded this exact transcript with this exact judge."""
+def _still_valid(verdict: Verdict, item: SuiteItem, transcript: Transcript, judge: Judge) -> bool:
+    """A stored verdict counts when it graded this exact transcript against the same ground
+    truth (manifest facts, document bytes) with this exact judge."""
     from agenteval.fileio import digest_of
 
     return (
         verdict.transcript_digest == digest_of(transcript)
-        and verdict.judge == judge.participant
+        and verdict.ground_truth_digest == item.ground_truth_digest
+        and verdict.judge.same_as(judge.participant)
         and verdict.status != "ERRORED"
     )
 
@@ -43,11 +45,12 @@ async def run_judging(
         if transcript is None:
             return None
         stored = load_verdict(verdicts, item.scenario.id, iteration)
-        if stored is not None and _still_valid(stored, transcript, judge):
+        if stored is not None and _still_valid(stored, item, transcript, judge):
             notify(stored)  # a judge call costs money: never pay twice for the same grade
             return stored
         async with semaphore:
             verdict = await judge.judge(item, transcript)
+        verdict.ground_truth_digest = item.ground_truth_digest
         path = transcript_path(verdicts, item.scenario.id, iteration)
         await asyncio.to_thread(write_json, path, verdict)  # fsync off the event loop
         notify(verdict)

@@ -25,7 +25,7 @@ def test_shipped_set_has_sixty_tasks_in_three_levels_over_the_corpora() -> None:
     assert len(licences) >= 10  # the pinned licence texts are part of the set
     assert sum(not t.files for t in tasks) >= 5  # some tasks make the agent find the file
     manifest = Manifest.model_validate(json.loads((ROOT / "eval/corpus/manifest.json").read_text()))
-    facts = {fid: fact for fid, (_doc, fact) in manifest.fact_index().items()}
+    facts = {fid: fact for (_doc, fid), fact in manifest.fact_index().items()}
     for task in tasks:
         if task.id in facts:  # tasks taken from the manifest keep its ground truth
             assert task.answer == facts[task.id].answer, task.id

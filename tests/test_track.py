@@ -416,12 +416,37 @@ def test_thousand_scenarios_metrics_log_in_under_ten_seconds(
 
 
 def test_headline_numbers_carry_their_intervals(logged: Logged) -> None:
+    """Two scenarios are too few for an interval: MLflow says so instead of a degenerate ±."""
     run = client(logged.uri).get_run(logged.result.run_id)
     noise = read_json(logged.layout.reports / "noise.json")
     rate = noise["overall"]["judged_pass_rate"]
-    metrics = run.data.metrics
-    if rate.get("half_width") is not None:
-        assert metrics["judged_pass_rate.half_width"] == pytest.approx(rate["half_width"])
-        assert metrics["judged_pass_rate.low"] == pytest.approx(rate["low"])
-        assert "±" in run.data.tags["mlflow.note.content"]
-    assert run.data.tags["mlflow.note.content"].startswith("judged pass rate")
+    metrics, tags = run.data.metrics, run.data.tags
+    assert rate["low"] is None and rate["note"].startswith("too few scenarios")
+    assert "judged_pass_rate.low" not in metrics and "judged_pass_rate.half_width" not in metrics
+    assert tags["agenteval.interval.judged_pass_rate"] == rate["note"]
+    assert tags["agenteval.interval.avg_score"].startswith("too few scenarios")
+    assert "(too few scenarios)" in tags["mlflow.note.content"]
+    assert tags["mlflow.note.content"].startswith("judged pass rate")
+
+
+def test_interval_metrics_and_headline_from_a_bounded_interval() -> None:
+    from gate_cards import make_card
+
+    from agenteval.tracking.results import headline, interval_metrics, interval_notes
+    from agenteval.uncertainty import noise_report
+
+    noise = noise_report(make_card({s: "PF"[i % 2] for i, s in enumerate("abcde")}), resamples=0)
+    rate = noise["overall"]["judged_pass_rate"]
+    metrics = interval_metrics(noise)
+    assert metrics["judged_pass_rate.low"] == pytest.approx(rate["low"])
+    assert metrics["judged_pass_rate.high"] == pytest.approx(rate["high"])
+    assert "judged_pass_rate.half_width" not in metrics  # Wilson is not symmetric
+    score = noise["overall"]["avg_score"]
+    assert metrics["avg_score.half_width"] == pytest.approx(score["half_width"])  # t: symmetric
+    assert headline(noise) == (
+        f"judged pass rate 0.600 [{rate['low']:.3f}, {rate['high']:.3f}] · "
+        f"avg score 6.40 [{score['low']:.2f}, {score['high']:.2f}]"
+    )
+    flat = noise_report(make_card({s: "P" for s in "abcde"}), resamples=0)
+    assert "avg_score.low" not in interval_metrics(flat)  # every score equal: no interval
+    assert interval_notes(flat)["agenteval.interval.avg_score"].startswith("no spread")

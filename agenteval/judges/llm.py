@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from agenteval.fileio import code_digest, digest_of
+from agenteval.fileio import code_of, digest_of
 from agenteval.judges.code import CodeJudge, judge_transcript
 from agenteval.judges.prompts import rubric_values, scenario_case, turn_case
 from agenteval.llm import (
@@ -226,10 +226,15 @@ class LLMJudge:
                     "prompts": shas,
                     "rules": self.rules.describe(),
                     "settings": settings,
-                    "code": code_digest(),
+                    "code": code_of(__name__),
                 }
             ),
-            details={"endpoint": self.config.describe(), "prompts": shas, **settings},
+            details={
+                "endpoint": self.config.describe(),
+                "prompts": shas,
+                **settings,
+                "code": code_of(__name__),
+            },
         )
 
     def _format(self, name: str, schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -251,7 +256,9 @@ class LLMJudge:
         if code.status == Status.ERRORED:
             verdict.status, verdict.error = Status.ERRORED, code.error
             return verdict
-        asker = _Asker(await self.config.client(), self.max_attempts, transcript.iteration)
+        asker = _Asker(
+            await self.config.client(), self.max_attempts, transcript.iteration, transcript.seed
+        )
         try:
             await self._grade(item, transcript, code, verdict, asker)
         except QuotaExhausted:
@@ -303,10 +310,12 @@ class LLMJudge:
 class _Asker:
     """Asks one judging question, re-asking with the validation error until it gets JSON."""
 
-    def __init__(self, client: BaseChatClient, max_attempts: int, iteration: int) -> None:
+    def __init__(
+        self, client: BaseChatClient, max_attempts: int, iteration: int, seed: int
+    ) -> None:
         self.client = client
         self.max_attempts = max_attempts
-        self.iteration = iteration
+        self.iteration, self.seed = iteration, seed
         self.completions: list[Completion] = []
 
     async def ask(
@@ -321,7 +330,10 @@ class _Asker:
         error = ""
         for _ in range(self.max_attempts):
             completion = await self.client.complete(
-                messages, response_format=response_format, iteration=self.iteration
+                messages,
+                response_format=response_format,
+                iteration=self.iteration,
+                seed=self.seed,
             )
             self.completions.append(completion)
             try:

@@ -31,8 +31,13 @@ class Located:
             key = key[:-1]
         return self.lines.get((), 1)
 
-    def problem(self, loc: Sequence[str | int], message: str, warning: bool = False) -> Problem:
-        return Problem(self.path, self.line(loc), message, "warning" if warning else "error")
+    def problem(
+        self, loc: Sequence[str | int], message: str, warning: bool = False, strict: bool = False
+    ) -> Problem:
+        """A problem at `loc`; `strict` marks a warning that strict validation makes an error."""
+        if warning or strict:
+            return Problem(self.path, self.line(loc), message, "warning", strict)
+        return Problem(self.path, self.line(loc), message)
 
 
 def _walk(node: yaml.Node, loc: Loc, lines: dict[Loc, int], depth: int = 0) -> None:

@@ -60,6 +60,11 @@ class SuiteParams(_Section):
         None, description="Only this CI lane of the tiers file; null: every scenario."
     )
     tiers: str = Field("eval/tiers.yaml", description="Which lane each scenario is in, and why.")
+    strict: bool = Field(
+        False,
+        description="Refuse the run on any invalid scenario file (and on the reference format's "
+        "looser references); false: skip invalid files, list them, exit 2 at the end.",
+    )
 
 
 class BuiltinKnobs(BaseModel):
@@ -79,6 +84,21 @@ class BuiltinKnobs(BaseModel):
     )
 
 
+class AgentLimits(_Section):
+    """What the agent's architecture cannot do. Scenarios these limits make impossible are
+    listed by `agenteval audit` and scored BLOCKED_BY_ARCHITECTURE (capped like a FAIL)."""
+
+    history_turns: int | None = Field(
+        None, ge=0, description="Earlier turns kept in context (0: stateless); null: all."
+    )
+    message_chars: int | None = Field(
+        None, ge=1, description="Longest user message accepted intact; null: no limit."
+    )
+    tools: list[str] | None = Field(
+        None, description="The tools the agent has; null: every tool it is offered."
+    )
+
+
 class TargetParams(EndpointFields):
     """The agent under test: builtin (offline) | chat (any endpoint) | mcp (external agent)."""
 
@@ -86,6 +106,7 @@ class TargetParams(EndpointFields):
     model: str | None = "builtin-bm25"
     agent: str = Field("eval/agents/default", description="System prompt, tools, phrasings.")
     params: BuiltinKnobs = Field(default_factory=BuiltinKnobs)
+    limits: AgentLimits = Field(default_factory=AgentLimits)
     library: list[str] | None = Field(None, description="Folders the agent may discover.")
     max_tool_steps: int | None = Field(None, ge=1, description="chat: tool steps per turn.")
     tool_mode: Literal["native", "context"] | None = None
@@ -127,15 +148,40 @@ class PriceParams(_Section):
     cache_write_per_mtok: float | None = Field(None, ge=0)
 
 
+RetryStatus = Literal[
+    "TIMEOUT",
+    "BUDGET_EXCEEDED",
+    "INFRA_ERROR",
+    "SETUP_ERROR",
+    "SKIPPED_NO_DOCUMENT",
+    "ERRORED",
+    "NO_USER_MESSAGE",
+]
+
+
+def _default_retries() -> list[RetryStatus]:
+    return ["INFRA_ERROR", "ERRORED", "TIMEOUT"]
+
+
 class RunParams(_Section):
     concurrency: int = Field(4, ge=1, description="Requests in flight per endpoint.")
     timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
     budget_usd_per_scenario: float | None = Field(None, gt=0)
     budget_usd_total: float | None = Field(None, gt=0)
+    cache: bool = Field(
+        True,
+        description="Cache model replies (keyed by request, iteration and seed): an unchanged "
+        "rerun makes no calls; false asks the model every time.",
+    )
     cache_dir: str | None = Field(".cache/agenteval/llm", description="null: no cache.")
     max_attempts: int = Field(5, ge=1, description="HTTP attempts on 429/5xx/timeouts.")
     request_timeout_s: float = Field(60, gt=0)
     prices: dict[str, PriceParams] = Field(default_factory=dict)
+    retry_statuses: list[RetryStatus] = Field(
+        default_factory=_default_retries,
+        description="Stored units that ended so are run once more by every resume or repro "
+        "(attempts recorded); COMPLETED units never are.",
+    )
     estimate_missing_usage: bool | None = None
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, Field
 
+from agenteval.schema.suite import InvalidScenario
+
 
 class TurnResult(BaseModel):
     turn: int
@@ -29,6 +31,9 @@ class ScenarioResult(BaseModel):
     root_cause: str | None = None
     warnings: list[str] = Field(default_factory=list)
     scenario_digest: str | None = None
+    ground_truth_digest: str | None = Field(
+        None, description="Facts and document bytes graded against; compare pairs only equal."
+    )
 
 
 class CategorySummary(BaseModel):
@@ -52,6 +57,7 @@ class Summary(BaseModel):
     infra_error: int = 0
     setup_error: int = 0
     skipped_no_document: int = 0
+    no_user_message: int = 0
     errored: int = 0
     not_run: int = 0
     not_judged: int = 0
@@ -76,3 +82,6 @@ class Scorecard(BaseModel):
     pass_counts: dict[str, PassCount] = Field(default_factory=dict)
     dimension_means: dict[str, float] = Field(default_factory=dict)
     usage: dict[str, Any] = Field(default_factory=dict)
+    invalid: list[InvalidScenario] = Field(
+        default_factory=list, description="Selected scenario files skipped as invalid."
+    )

@@ -43,7 +43,8 @@ def run_metrics(metrics: Mapping[str, Any], card: Scorecard) -> dict[str, float]
 
 def interval_metrics(noise: Mapping[str, Any] | None) -> dict[str, float]:
     """Each headline number's 95% interval from reports/noise.json, as metrics MLflow can
-    chart beside the value: `<name>.half_width`, `.low`, `.high`, plus the paired MDE."""
+    chart beside the value: `<name>.low`, `.high` (and `.half_width` for symmetric intervals),
+    plus the paired MDE. A number without an interval gets none (see `interval_notes`)."""
     if not noise:
         return {}
     groups = {"": noise.get("overall") or {}}
@@ -61,16 +62,36 @@ def interval_metrics(noise: Mapping[str, Any] | None) -> dict[str, float]:
     return flat
 
 
+def interval_notes(noise: Mapping[str, Any] | None) -> dict[str, str]:
+    """Why a headline number has no interval ('too few scenarios ...'), as run tags
+    `agenteval.interval.<name>`: stated, where a metric could only be missing."""
+    if not noise:
+        return {}
+    groups = {"": noise.get("overall") or {}}
+    groups |= {f"category.{c}.": v for c, v in (noise.get("categories") or {}).items()}
+    notes: dict[str, str] = {}
+    for prefix, group in groups.items():
+        for name in ("judged_pass_rate", "avg_score"):
+            entry = group.get(name) or {}
+            if entry.get("value") is not None and entry.get("low") is None and entry.get("note"):
+                notes[mlflow_key(f"agenteval.interval.{prefix}{name}")] = str(entry["note"])
+    return notes
+
+
 def headline(noise: Mapping[str, Any] | None) -> str | None:
-    """`judged pass rate 0.400 ± 0.134 · avg score 7.15 ± 0.64`, for the run's description."""
+    """`judged pass rate 0.400 [0.276, 0.538] · avg score 7.15 [6.52, 7.78]`, for the run's
+    description; a number without an interval says why ('too few scenarios')."""
     overall = (noise or {}).get("overall") or {}
     parts = []
     for name, label, fmt in (("judged_pass_rate", "judged pass rate", ".3f"),
                              ("avg_score", "avg score", ".2f")):  # fmt: skip
         entry = overall.get(name) or {}
         if _finite(entry.get("value")):
-            half = entry.get("half_width")
-            shown = f"{entry['value']:{fmt}}" + (f" ± {half:{fmt}}" if _finite(half) else "")
+            shown = f"{entry['value']:{fmt}}"
+            if _finite(entry.get("low")) and _finite(entry.get("high")):
+                shown += f" [{entry['low']:{fmt}}, {entry['high']:{fmt}}]"
+            elif str(entry.get("note") or "").startswith("too few scenarios"):
+                shown += " (too few scenarios)"
             parts.append(f"{label} {shown}")
     return " · ".join(parts) or None
 

@@ -147,6 +147,7 @@ def _fill_run(
         summary_line = results.headline(noise)
         if summary_line:  # shown as the run's description in the MLflow UI
             tags["mlflow.note.content"] = summary_line
+        tags |= results.interval_notes(noise)
         tags = {key: scrubber.scrub_text(value) for key, value in tags.items()}
         results.log_batched(
             client,
@@ -166,7 +167,15 @@ def _fill_run(
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
         raise
-    client.set_terminated(run_id, status="FINISHED")
+    from agenteval.scoring import every_unit_errored
+    from agenteval.tracking.store import COMPLETE_TAG
+
+    client.set_tag(run_id, COMPLETE_TAG, "true")
+    # An evaluation that measured nothing because every unit crashed is not a finished run.
+    failed = every_unit_errored(card.scenarios)
+    if failed:
+        client.set_tag(run_id, "agenteval.failure", "every unit ERRORED")
+    client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
     return sent
 
 

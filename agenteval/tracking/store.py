@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 DEFAULT_EXPERIMENT = "agenteval"
 RUN_KEY_TAG = "agenteval.run_key"
+# Set once every part of a run is logged; a run FAILED by its own results (every unit
+# ERRORED) carries it, an attempt that broke off while logging does not.
+COMPLETE_TAG = "agenteval.logged"
 SQLITE_PREFIX = "sqlite:///"
 
 # Environment MLflow reads while we log. Telemetry is decided when mlflow is first imported,
@@ -184,11 +187,16 @@ def ensure_experiment(client: MlflowClient, name: str, uri: str) -> str:
 
 
 def find_run(client: MlflowClient, experiment_id: str, run_key: str) -> str | None:
-    """The finished run already logged for this run key, if any (failed attempts do not count)."""
-    runs = client.search_runs(
-        [experiment_id],
-        filter_string=f"tags.`{RUN_KEY_TAG}` = '{run_key}' and attributes.status = 'FINISHED'",
-        max_results=1,
-        order_by=["attributes.start_time DESC"],
-    )
-    return str(runs[0].info.run_id) if runs else None
+    """The run already logged in full for this run key, if any: FINISHED, or FAILED because
+    the evaluation itself failed (every unit ERRORED). An attempt that broke off while
+    logging counts for neither, so a later attempt logs afresh."""
+    for complete in ("attributes.status = 'FINISHED'", f"tags.`{COMPLETE_TAG}` = 'true'"):
+        runs = client.search_runs(
+            [experiment_id],
+            filter_string=f"tags.`{RUN_KEY_TAG}` = '{run_key}' and {complete}",
+            max_results=1,
+            order_by=["attributes.start_time DESC"],
+        )
+        if runs:
+            return str(runs[0].info.run_id)
+    return None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.benchmarks.answers import Check, final_answer, precheck
-from agenteval.fileio import code_digest, digest_of
+from agenteval.fileio import code_of, digest_of
 from agenteval.llm import AssistantMessage, LLMError, Message, QuotaExhausted, UserMessage
 from agenteval.llm.config import EndpointConfig, endpoint_from, sum_usage
 from agenteval.llm.prompts import load_prompt
@@ -94,7 +94,7 @@ class QAJudge:
             kind=f"qa-{self.kind}",
             model=model,
             protocol=protocol,
-            config_digest=digest_of({"details": details, "code": code_digest()}),
+            config_digest=digest_of({"details": details, "code": code_of(__name__)}),
             details=details,
         )
 
