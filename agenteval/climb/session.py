@@ -1,0 +1,223 @@
+"""`agenteval climb`: one hillclimb session, round by round, on a scratch branch.
+
+Start: a clean tree, the split (train / held / test) of the whole suite, the parent (HEAD)
+evaluated on train and held. Each round: one edit from the proposer, the guard, train
+evaluated against the parent with the same seeds; only if train improved beyond noise is
+held asked (one counted Thresholdout query); keep = commit, otherwise every byte restored.
+Stop after `patience` flat rounds, `rounds` rounds, a spent held split or a proposer with
+nothing new; then test is evaluated once (baseline and final agent) and the remaining train
+failures are rolled up by failure class.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agenteval.climb.artifacts import (
+    Change,
+    ClimbError,
+    Spec,
+    fingerprint,
+    knob_values,
+    load_spec,
+    materialize,
+    write,
+)
+from agenteval.climb.evaluation import (
+    Evaluation,
+    check_comparable,
+    evaluate,
+    full_suite,
+    session_params,
+)
+from agenteval.climb.failures import failures, unique_per_scenario
+from agenteval.climb.guard import Guard, Material
+from agenteval.climb.holdout import HoldoutSpent, Thresholdout
+from agenteval.climb.keep import held_verdict, paired_delta, train_improves
+from agenteval.climb.ledger import Ledger
+from agenteval.climb.proposers import Context, Proposer
+from agenteval.split import SPLITS
+
+
+@dataclass
+class State:
+    """What a session knows; `held` and `test` never leave it for a proposer."""
+
+    root: Path
+    overrides: list[str]
+    params: dict[str, Any]
+    spec: Spec
+    splits: dict[str, list[str]]
+    guard: Guard
+    mechanism: Thresholdout
+    ledger: Ledger
+    folder: Path
+    parent: dict[str, Evaluation] = field(default_factory=dict)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    baseline: dict[str, bytes] = field(default_factory=dict)
+    start: dict[str, Evaluation] = field(default_factory=dict)
+
+    @property
+    def climb(self) -> dict[str, Any]:
+        return dict(self.params["climb"])
+
+    def eval(self, split: str, tag: str) -> Evaluation:
+        iterations = int(self.climb["iterations"])
+        folder = self.folder / tag / split
+        return evaluate(self.root, self.overrides, split, self.splits[split], iterations, folder)
+
+
+def prepare(root: Path, overrides: Sequence[str], folder: Path) -> State:
+    """Everything a session or `climb evaluate` needs, checked before any work."""
+    params = session_params(root, overrides)
+    spec = load_spec(root, params)
+    suite = full_suite(root, overrides)
+    splits = {
+        name: sorted(i.scenario.id for i in suite.items if i.split == name) for name in SPLITS
+    }
+    for name in ("train", "held"):
+        if len(splits[name]) < 2:
+            raise ClimbError(
+                f"the {name} split has {len(splits[name])} scenario(s); a paired "
+                "bound needs at least 2 (more scenarios, or pin some with split:)"
+            )
+    extra = [
+        p.relative_to(root).as_posix()
+        for base in ("eval/corpus", "data/corpora")
+        if (root / base).is_dir()
+        for p in (root / base).rglob("*")
+        if p.is_file()
+    ]
+    guard = Guard(spec, Material.of(suite, extra))
+    ledger = Ledger.open(root, params, splits["held"])
+    return State(
+        root, list(overrides), params, spec, splits, guard, ledger.mechanism, ledger, folder
+    )
+
+
+def context(state: State, number: int) -> Context:
+    """What the proposer may read: train failures (references removed) and its history."""
+    train = state.parent["train"]
+    found = failures(train.card, train.folder / "data" / "transcripts", state.guard.material)
+    files = {p: (state.root / p).read_text(encoding="utf-8") for p in state.spec.files}
+    history = [
+        {
+            "round": r["round"],
+            "edit": r["edit"],
+            "outcome": r["outcome"],
+            "train_gain": (r.get("train") or {}).get("mean"),
+        }
+        for r in state.rounds
+    ]
+    return Context(
+        state.spec,
+        knob_values(state.params, state.spec),
+        files,
+        unique_per_scenario(found),
+        history,
+        number,
+    )
+
+
+def run_round(state: State, proposer: Proposer, number: int) -> dict[str, Any]:
+    started = time.monotonic()
+    edit = proposer.propose(context(state, number))
+    if edit is None:
+        return {
+            "round": number,
+            "edit": None,
+            "outcome": "no_edit",
+            "reason": "the proposer has nothing new to offer",
+        }
+    record: dict[str, Any] = {"round": number, "edit": edit.describe(), "why": edit.why}
+    change: Change | None = None
+    try:
+        change = materialize(edit, state.root)
+        reasons = state.guard.check(change)
+        record["diff"] = change.diff()
+    except (ClimbError, OSError, UnicodeDecodeError) as exc:
+        reasons = [str(exc)]
+    if change is None or reasons:
+        proposer.observe(edit, "rejected", None)
+        return record | {"outcome": "rejected", "reason": "; ".join(reasons)}
+    before = fingerprint(state.root, tuple(change.files))
+    write(change, state.root)
+    try:
+        verdict, evaluations = judge_candidate(state, number)
+        record |= verdict
+        if record["outcome"] == "kept":
+            state.parent = evaluations
+            record["changed"] = sorted(change.files)
+    finally:
+        if record.get("outcome") != "kept":
+            write(change, state.root, new=False)
+            if fingerprint(state.root, tuple(change.files)) != before:
+                raise ClimbError(f"round {number}: restoring the parent's files failed")
+    train = record.get("train_delta")
+    proposer.observe(edit, record["outcome"], train)
+    record["train"] = train.as_dict() if train else None
+    record.pop("train_delta", None)
+    record["seconds"] = round(time.monotonic() - started, 1)
+    cost = getattr(proposer, "cost_usd", None)
+    record["proposer_cost_usd"] = cost
+    return record
+
+
+def judge_candidate(state: State, number: int) -> tuple[dict[str, Any], dict[str, Evaluation]]:
+    """Train first; held only when train improved beyond noise (a counted query)."""
+    conf, margin, tag = (
+        float(state.climb["conf"]),
+        float(state.climb["margin"]),
+        f"round-{number:02d}",
+    )
+    train = state.eval("train", tag)
+    check_comparable(state.parent["train"], train)
+    delta = paired_delta(state.parent["train"].card, train.card, state.splits["train"], conf)
+    out: dict[str, Any] = {"train_delta": delta, "evaluations": {"train": str(train.folder)}}
+    if not train_improves(delta):
+        why = (
+            f"train did not improve beyond noise (gain {delta.mean:+.3f}, {conf:.0%} lower "
+            f"bound {delta.low:+.3f} <= 0)"
+        )
+        return out | {"outcome": "reverted", "reason": why}, {}
+    if state.mechanism.spent_reason():
+        why = f"held split spent: {state.mechanism.spent_reason()}"
+        return out | {"outcome": "reverted", "reason": why, "spent": True}, {}
+    held = state.eval("held", tag)
+    check_comparable(state.parent["held"], held)
+    held_delta = paired_delta(state.parent["held"].card, held.card, state.splits["held"], conf)
+    try:
+        verdict = held_verdict(delta, held_delta, state.mechanism, margin)
+    except HoldoutSpent as exc:
+        return out | {
+            "outcome": "reverted",
+            "reason": f"held split spent: {exc}",
+            "spent": True,
+        }, {}
+    finally:
+        state.ledger.save()
+    out["held"] = {
+        "delta": held_delta.as_dict(),
+        "released": verdict.released,
+        "answered_by": verdict.source,
+        "bound": verdict.bound,
+        "query": state.mechanism.queries,
+    }
+    out["evaluations"]["held"] = str(held.folder)
+    if not verdict.non_inferior:
+        why = f"held is not non-inferior (bound {verdict.bound:+.3f} <= -{margin:.3f})"
+        return out | {"outcome": "reverted", "reason": why}, {}
+    why = (
+        f"train gain {delta.mean:+.3f} (lower bound {delta.low:+.3f} > 0) and held "
+        f"non-inferior (bound {verdict.bound:+.3f} > -{margin:.3f})"
+    )
+    return out | {"outcome": "kept", "reason": why}, {"train": train, "held": held}
+
+
+def stamp() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
