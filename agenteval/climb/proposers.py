@@ -5,9 +5,9 @@ train failures with reference answers removed, and the history of its own edits 
 outcome (kept / reverted / rejected) and train figures. Held and test never reach it: the
 held split's only trace is whether an edit was kept.
 
-* `search` — optuna's TPE sampler over the agent's numeric knobs (agent.yaml ranges): each
-  round one trial picks one knob and a new value; the trial's value is the candidate's
-  train pass share.
+* `search` — optuna over the agent's numeric knobs (agent.yaml ranges): each round a study
+  (TPE sampler, seeded) tries `climb.search_trials` single-knob moves from the parent on
+  train only, each scored by its paired train lower bound, and proposes the best one.
 * `llm` — any configured endpoint (`climb.llm`) asked for one edit in JSON, from the
   prompt in `climb.llm.prompt`.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,6 +36,8 @@ class Context:
     failures: list[Failure]
     history: list[dict[str, Any]] = field(default_factory=list)
     round: int = 1
+    # Scores a candidate edit on train (never held): its paired delta, or None if refused.
+    try_train: Callable[[Edit], Delta | None] | None = None
 
 
 class Proposer(Protocol):
@@ -50,43 +53,51 @@ class Proposer(Protocol):
 class SearchProposer:
     name = "search"
 
-    def __init__(self, seed: int = 0) -> None:
-        import optuna
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=4)
-        self.study = optuna.create_study(direction="maximize", sampler=sampler)
-        self._pending: Any = None
-        self._tried: set[tuple[str, str]] = set()
+    def __init__(self, seed: int = 0, trials: int = 8) -> None:
+        self.seed = seed
+        self.trials = trials
+        self._tried: set[str] = set()  # moves proposed from an earlier parent state
 
     def propose(self, ctx: Context) -> Edit | None:
         import optuna
 
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        sampler = optuna.samplers.TPESampler(seed=self.seed + ctx.round, n_startup_trials=4)
+        study = optuna.create_study(direction="maximize", sampler=sampler)
         state = json.dumps(ctx.knobs, sort_keys=True)
+        scores: dict[tuple[str, float | int], float] = {}
         for _ in range(MAX_SAMPLES):
-            trial = self.study.ask()
+            if len(scores) >= self.trials:
+                break
+            trial = study.ask()
             knob = trial.suggest_categorical("knob", sorted(ctx.spec.knobs))
             value = _suggest(trial, knob, ctx.spec)
-            key = (state, f"{knob}={value}")
-            if value == ctx.knobs.get(knob) or key in self._tried:
-                self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            move = (knob, value)
+            if value == ctx.knobs.get(knob) or f"{state}|{knob}={value}" in self._tried:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 continue
-            self._tried.add(key)
-            self._pending = trial
-            why = f"optuna TPE trial {trial.number}: {knob} {ctx.knobs.get(knob)} -> {value}"
-            return Edit(knob=knob, value=value, why=why)
-        return None
+            if move not in scores:
+                scores[move] = self._score(ctx, Edit(knob=knob, value=value))
+            study.tell(trial, scores[move])
+        if not scores:
+            return None
+        (knob, value), score = max(scores.items(), key=lambda kv: kv[1])
+        self._tried.add(f"{state}|{knob}={value}")
+        why = (
+            f"best of {len(scores)} optuna trials on train: {knob} {ctx.knobs.get(knob)} -> "
+            f"{value} (train lower bound {score:+.3f})"
+        )
+        return Edit(knob=knob, value=value, why=why)
+
+    @staticmethod
+    def _score(ctx: Context, edit: Edit) -> float:
+        if ctx.try_train is None:
+            return 0.0
+        delta = ctx.try_train(edit)
+        return -1.0 if delta is None else delta.low
 
     def observe(self, edit: Edit, outcome: str, train: Delta | None) -> None:
-        import optuna
-
-        if self._pending is None:
-            return
-        if train is None:
-            self.study.tell(self._pending, state=optuna.trial.TrialState.FAIL)
-        else:
-            self.study.tell(self._pending, train.candidate)
-        self._pending = None
+        return None
 
 
 def _suggest(trial: Any, knob: str, spec: Spec) -> float | int:

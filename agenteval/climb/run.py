@@ -23,7 +23,8 @@ Echo = Callable[[str], None]
 def make_proposer(params: dict[str, Any], root: Path, name: str | None = None) -> Proposer:
     chosen = name or params["climb"]["proposer"]
     if chosen == "search":
-        return SearchProposer(seed=int(params["climb"]["seed"]))
+        section = params["climb"]
+        return SearchProposer(seed=int(section["seed"]), trials=int(section["search_trials"]))
     if chosen == "llm":
         return LLMProposer(params, root)
     raise ClimbError(f"climb.proposer: unknown proposer {chosen!r} (search, llm)")

@@ -21,6 +21,7 @@ from typing import Any
 from agenteval.climb.artifacts import (
     Change,
     ClimbError,
+    Edit,
     Spec,
     fingerprint,
     knob_values,
@@ -38,7 +39,7 @@ from agenteval.climb.evaluation import (
 from agenteval.climb.failures import failures, unique_per_scenario
 from agenteval.climb.guard import Guard, Material
 from agenteval.climb.holdout import HoldoutSpent, Thresholdout
-from agenteval.climb.keep import held_verdict, paired_delta, train_improves
+from agenteval.climb.keep import Delta, held_verdict, paired_delta, train_improves
 from agenteval.climb.ledger import Ledger
 from agenteval.climb.proposers import Context, Proposer
 from agenteval.split import SPLITS
@@ -61,6 +62,7 @@ class State:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     baseline: dict[str, bytes] = field(default_factory=dict)
     start: dict[str, Evaluation] = field(default_factory=dict)
+    screened: int = 0  # train try-outs proposers made
 
     @property
     def climb(self) -> dict[str, Any]:
@@ -106,22 +108,37 @@ def context(state: State, number: int) -> Context:
     found = failures(train.card, train.folder / "data" / "transcripts", state.guard.material)
     files = {p: (state.root / p).read_text(encoding="utf-8") for p in state.spec.files}
     history = [
-        {
-            "round": r["round"],
-            "edit": r["edit"],
-            "outcome": r["outcome"],
-            "train_gain": (r.get("train") or {}).get("mean"),
-        }
+        {"round": r["round"], "edit": r["edit"], "outcome": r["outcome"],
+         "train_gain": (r.get("train") or {}).get("mean")}
         for r in state.rounds
-    ]
-    return Context(
-        state.spec,
-        knob_values(state.params, state.spec),
-        files,
-        unique_per_scenario(found),
-        history,
-        number,
-    )
+    ]  # fmt: skip
+    knobs = knob_values(state.params, state.spec)
+    ctx = Context(state.spec, knobs, files, unique_per_scenario(found), history, number)
+    ctx.try_train = lambda edit: screen(state, number, edit)
+    return ctx
+
+
+def screen(state: State, number: int, edit: Edit) -> Delta | None:
+    """A proposer's try-out of an edit on train only; the files are restored byte for byte."""
+    try:
+        change = materialize(edit, state.root)
+    except (ClimbError, OSError, UnicodeDecodeError):
+        return None
+    if state.guard.check(change):
+        return None
+    before = fingerprint(state.root, tuple(change.files))
+    state.screened += 1
+    write(change, state.root)
+    try:
+        tag = f"round-{number:02d}/screen-{state.screened:03d}"
+        trial = state.eval("train", tag)
+    finally:
+        write(change, state.root, new=False)
+        if fingerprint(state.root, tuple(change.files)) != before:
+            raise ClimbError(f"round {number}: restoring the parent's files after a try failed")
+    check_comparable(state.parent["train"], trial)
+    conf = float(state.climb["conf"])
+    return paired_delta(state.parent["train"].card, trial.card, state.splits["train"], conf)
 
 
 def run_round(state: State, proposer: Proposer, number: int) -> dict[str, Any]:
