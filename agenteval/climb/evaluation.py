@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenteval.fileio import digest_of, write_json
 from agenteval.layout import Layout
 from agenteval.params import load_params
 from agenteval.schema.scorecard import Scorecard
@@ -42,24 +43,27 @@ def session_params(root: Path, overrides: Sequence[str]) -> dict[str, Any]:
     return load_params(root / "params.yaml", list(overrides))
 
 
+def split_suite(suite: Suite, ids: Sequence[str], iterations: int) -> Suite:
+    """The suite of one split: the scenario files cannot change in a session (the guard keeps
+    edits to the agent), so it is resolved once and written into every evaluation."""
+    wanted = set(ids)
+    items = [item for item in suite.items if item.scenario.id in wanted]
+    digest = digest_of(sorted((i.scenario.id, i.digest) for i in items))
+    return suite.model_copy(
+        update={"items": items, "iterations": int(iterations), "scenario_set_digest": digest}
+    )
+
+
 def evaluate(
-    root: Path,
-    overrides: Sequence[str],
-    split: str,
-    ids: Sequence[str],
-    iterations: int,
-    folder: Path,
+    root: Path, overrides: Sequence[str], suite: Suite, split: str, folder: Path
 ) -> Evaluation:
-    """Run the pipeline for `ids` into `folder` (params re-read: the edit is on disk)."""
-    from agenteval.pipeline import step_infer, step_judge, step_score, step_suite
+    """Run the pipeline on `suite` into `folder` (params re-read: the edit is on disk)."""
+    from agenteval.pipeline import step_infer, step_judge, step_score
 
     params = copy.deepcopy(session_params(root, overrides))
-    params["suite"]["ids"] = list(ids)
-    params["suite"]["categories"] = []
-    params["suite"]["tier"] = None
-    params["suite"]["iterations"] = int(iterations)
+    params["suite"].update(ids=[i.scenario.id for i in suite.items], iterations=suite.iterations)
     layout = Layout.run_dir(root, folder)
-    step_suite(params, layout)
+    write_json(layout.suite, suite)
     inferred = step_infer(params, layout)
     if inferred.stop_reason:
         raise RuntimeError(f"{split} evaluation stopped early: {inferred.stop_reason}")
@@ -82,10 +86,12 @@ def check_comparable(parent: Evaluation, candidate: Evaluation) -> None:
         )
 
 
-def full_suite(root: Path, overrides: Sequence[str]) -> Suite:
-    """Every scenario with its split (no selection), for the split ids and the guard."""
+def suites(root: Path, overrides: Sequence[str]) -> tuple[Suite, Suite]:
+    """(the session's scenarios: params' selection, every scenario file). Splits are dealt
+    over every file either way; the guard reads the second, so no scenario can be quoted."""
     from agenteval.suite.build import build_suite
 
     params = copy.deepcopy(session_params(root, overrides))
+    chosen = build_suite(params, root)
     params["suite"].update(ids=[], categories=[], tier=None)
-    return build_suite(params, root)
+    return chosen, build_suite(params, root)

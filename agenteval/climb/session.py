@@ -33,8 +33,9 @@ from agenteval.climb.evaluation import (
     Evaluation,
     check_comparable,
     evaluate,
-    full_suite,
     session_params,
+    split_suite,
+    suites,
 )
 from agenteval.climb.failures import failures, unique_per_scenario
 from agenteval.climb.guard import Guard, Material
@@ -42,6 +43,7 @@ from agenteval.climb.holdout import HoldoutSpent, Thresholdout
 from agenteval.climb.keep import Delta, held_verdict, paired_delta, train_improves
 from agenteval.climb.ledger import Ledger
 from agenteval.climb.proposers import Context, Proposer
+from agenteval.schema.suite import Suite
 from agenteval.split import SPLITS
 
 
@@ -63,22 +65,22 @@ class State:
     baseline: dict[str, bytes] = field(default_factory=dict)
     start: dict[str, Evaluation] = field(default_factory=dict)
     screened: int = 0  # train try-outs proposers made
+    suites: dict[str, Suite] = field(default_factory=dict)  # resolved once per split
 
     @property
     def climb(self) -> dict[str, Any]:
         return dict(self.params["climb"])
 
     def eval(self, split: str, tag: str) -> Evaluation:
-        iterations = int(self.climb["iterations"])
         folder = self.folder / tag / split
-        return evaluate(self.root, self.overrides, split, self.splits[split], iterations, folder)
+        return evaluate(self.root, self.overrides, self.suites[split], split, folder)
 
 
 def prepare(root: Path, overrides: Sequence[str], folder: Path) -> State:
     """Everything a session or `climb evaluate` needs, checked before any work."""
     params = session_params(root, overrides)
     spec = load_spec(root, params)
-    suite = full_suite(root, overrides)
+    suite, everything = suites(root, overrides)
     splits = {
         name: sorted(i.scenario.id for i in suite.items if i.split == name) for name in SPLITS
     }
@@ -95,11 +97,14 @@ def prepare(root: Path, overrides: Sequence[str], folder: Path) -> State:
         for p in (root / base).rglob("*")
         if p.is_file()
     ]
-    guard = Guard(spec, Material.of(suite, extra))
+    guard = Guard(spec, Material.of(everything, extra))
     ledger = Ledger.open(root, params, splits["held"])
-    return State(
-        root, list(overrides), params, spec, splits, guard, ledger.mechanism, ledger, folder
-    )
+    iterations = int(params["climb"]["iterations"])
+    resolved = {name: split_suite(suite, ids, iterations) for name, ids in splits.items()}
+    iterations = int(params["climb"]["iterations"])
+    resolved = {name: split_suite(suite, ids, iterations) for name, ids in splits.items()}
+    return State(root, list(overrides), params, spec, splits, guard, ledger.mechanism, ledger,
+                 folder, suites=resolved)  # fmt: skip
 
 
 def context(state: State, number: int) -> Context:
@@ -144,6 +149,10 @@ def screen(state: State, number: int, edit: Edit) -> Delta | None:
 def run_round(state: State, proposer: Proposer, number: int) -> dict[str, Any]:
     started = time.monotonic()
     edit = proposer.propose(context(state, number))
+    prompt = getattr(proposer, "last_prompt", "")
+    if prompt:  # what a model proposer read, kept for audit beside the round's evaluations
+        (state.folder / f"round-{number:02d}").mkdir(parents=True, exist_ok=True)
+        (state.folder / f"round-{number:02d}" / "proposer_prompt.md").write_text(prompt)
     if edit is None:
         return {
             "round": number,
