@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from agenteval.climb.artifacts import Edit
 from agenteval.climb.run import run_session
 from agenteval.fileio import sha256_bytes
-from tests.climb_repo import HELD, TEST, TRAIN, agenteval, git, make_repo, summary
+from tests.climb_repo import HELD, TEST, TRAIN, agenteval, env, git, make_repo, summary
 from tests.servers.common import Reply
 from tests.servers.openai_server import OpenAIServer
 
@@ -97,6 +98,42 @@ def test_an_edit_that_helps_train_and_hurts_held_is_reverted(tmp_path: Path) -> 
     assert "held is not non-inferior" in record["reason"]
     assert (repo / "params.yaml").read_bytes() == params  # every byte restored
     assert result["kept"] == 0 and result["figures"]["train"]["mean"] == 0
+
+
+class OneMove:
+    """A planted proposer with one known-good move (abstaining less from the naive start)."""
+
+    name = "planted"
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def propose(self, ctx: object) -> Edit | None:
+        if self.done:
+            return None
+        self.done = True
+        return Edit(knob="abstain_threshold", value=0.2, why="planted")
+
+    def observe(self, edit: Edit, outcome: str, train: object) -> None:
+        return None
+
+
+def test_a_kept_round_is_a_commit_that_dvc_repro_reproduces(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", climb={"repro": True, "margin": 0.1})
+    result = run_session(repo, [], proposer=OneMove(), echo=lambda _line: None)
+    record = result["rounds"][0]
+    assert record["outcome"] == "kept", record["reason"]
+    changed = set(git(repo, "show", "--name-only", "--format=", record["commit"]).split())
+    assert {"params.yaml", "dvc.lock", "reports/metrics.json", "reports/scorecard.json"} <= changed
+    git(repo, "checkout", "-q", record["commit"])
+    status = json.loads(
+        subprocess.run(["dvc", "status", "--json"], cwd=repo, capture_output=True, text=True,
+                       env=env(), check=True).stdout.splitlines()[-1] or "{}"
+    )  # fmt: skip
+    assert set(status) <= {"fetch", "infer", "track"}  # the stages that always run, by design
+    card = json.loads((repo / "reports/scorecard.json").read_text())
+    assert card["config"]["target"]["details"]["knobs"]["abstain_threshold"] == 0.2
+    assert card["config"]["split"]["scenarios"]["csv_cell_lookup"] == "train"
 
 
 def test_a_proposer_that_special_cases_a_train_scenario_is_refused(tmp_path: Path) -> None:

@@ -77,7 +77,9 @@ def _overfit_experiment(guarded: bool) -> tuple[float, float]:
     train_corr, held_corr = x_train.T @ y_train / n, x_held.T @ y_held / n
     # T and sigma scaled to n as in the paper (T = 0.04 at n = 10,000): a few sd of the gap.
     m = Thresholdout(threshold=0.1, noise=0.03, budget=1000, max_queries=10_000, seed=2)
-    answers = [m.query(t, h).value if guarded else h for t, h in zip(train_corr, held_corr)]
+    answers = [
+        m.query(t, h).value if guarded else h for t, h in zip(train_corr, held_corr, strict=True)
+    ]
     bar = 1 / np.sqrt(n)
     keep = [j for j in range(d) if abs(train_corr[j]) > bar and answers[j] * train_corr[j] > bar**2]
     weights = np.sign(train_corr[keep])

@@ -69,7 +69,9 @@ def test_the_suite_records_the_split_and_a_selection_never_moves_a_scenario() ->
     assert whole.split["counts"] == dict(Counter(dealt.values()))
     params["suite"]["ids"] = sorted(dealt)[:5]
     picked = build_suite(params, ROOT)
-    assert {i.scenario.id: i.split for i in picked.items} == {k: dealt[k] for k in sorted(dealt)[:5]}
+    assert {i.scenario.id: i.split for i in picked.items} == {
+        k: dealt[k] for k in sorted(dealt)[:5]
+    }
 
 
 def test_an_invalid_pinned_split_is_a_located_error(tmp_path: Path) -> None:
