@@ -51,41 +51,48 @@ class Proposer(Protocol):
 
 
 class SearchProposer:
+    """Scores are cached per (parent, move): after a revert the next round, from the same
+    parent, spends its trials on moves it has not tried yet."""
+
     name = "search"
 
-    def __init__(self, seed: int = 0, trials: int = 8) -> None:
+    def __init__(self, seed: int = 0, trials: int = 12) -> None:
         self.seed = seed
         self.trials = trials
-        self._tried: set[str] = set()  # moves proposed from an earlier parent state
+        self._scores: dict[tuple[str, str, float | int], float] = {}
+        self._proposed: set[tuple[str, str, float | int]] = set()
 
     def propose(self, ctx: Context) -> Edit | None:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = optuna.samplers.TPESampler(seed=self.seed + ctx.round, n_startup_trials=4)
+        sampler = optuna.samplers.TPESampler(seed=self.seed + ctx.round, n_startup_trials=6)
         study = optuna.create_study(direction="maximize", sampler=sampler)
         state = json.dumps(ctx.knobs, sort_keys=True)
-        scores: dict[tuple[str, float | int], float] = {}
+        fresh = 0
         for _ in range(MAX_SAMPLES):
-            if len(scores) >= self.trials:
+            if fresh >= self.trials:
                 break
             trial = study.ask()
             knob = trial.suggest_categorical("knob", sorted(ctx.spec.knobs))
             value = _suggest(trial, knob, ctx.spec)
-            move = (knob, value)
-            if value == ctx.knobs.get(knob) or f"{state}|{knob}={value}" in self._tried:
+            key = (state, knob, value)
+            if value == ctx.knobs.get(knob) or key in self._proposed:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 continue
-            if move not in scores:
-                scores[move] = self._score(ctx, Edit(knob=knob, value=value))
-            study.tell(trial, scores[move])
-        if not scores:
+            if key not in self._scores:
+                self._scores[key] = self._score(ctx, Edit(knob=knob, value=value))
+                fresh += 1
+            study.tell(trial, self._scores[key])
+        mine = {k: v for k, v in self._scores.items() if k[0] == state and k not in self._proposed}
+        if not mine:
             return None
-        (knob, value), score = max(scores.items(), key=lambda kv: kv[1])
-        self._tried.add(f"{state}|{knob}={value}")
+        best = max(mine, key=lambda k: mine[k])
+        self._proposed.add(best)
+        _, knob, value = best
         why = (
-            f"best of {len(scores)} optuna trials on train: {knob} {ctx.knobs.get(knob)} -> "
-            f"{value} (train lower bound {score:+.3f})"
+            f"best of {len(mine)} single-knob moves tried on train (optuna TPE): {knob} "
+            f"{ctx.knobs.get(knob)} -> {value}, train lower bound {mine[best]:+.3f}"
         )
         return Edit(knob=knob, value=value, why=why)
 

@@ -353,7 +353,7 @@ class ClimbParams(_Section):
     branch: str | None = Field(None, description="Scratch branch; null: climb/<time>.")
     seed: int = Field(0, description="Seeds the search proposer's sampler.")
     search_trials: int = Field(
-        8, ge=1, description="search: single-knob moves tried on train per round (best proposed)."
+        12, ge=1, description="search: new single-knob moves tried on train per round."
     )
     llm: ProposerEndpoint = Field(default_factory=ProposerEndpoint)
 
