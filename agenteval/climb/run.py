@@ -55,10 +55,15 @@ def run_session(
     tracker = _tracker(state, session, summary)
     state.baseline = {p: (root / p).read_bytes() for p in state.spec.artifacts}
     echo(f"climb {session}: branch {branch}; split {_counts(state)}; evaluating the parent")
-    state.parent = {s: state.eval(s, "round-00") for s in ("train", "held")}
-    state.start = dict(state.parent)
     queries_before = state.mechanism.queries
-    summary["stop_reason"] = _rounds(state, proposer, tracker, echo)
+    try:
+        state.parent = {s: state.eval(s, "round-00") for s in ("train", "held")}
+        state.start = dict(state.parent)
+        summary["stop_reason"] = _rounds(state, proposer, tracker, echo)
+    except BaseException:
+        if tracker is not None:  # the parent run says the session broke off
+            tracker.finish(summary | {"stop_reason": "failed"}, [], failed=True)
+        raise
     summary["held_queries"] = {
         "session": state.mechanism.queries - queries_before,
         "split_total": state.mechanism.queries,

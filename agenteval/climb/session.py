@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from agenteval.climb.holdout import HoldoutSpent, Thresholdout
 from agenteval.climb.keep import Delta, held_verdict, paired_delta, train_improves
 from agenteval.climb.ledger import Ledger
 from agenteval.climb.proposers import Context, Proposer
+from agenteval.fileio import write_text
 from agenteval.schema.suite import Suite
 from agenteval.split import SPLITS
 
@@ -151,8 +152,7 @@ def run_round(state: State, proposer: Proposer, number: int) -> dict[str, Any]:
     edit = proposer.propose(context(state, number))
     prompt = getattr(proposer, "last_prompt", "")
     if prompt:  # what a model proposer read, kept for audit beside the round's evaluations
-        (state.folder / f"round-{number:02d}").mkdir(parents=True, exist_ok=True)
-        (state.folder / f"round-{number:02d}" / "proposer_prompt.md").write_text(prompt)
+        write_text(state.folder / f"round-{number:02d}" / "proposer_prompt.md", prompt)
     if edit is None:
         return {
             "round": number,
@@ -160,6 +160,7 @@ def run_round(state: State, proposer: Proposer, number: int) -> dict[str, Any]:
             "outcome": "no_edit",
             "reason": "the proposer has nothing new to offer",
         }
+    edit = _resolve(edit, state.spec)
     record: dict[str, Any] = {"round": number, "edit": edit.describe(), "why": edit.why}
     change: Change | None = None
     try:
@@ -194,6 +195,19 @@ def run_round(state: State, proposer: Proposer, number: int) -> dict[str, Any]:
     return record
 
 
+def _resolve(edit: Edit, spec: Spec) -> Edit:
+    """A file named as the agent folder lists it (system_prompt.md) is that editable file."""
+    if edit.file is None or edit.file in spec.files:
+        return edit
+    named = [path for path in spec.files if Path(path).name == edit.file]
+    return replace(edit, file=named[0]) if len(named) == 1 else edit
+
+
+def _cost(*evaluations: Evaluation) -> float | None:
+    known = [e.cost_usd for e in evaluations if e.cost_usd is not None]
+    return round(sum(known), 6) if known else None
+
+
 def judge_candidate(state: State, number: int) -> tuple[dict[str, Any], dict[str, Evaluation]]:
     """Train first; held only when train improved beyond noise (a counted query)."""
     conf, margin, tag = (
@@ -204,7 +218,11 @@ def judge_candidate(state: State, number: int) -> tuple[dict[str, Any], dict[str
     train = state.eval("train", tag)
     check_comparable(state.parent["train"], train)
     delta = paired_delta(state.parent["train"].card, train.card, state.splits["train"], conf)
-    out: dict[str, Any] = {"train_delta": delta, "evaluations": {"train": str(train.folder)}}
+    out: dict[str, Any] = {
+        "train_delta": delta,
+        "evaluations": {"train": str(train.folder)},
+        "cost_usd": _cost(train),
+    }
     if not train_improves(delta):
         why = (
             f"train did not improve beyond noise (gain {delta.mean:+.3f}, {conf:.0%} lower "
@@ -235,6 +253,7 @@ def judge_candidate(state: State, number: int) -> tuple[dict[str, Any], dict[str
         "query": state.mechanism.queries,
     }
     out["evaluations"]["held"] = str(held.folder)
+    out["cost_usd"] = _cost(train, held)
     if not verdict.non_inferior:
         why = f"held is not non-inferior (bound {verdict.bound:+.3f} <= -{margin:.3f})"
         return out | {"outcome": "reverted", "reason": why}, {}
