@@ -58,9 +58,9 @@ def test_the_shipped_params_file_and_the_defaults_are_valid() -> None:
 
 def test_the_cli_refuses_before_any_work(tmp_path: Path) -> None:
     out = tmp_path / "run"
+    args = ["run", "--set", "target.params.top_k=abc", "--out", str(out), "--no-progress"]
     proc = subprocess.run(
-        [sys.executable, "-m", "agenteval", "run", "--set", "target.params.top_k=abc"]
-        + ["--out", str(out), "--no-progress"],
+        [sys.executable, "-m", "agenteval", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
