@@ -429,3 +429,49 @@ def test_headline_numbers_carry_their_intervals(logged: Logged) -> None:
         assert metrics["judged_pass_rate.low"] == pytest.approx(rate["low"])
         assert "±" in run.data.tags["mlflow.note.content"]
     assert run.data.tags["mlflow.note.content"].startswith("judged pass rate")
+
+
+def cli_run(tmp_path: Path, uri: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ISOLATED_ENV}
+    args = [
+        sys.executable,
+        "-m",
+        "agenteval",
+        "run",
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+        "--scenario",
+        SCENARIOS[1],
+        "--set",
+        f"tracking.uri={uri}",
+        *extra,
+    ]
+    return subprocess.run(
+        args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_agenteval_run_logs_through_its_warmed_tracking_process(tmp_path: Path) -> None:
+    uri = sqlite_uri(tmp_path / "store")
+    done = cli_run(tmp_path, uri, "--set", "tracking.experiment=cli")
+    assert done.returncode == 0, done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("MLflow: logged run")]
+    run_id = line.split()[3]
+    mlflow_client = client(uri)
+    assert mlflow_client.get_run(run_id).info.status == "FINISHED"
+    record = read_json(tmp_path / "run" / "mlflow_run.json")
+    assert record["run_id"] == run_id and record["traces_logged"] > 0
+    traces = mlflow_client.search_traces(locations=[record["experiment_id"]], run_id=run_id)
+    assert len(traces) == record["traces_logged"]
+    assert sum(len(t.data.spans) for t in traces) == record["spans_logged"]
+    assert sum(len(t.info.assessments) for t in traces) == record["assessments_logged"]
+
+
+def test_a_store_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    done = cli_run(tmp_path, f"sqlite:///{blocker}/mlflow.db")
+    assert done.returncode == 1
+    assert "MLflow logging failed:" in done.stderr and "Traceback" not in done.stderr
+    assert (tmp_path / "run" / "scorecard.json").is_file()  # the evaluation itself is kept

@@ -13,6 +13,7 @@ from agenteval.cli.common import EXIT_INVALID, EXIT_STOPPED, fail, load_params
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
+    from agenteval.tracking.background import BackgroundTracker
 
 
 def validate(
@@ -51,10 +52,9 @@ def run(
 ) -> None:
     """suite -> infer -> judge -> score -> report, into one run directory."""
     from agenteval.fileio import read_json, write_json
-    from agenteval.judging import JudgingStopped
     from agenteval.layout import Layout
     from agenteval.pipeline import run_evaluation
-    from agenteval.suite.build import SuiteError
+    from agenteval.tracking.background import BackgroundTracker
 
     root = Path.cwd().resolve()
     if resume is not None:
@@ -72,18 +72,16 @@ def run(
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         out = out or Path("runs") / stamp
         write_json(out / "params.json", params)
+    # MLflow is imported and its store opened in a child process while the run goes on.
+    tracker = BackgroundTracker.start(params, root)
     try:
         layout = Layout.run_dir(root, out)
         result = run_evaluation(params, layout, progress=progress and sys.stderr.isatty())
-    except SuiteError as exc:
-        fail([str(p) for p in exc.problems])
-        return
-    except JudgingStopped as exc:
-        fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
-        return
-    except (ValueError, OSError, KeyError) as exc:  # configuration the run cannot start with
-        fail([f"cannot run: {type(exc).__name__}: {exc}"])
-        return
+    except BaseException as exc:
+        if tracker is not None:
+            tracker.cancel()
+        _run_failed(exc, out)
+        raise
     s = result.scorecard.summary
     typer.echo(
         f"{s.total} run(s): {s.passed} passed, {s.failed} failed, "
@@ -91,7 +89,7 @@ def run(
         f"judged pass rate {s.judged_pass_rate}, avg score {s.avg_score}"
     )
     typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
-    _track(params, layout)
+    _track(params, layout, tracker)
     if result.stop_reason:
         fail(
             [
@@ -102,15 +100,27 @@ def run(
         )
 
 
-def _track(params: dict[str, Any], layout: Layout) -> None:
+def _run_failed(exc: BaseException, out: Path) -> None:
+    """Exit with the message a failed run deserves (returns for anything unexpected)."""
+    from agenteval.judging import JudgingStopped
+    from agenteval.suite.build import SuiteError
+
+    if isinstance(exc, SuiteError):
+        fail([str(p) for p in exc.problems])
+    if isinstance(exc, JudgingStopped):
+        fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
+    if isinstance(exc, ValueError | OSError | KeyError):  # a configuration it cannot run
+        fail([f"cannot run: {type(exc).__name__}: {exc}"])
+
+
+def _track(params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | None) -> None:
     """Log the run to MLflow unless tracking.enabled is false."""
-    if not (params.get("tracking") or {}).get("enabled", True):
+    if tracker is None:
         return
-    from agenteval.tracking.run import log_evaluation
     from agenteval.tracking.store import TrackingError
 
     try:
-        result = log_evaluation(layout, params)
+        result = tracker.finish(layout, params)
     except TrackingError as exc:
         fail([f"MLflow logging failed: {exc}"], 1)
         return
