@@ -201,3 +201,30 @@ def test_a_store_that_loses_a_span_is_caught(tmp_path: Path) -> None:
 
     with pytest.raises(TrackingError, match=r"spans: 7 stored of 8 sent"):
         log_traces(uri, experiment_id, run_id, records, writer=Lossy())
+
+
+def test_sql_metrics_are_the_rows_log_batch_leaves(tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    from agenteval.tracking.sql_metrics import insert_metrics
+    from agenteval.tracking.traces_store import sql_store
+
+    metrics = {f"scenario.s{i:04d}.0.score": i / 7 for i in range(1500)} | {"zero": 0.0}
+    ours, _, our_run = new_store(tmp_path / "ours")
+    theirs, _, their_run = new_store(tmp_path / "theirs")
+    insert_metrics(sql_store(ours), our_run, metrics, 1_700_000_000_000)
+    reference = MlflowClient(theirs)
+    items = [Metric(k, v, 1_700_000_000_000, 0) for k, v in metrics.items()]
+    for start in range(0, len(items), 1000):
+        reference.log_batch(their_run, metrics=items[start : start + 1000])
+    mine, mlflows = table_rows(ours), table_rows(theirs)
+    for table in ("metrics", "latest_metrics"):
+        drop_run = [tuple(v for v in row if v not in (our_run, their_run)) for row in mine[table]]
+        assert drop_run == [
+            tuple(v for v in row if v not in (our_run, their_run)) for row in mlflows[table]
+        ]
+        assert len(mine[table]) == len(metrics)
+    assert MlflowClient(ours).get_run(our_run).data.metrics == metrics
+    with pytest.raises(TrackingError, match="already has metrics"):
+        insert_metrics(sql_store(ours), our_run, {"again": 1.0}, 1)

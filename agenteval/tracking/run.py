@@ -161,6 +161,7 @@ def _fill_run(
     from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
     from agenteval.tracking import provenance, results
+    from agenteval.tracking.traces_store import sql_store
 
     client, run_id = target.client, target.run_id
 
@@ -181,6 +182,7 @@ def _fill_run(
             tags=tags,
             metrics=results.run_metrics(_flat_metrics(layout, card), card)
             | results.interval_metrics(noise),
+            sql_store=sql_store(target.uri),
         )
         results.log_artifacts(client, run_id, layout, card, provenance.known_secret_values(params))
         sent = _log_traces(target, layout, card, scrubber) if traces else TraceCounts()

@@ -93,6 +93,16 @@ class ApiTraceWriter:
                 return found
 
 
+def sql_store(uri: str) -> Any:
+    """The SqlAlchemyStore behind `uri`, or None for any other kind of store."""
+    from mlflow.tracing.client import TracingClient
+
+    from agenteval.tracking.sql_traces import is_sql_store
+
+    store = TracingClient(uri).store
+    return store if is_sql_store(store) else None
+
+
 def make_writer(uri: str, experiment_id: str, *, sql: bool | None = None) -> Any:
     """The fastest lossless writer for the store behind `uri` (`sql=False` forces the API)."""
     from mlflow.tracing.client import TracingClient
