@@ -135,7 +135,7 @@ class GroupCommitWriter:
         self.journal = journal
         self.max_batch, self.max_delay_s = max(1, max_batch), max_delay_s
         self.commits = 0  # fsyncs of the journal, for tests and benchmarks
-        self._queue: asyncio.Queue[tuple[Path, Any, asyncio.Future[None]] | None] | None = None
+        self._queue: asyncio.Queue[tuple[Path, str, asyncio.Future[None]] | None] | None = None
         self._task: asyncio.Task[None] | None = None
 
     def recover(self) -> int:
@@ -168,11 +168,15 @@ class GroupCommitWriter:
                     continue
 
     async def write(self, path: Path, value: Any) -> None:
+        # Serialized here, on the caller's thread: the worker thread then only appends,
+        # fsyncs and renames (the GIL released), instead of contending for the GIL with the
+        # event loop while it encodes.
+        text = json_text(value)
         if self._queue is None:
             self._queue = asyncio.Queue()
             self._task = asyncio.create_task(self._run(self._queue))
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        await self._queue.put((path, value, done))
+        await self._queue.put((path, text, done))
         await done
 
     async def close(self) -> None:
@@ -189,7 +193,7 @@ class GroupCommitWriter:
         self.journal.unlink(missing_ok=True)
 
     async def _run(
-        self, queue: asyncio.Queue[tuple[Path, Any, asyncio.Future[None]] | None]
+        self, queue: asyncio.Queue[tuple[Path, str, asyncio.Future[None]] | None]
     ) -> None:
         closing = False
         while not closing:
@@ -225,8 +229,7 @@ class GroupCommitWriter:
                 if not done.done():
                     done.set_result(None)
 
-    def _commit(self, batch: list[tuple[Path, Any]]) -> None:
-        texts = [(path, json_text(value)) for path, value in batch]
+    def _commit(self, texts: list[tuple[Path, str]]) -> None:
         self.journal.parent.mkdir(parents=True, exist_ok=True)
         with self.journal.open("a", encoding="utf-8") as handle:
             for path, text in texts:
