@@ -126,6 +126,9 @@ def warm(uri: str, experiment: str) -> None:
 
 
 def main() -> int:
+    # The evaluation is the critical path: warming up takes whatever CPU it leaves free.
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(10)
     first = sys.stdin.readline()
     if not first:
         return 0
@@ -151,4 +154,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything is committed and the answer is sent: skip the interpreter's teardown of
+    # MLflow, SQLAlchemy and pandas (~0.8 s), which the parent would otherwise wait for.
+    os._exit(code)
