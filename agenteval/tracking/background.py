@@ -126,9 +126,8 @@ def warm(uri: str, experiment: str) -> None:
 
 
 def main() -> int:
-    # The evaluation is the critical path: warming up takes whatever CPU it leaves free.
-    with contextlib.suppress(OSError, AttributeError):
-        os.nice(10)
+    # Not niced: on a machine whose cores are busy with other work, a niced child starves
+    # and the run waits for it at the end (measured with bench/peer_inspect.py).
     first = sys.stdin.readline()
     if not first:
         return 0
