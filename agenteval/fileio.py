@@ -159,13 +159,16 @@ class GroupCommitWriter:
             handle = self.journal.open(encoding="utf-8")
         except FileNotFoundError:
             return
+        base = self.journal.parent.resolve()
         with handle:
             for line in handle:
                 try:
                     entry = json.loads(line)
-                    yield self.journal.parent / entry["path"], entry["text"]
+                    path, text = (base / entry["path"]).resolve(), entry["text"]
                 except (ValueError, KeyError, TypeError):
                     continue
+                if isinstance(text, str) and path.is_relative_to(base):  # never outside it
+                    yield path, text
 
     async def write(self, path: Path, value: Any) -> None:
         # Serialized here, on the caller's thread: the worker thread then only appends,
@@ -219,7 +222,12 @@ class GroupCommitWriter:
             try:
                 await asyncio.to_thread(self._commit, [(p, v) for p, v, _ in batch])
             except BaseException as exc:
-                for _, _, done in batch:
+                failed = [done for _, _, done in batch]
+                if not isinstance(exc, Exception):  # cancelled: nobody may wait forever
+                    while not queue.empty():
+                        item = queue.get_nowait()
+                        failed += [item[2]] if item is not None else []
+                for done in failed:
                     if not done.done():
                         done.set_exception(exc)
                 if not isinstance(exc, Exception):

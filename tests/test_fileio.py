@@ -40,6 +40,7 @@ def test_recover_restores_journaled_files_and_skips_a_torn_line(tmp_path: Path) 
     journal = tmp_path / ".out.journal"
     kept, lost, torn = (tmp_path / "out" / f"{n}.json" for n in ("kept", "lost", "torn"))
     lines = [{"path": f"out/{p.name}", "text": json_text({"name": p.stem})} for p in (kept, lost)]
+    lines.append({"path": "../outside.json", "text": "{}"})  # never written outside the folder
     journal.write_text(
         "".join(json.dumps(line) + "\n" for line in lines)
         + json.dumps({"path": "out/torn.json", "text": "{}"})[:20],  # killed mid-append
@@ -53,6 +54,7 @@ def test_recover_restores_journaled_files_and_skips_a_torn_line(tmp_path: Path) 
     assert json.loads(lost.read_text()) == {"name": "lost"}
     assert json.loads(kept.read_text()) == {"name": "kept"}
     assert not torn.exists() and not journal.exists()
+    assert not (tmp_path.parent / "outside.json").exists()
 
 
 def test_a_failed_commit_reaches_every_writer_of_its_batch(tmp_path: Path) -> None:
