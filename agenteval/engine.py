@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agenteval.fileio import read_json, sha256_file, write_json
+from agenteval.fileio import GroupCommitWriter, group_commit, read_json, sha256_file
 from agenteval.layout import transcript_path
 from agenteval.schema.status import Status
 from agenteval.schema.suite import Suite, SuiteItem
@@ -170,7 +170,17 @@ class Inference:
             for path, sha in stored.documents.items()
         )
 
+    def journal(self) -> Path:
+        """Where finished units wait for their batch's fsync (data/.transcripts.journal)."""
+        return self.out.parent / f".{self.out.name}.journal"
+
     async def run(self) -> list[Transcript]:
+        # Finished transcripts are committed in groups: one journal fsync per batch instead
+        # of one per file, and a journal left by a crash is replayed before anything is read.
+        async with group_commit(self.journal()) as writer:
+            return await self._run_all(writer)
+
+    async def _run_all(self, writer: GroupCommitWriter) -> list[Transcript]:
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def guarded(unit: Unit) -> Transcript:
@@ -184,9 +194,9 @@ class Inference:
                 if before is not None:
                     record_retry(done, before)
                 path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
-                # Scrubbing, fsync and rename take milliseconds: off the event loop, so other
-                # conversations keep their requests in flight meanwhile.
-                await asyncio.to_thread(write_json, path, done)
+                # Scrubbing, the journal fsync and the rename happen off the event loop, a
+                # batch at a time, so other conversations keep their requests in flight.
+                await writer.write(path, done)
             self.on_done(done)
             return done
 

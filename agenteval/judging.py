@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from agenteval.fileio import write_json
+from agenteval.fileio import GroupCommitWriter, group_commit
 from agenteval.judges.base import Judge
 from agenteval.layout import load_transcript, load_verdict, transcript_path
 from agenteval.schema.suite import Suite, SuiteItem
@@ -36,7 +36,23 @@ async def run_judging(
     concurrency: int = 4,
     on_done: Callable[[Verdict], None] | None = None,
 ) -> list[Verdict]:
-    """One verdict per stored transcript of the suite; a missing transcript is left unjudged."""
+    """One verdict per stored transcript of the suite; a missing transcript is left unjudged.
+
+    Verdicts are committed in groups through data/.verdicts.journal (see GroupCommitWriter).
+    """
+    async with group_commit(verdicts.parent / f".{verdicts.name}.journal") as writer:
+        return await _judge_all(suite, transcripts, verdicts, judge, writer, concurrency, on_done)
+
+
+async def _judge_all(
+    suite: Suite,
+    transcripts: Path,
+    verdicts: Path,
+    judge: Judge,
+    writer: GroupCommitWriter,
+    concurrency: int,
+    on_done: Callable[[Verdict], None] | None,
+) -> list[Verdict]:
     semaphore = asyncio.Semaphore(max(1, concurrency))
     notify = on_done or (lambda _v: None)
 
@@ -52,7 +68,7 @@ async def run_judging(
             verdict = await judge.judge(item, transcript)
         verdict.ground_truth_digest = item.ground_truth_digest
         path = transcript_path(verdicts, item.scenario.id, iteration)
-        await asyncio.to_thread(write_json, path, verdict)  # fsync off the event loop
+        await writer.write(path, verdict)  # scrubbed, journaled and renamed off the loop
         notify(verdict)
         return verdict
 

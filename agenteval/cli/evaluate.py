@@ -21,6 +21,7 @@ from agenteval.cli.common import (
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
+    from agenteval.tracking.background import BackgroundTracker
 
 
 STRICT_HELP = (
@@ -81,11 +82,9 @@ def run(
     An invalid scenario file is skipped and listed, and the run exits 2 at the end
     (unless --strict, which refuses before anything runs)."""
     from agenteval.fileio import read_json, write_json
-    from agenteval.judging import JudgingStopped
     from agenteval.layout import Layout
     from agenteval.pipeline import run_evaluation
-    from agenteval.runlock import EvalLocked
-    from agenteval.suite.build import SuiteError
+    from agenteval.tracking.background import BackgroundTracker
 
     root = Path.cwd().resolve()
     if resume is not None:
@@ -104,19 +103,16 @@ def run(
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         out = out or Path("runs") / stamp
         write_json(out / "params.json", params)
+    # MLflow is imported and its store opened in a child process while the run goes on.
+    tracker = BackgroundTracker.start(params, root)
     try:
         layout = Layout.run_dir(root, out)
         result = run_evaluation(params, layout, progress=progress and sys.stderr.isatty())
-    except SuiteError as exc:
-        suite_failure(exc, bool(scenario))
-    except JudgingStopped as exc:
-        fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
-        return
-    except EvalLocked as exc:
-        fail([f"not started: {exc}", f"then: agenteval run --resume {out}"], EXIT_STOPPED)
-    except (ValueError, OSError, KeyError) as exc:  # configuration the run cannot start with
-        fail([f"cannot run: {type(exc).__name__}: {exc}"])
-        return
+    except BaseException as exc:
+        if tracker is not None:
+            tracker.cancel()
+        _run_failed(exc, out, bool(scenario))
+        raise
     s = result.scorecard.summary
     typer.echo(
         f"{s.total} run(s): {s.passed} passed, {s.failed} failed, "
@@ -124,7 +120,7 @@ def run(
         f"judged pass rate {s.judged_pass_rate}, avg score {s.avg_score}"
     )
     typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
-    _track(params, layout)
+    _track(params, layout, tracker)
     _finish(result.scorecard, out)
     if result.stop_reason:
         fail(
@@ -134,6 +130,22 @@ def run(
             ],
             EXIT_STOPPED,
         )
+
+
+def _run_failed(exc: BaseException, out: Path, picked: bool) -> None:
+    """Exit with the message a failed run deserves (returns for anything unexpected)."""
+    from agenteval.judging import JudgingStopped
+    from agenteval.runlock import EvalLocked
+    from agenteval.suite.build import SuiteError
+
+    if isinstance(exc, SuiteError):
+        suite_failure(exc, picked)
+    if isinstance(exc, JudgingStopped):
+        fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
+    if isinstance(exc, EvalLocked):
+        fail([f"not started: {exc}", f"then: agenteval run --resume {out}"], EXIT_STOPPED)
+    if isinstance(exc, ValueError | OSError | KeyError):  # a configuration it cannot run
+        fail([f"cannot run: {type(exc).__name__}: {exc}"])
 
 
 def _finish(card: Any, out: Path) -> None:
@@ -191,15 +203,14 @@ def audit(
         typer.echo(f"{len(suite.invalid)} invalid scenario file(s) not audited", err=True)
 
 
-def _track(params: dict[str, Any], layout: Layout) -> None:
+def _track(params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | None) -> None:
     """Log the run to MLflow unless tracking.enabled is false."""
-    if not (params.get("tracking") or {}).get("enabled", True):
+    if tracker is None:
         return
-    from agenteval.tracking.run import log_evaluation
     from agenteval.tracking.store import TrackingError
 
     try:
-        result = log_evaluation(layout, params)
+        result = tracker.finish(layout, params)
     except TrackingError as exc:
         fail([f"MLflow logging failed: {exc}"], 1)
         return
