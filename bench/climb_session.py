@@ -1,6 +1,6 @@
 """The documented offline hillclimb session, in a scratch clone of this repository.
 
-    python bench/climb_session.py            # about 2-4 minutes on 2 cores
+    python bench/climb_session.py            # about 2 minutes on 2 cores
 
 It clones the committed HEAD into a temporary folder (this work tree is never touched),
 fetches the pinned corpora offline, starts the builtin agent from a deliberately naive
@@ -35,6 +35,10 @@ def sh(cmd: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedPro
     if check and done.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
     return done
+
+
+def rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def prepare(dest: Path, start: str) -> None:
@@ -74,9 +78,10 @@ def main() -> None:
     print(f"session: {seconds:.0f} s wall time in {dest}")
     for split in ("train", "held", "test"):
         f = figures[split]
+        judged = f"{rate(f['parent_judged'])} -> {rate(f['candidate_judged'])}"
         print(f"  {split:5s} pass share {f['parent']:.3f} -> {f['candidate']:.3f} "
               f"(gain {f['mean']:+.3f}, lower bound {f['low']:+.3f}, {f['n']} scenarios; "
-              f"judged pass rate {f['parent_judged']} -> {f['candidate_judged']})")  # fmt: skip
+              f"judged pass rate {judged})")  # fmt: skip
     print(f"  optimism gap (train gain - test gain) {figures['optimism_gap']:+.3f}")
     print(f"  rounds: {summary['kept']} kept, {summary['reverted']} reverted, "
           f"{summary['rejected']} rejected; stopped: {summary['stop_reason']}")  # fmt: skip

@@ -213,3 +213,27 @@ def test_climb_evaluate_judges_a_working_tree_edit_by_the_same_rule(tmp_path: Pa
     (repo / "eval/tiers.yaml").write_text("tampered\n")
     refused = agenteval(repo, "climb", "evaluate")
     assert refused.returncode == 2 and "not in the agent's editable list" in refused.stdout
+
+
+class Broken:
+    """A planted proposer that fails mid-session (after the parent was evaluated)."""
+
+    name = "broken"
+
+    def propose(self, ctx: object) -> Edit | None:
+        raise RuntimeError("proposer endpoint went away")
+
+    def observe(self, edit: Edit, outcome: str, train: object) -> None:
+        return None
+
+
+def test_a_session_that_breaks_off_marks_its_parent_run_failed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", ids=[*TRAIN[:3], *HELD[:3], *TEST[:1]], tracking=True)
+    params = (repo / "params.yaml").read_bytes()
+    with pytest.raises(RuntimeError, match="went away"):
+        run_session(repo, [], proposer=Broken(), echo=lambda _line: None)
+    with sqlite3.connect(repo / "mlflow.db") as db:
+        runs = db.execute("select status from runs").fetchall()
+        stop = db.execute("select value from tags where key = 'climb.stop_reason'").fetchall()
+    assert runs == [("FAILED",)] and stop == [("failed",)]
+    assert (repo / "params.yaml").read_bytes() == params

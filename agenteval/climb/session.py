@@ -102,8 +102,6 @@ def prepare(root: Path, overrides: Sequence[str], folder: Path) -> State:
     ledger = Ledger.open(root, params, splits["held"])
     iterations = int(params["climb"]["iterations"])
     resolved = {name: split_suite(suite, ids, iterations) for name, ids in splits.items()}
-    iterations = int(params["climb"]["iterations"])
-    resolved = {name: split_suite(suite, ids, iterations) for name, ids in splits.items()}
     return State(root, list(overrides), params, spec, splits, guard, ledger.mechanism, ledger,
                  folder, suites=resolved)  # fmt: skip
 
