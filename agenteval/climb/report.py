@@ -55,6 +55,7 @@ def _png(rows: list[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for split, colour in (("train", "tab:blue"), ("held", "tab:orange")):
@@ -74,6 +75,7 @@ def _png(rows: list[dict[str, Any]], path: Path) -> None:
             zorder=4,
         )
     ax.axhline(0, color="grey", linewidth=0.8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # rounds are whole numbers
     ax.set_xlabel("round (circled: kept)")
     ax.set_ylabel("paired gain in pass share (line: lower bound)")
     ax.legend(loc="best", fontsize=8)
