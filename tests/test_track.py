@@ -162,10 +162,10 @@ def test_provenance_json_holds_every_full_digest(logged: Logged, tmp_path: Path)
 
 
 def test_the_agent_is_a_logged_model_with_the_headline_metrics(logged: Logged) -> None:
-    mlflow_client = client(logged.uri)
-    run = mlflow_client.get_run(logged.result.run_id)
+    store = client(logged.uri)
+    run = store.get_run(logged.result.run_id)
     card = Scorecard.model_validate(read_json(logged.layout.scorecard))
-    (model,) = mlflow_client.search_logged_models(
+    (model,) = store.search_logged_models(
         experiment_ids=[logged.result.experiment_id], filter_string="model_type = 'agent'"
     )
     digest = card.config["target"]["config_digest"]
@@ -180,7 +180,7 @@ def test_the_agent_is_a_logged_model_with_the_headline_metrics(logged: Logged) -
     (dataset,) = [d.dataset for d in run.inputs.dataset_inputs]
     assert dataset.digest == card.config["scenario_set_digest"][:8]
     assert {m.dataset_name for m in linked.values()} == {dataset.name}
-    (evaluation,) = mlflow_client.search_datasets(experiment_ids=[logged.result.experiment_id])
+    (evaluation,) = store.search_datasets(experiment_ids=[logged.result.experiment_id])
     assert evaluation.name == dataset.name
     assert evaluation.tags["suite.digest"] == card.config["scenario_set_digest"]
     with mlflow_client(logged.uri):  # records load through the fluent store

@@ -31,10 +31,9 @@ HEADLINE_METRICS = ("judged_pass_rate", "avg_score", "pass_rate")
 INTERVAL_PARTS = ("low", "high", "half_width")
 
 
-def run_metrics(metrics: Mapping[str, Any], card: Scorecard) -> dict[str, float]:
+def run_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     """Everything in metrics.json (the names `dvc metrics show` uses). Per-scenario values
     are rows of scenarios.parquet, not metrics: hundreds of them would bury the headline."""
-    del card  # the scenario rows go to the table artifact
     return {mlflow_key(k): float(v) for k, v in metrics.items() if _finite(v)}
 
 

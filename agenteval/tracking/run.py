@@ -187,7 +187,7 @@ def _fill_run(
             run_id,
             params=provenance.run_params(params, scrubber, MAX_PARAM_VAL_LENGTH),
             tags=tags,
-            metrics=results.run_metrics(_flat_metrics(layout, card), card)
+            metrics=results.run_metrics(_flat_metrics(layout, card))
             | results.interval_metrics(noise),
             sql_store=sql_store(target.uri),
             links=links,
