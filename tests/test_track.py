@@ -134,7 +134,8 @@ def test_run_has_params_provenance_and_metrics(logged: Logged) -> None:
         assert len(tags["mlflow.source.git.commit"]) == 40
         assert tags["git.commit"] == tags["mlflow.source.git.commit"][:8]
         assert tags["git.dirty"] in ("true", "false")
-    assert run.info.run_name == "builtin-bm25 · code judge · 2 scenarios"
+    agent = f"builtin-bm25-{config['target']['config_digest'][:8]}"  # its LoggedModel's name
+    assert run.info.run_name == f"{agent} · code judge · 2 scenarios"
     flat = read_json(logged.layout.metrics)
     for key, value in flat.items():
         assert metrics[key] == pytest.approx(value), key

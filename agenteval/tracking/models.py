@@ -12,7 +12,6 @@ name and digest, so numbers measured on different scenario sets are never compar
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agenteval.llm.scrub import Scrubber
 from agenteval.params import flatten
 from agenteval.schema.suite import SuiteItem
-from agenteval.tracking.provenance import SHORT, file_tags
+from agenteval.tracking.provenance import SHORT, agent_version_name, file_tags
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 MODEL_TYPE = "agent"
 AGENT_DIGEST_TAG = "agent.config_digest"  # the full digest: how a model is found again
 DATASET_DIGEST_TAG = "suite.digest"
-_BAD_NAME_CHARS = re.compile(r"[/:.%\"'\s]+")  # what MLflow refuses in a model name
 
 
 @dataclass(frozen=True)
@@ -38,14 +36,6 @@ class EvaluationLinks:
     model_id: str | None = None
     dataset_name: str | None = None
     dataset_digest: str | None = None
-
-
-def model_name(agent: Mapping[str, Any]) -> str:
-    """`builtin-bm25-68a6aeba`: the agent's model (or kind) and its configuration digest."""
-    base = str(agent.get("model") or agent.get("kind") or "agent")
-    digest = str(agent.get("config_digest") or "")[:8]
-    name = _BAD_NAME_CHARS.sub("-", f"{base}-{digest}" if digest else base).strip("-")
-    return name or "agent"
 
 
 def agent_version(
@@ -73,7 +63,7 @@ def agent_version(
     else:
         model = client.create_logged_model(
             experiment_id,
-            name=model_name(agent),
+            name=agent_version_name(agent),
             source_run_id=run_id,
             tags=_model_tags(agent),
             params=_model_params(agent, target_params, scrub),

@@ -32,6 +32,7 @@ PROVENANCE_FILE = "provenance.json"
 # DVC sets these for stage commands run by `dvc exp run` (workspace and queued alike).
 DVC_EXP_ENV = {"DVC_EXP_NAME": "exp_name", "DVC_EXP_BASELINE_REV": "baseline_rev"}
 _KEY_CHARS = re.compile(r"[^\w\-./ ]")
+_BAD_NAME_CHARS = re.compile(r"[/:.%\"'\s]+")  # what MLflow refuses in a LoggedModel name
 
 
 def mlflow_key(name: str) -> str:
@@ -286,20 +287,29 @@ def suite_label(config: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     return label + (f" ×{iterations}" if iterations > 1 else "")
 
 
-def participant_label(participant: Mapping[str, Any] | None, role: str = "") -> str:
-    """`builtin-bm25`, `code judge`, `llm gpt-4o judge`."""
+def participant_label(participant: Mapping[str, Any] | None, role: str) -> str:
+    """`code judge`, `llm gpt-4o judge`."""
     found = participant or {}
     kind, model = found.get("kind") or "?", found.get("model")
-    if role:
-        return f"{kind} {model} {role}" if model else f"{kind} {role}"
-    return str(model or kind)
+    return f"{kind} {model} {role}" if model else f"{kind} {role}"
+
+
+def agent_version_name(agent: Mapping[str, Any] | None) -> str:
+    """`builtin-bm25-68a6aeba`: the agent's model (or kind) and its configuration digest, the
+    name of its LoggedModel ("Agent versions") and the first part of every run name."""
+    found = agent or {}
+    base = str(found.get("model") or found.get("kind") or "agent")
+    digest = str(found.get("config_digest") or "")[:SHORT]
+    name = _BAD_NAME_CHARS.sub("-", f"{base}-{digest}" if digest else base).strip("-")
+    return name or "agent"
 
 
 def run_name(config: Mapping[str, Any], params: Mapping[str, Any]) -> str:
-    """The agent, the judge and the suite (and the DVC experiment, when there is one)."""
+    """The agent version, the judge and the suite (and the DVC experiment, when there is
+    one): `builtin-bm25-68a6aeba · code judge · 56 scenarios`."""
     name = " · ".join(
         (
-            participant_label(config.get("target")),
+            agent_version_name(config.get("target")),
             participant_label(config.get("judge"), "judge"),
             suite_label(config, params),
         )
