@@ -97,8 +97,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
         client = MlflowClient(tracking_uri=uri)
         experiment = client.get_experiment_by_name(EXPERIMENT)
         assert experiment is not None, f"{uri} has no experiment {EXPERIMENT!r}"
-        found = client.search_runs([experiment.experiment_id], order_by=["start_time DESC"])
-        assert len(found) >= 2, "the compare view needs two runs"
+        found = client.search_runs(
+            [experiment.experiment_id],
+            filter_string="tags.`agent.model` != ''",  # evaluations, not health reports
+            order_by=["start_time DESC"],
+        )
+        assert len(found) >= 2, "the compare view needs two evaluation runs"
         runs = [client.get_run(r.info.run_id) for r in found]  # with their model inputs
         yield Store(uri, experiment.experiment_id, runs, client)
 
@@ -114,10 +118,12 @@ def wait_until_up(base: str, process: subprocess.Popen[bytes], log: Path) -> Non
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"mlflow ui exited {process.returncode}:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(f"{base}/health", timeout=5) as answer:
-                if answer.status == 200:
-                    return
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(f"{base}/health", timeout=5) as up,
+        ):
+            if up.status == 200:
+                return
         time.sleep(1)
     pytest.fail(f"mlflow ui did not answer within {START_S} s:\n{log.read_text()[-3000:]}")
 

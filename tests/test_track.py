@@ -141,10 +141,10 @@ def test_run_has_params_provenance_and_metrics(logged: Logged) -> None:
         assert metrics[key] == pytest.approx(value), key
     # Per-scenario values are rows of scenarios.parquet, not metrics.
     assert not [key for key in metrics if key.startswith("scenario.")]
-    assert set(metrics) - set(flat) <= {"judged_pass_rate.low", "judged_pass_rate.high",
-                                        "avg_score.low", "avg_score.high",
-                                        "avg_score.half_width"} | {k for k in metrics
-                                                                   if k.startswith("mde.")}  # fmt: skip
+    intervals = {f"{name}.{part}" for name in ("judged_pass_rate", "avg_score")
+                 for part in ("low", "high", "half_width")}  # fmt: skip
+    extra = {key for key in set(metrics) - set(flat) if not key.startswith("mde.")}
+    assert extra <= intervals, extra
 
 
 def test_provenance_json_holds_every_full_digest(logged: Logged, tmp_path: Path) -> None:
@@ -396,6 +396,15 @@ def test_lost_traces_fail_loudly_and_leave_no_reusable_run(
     assert retry is not None and retry.created
     statuses = sorted(r.info.status for r in client(uri).search_runs([retry.experiment_id]))
     assert statuses == ["FAILED", "FINISHED"]
+    # The failed attempt's traces are gone: the retry's sessions (same run key) hold each
+    # turn once, not the attempt's turns as well.
+    traces = client(uri).search_traces(
+        locations=[retry.experiment_id], include_spans=False, max_results=500
+    )
+    card = Scorecard.model_validate(read_json(logged.layout.scorecard))
+    key = retry.run_key[:12]
+    expected = {f"{r.id}.{r.iteration}.{key}": len(r.turns) for r in card.scenarios}
+    assert Counter(t.info.trace_metadata[SESSION] for t in traces) == expected
 
 
 def test_disabled_tracking_does_nothing(tmp_path: Path) -> None:
