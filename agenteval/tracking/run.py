@@ -201,15 +201,16 @@ def _fill_run(
         _discard_traces(target)
         client.set_terminated(run_id, status="FAILED")
         raise
-    from agenteval.scoring import every_unit_errored
+    from agenteval.scoring import nothing_measured
     from agenteval.tracking.store import COMPLETE_TAG, FAILURE_TAG
 
     client.set_tag(run_id, COMPLETE_TAG, "true")
-    # An evaluation that measured nothing because every unit crashed is not a finished run.
-    failed = every_unit_errored(card.scenarios)
-    if failed:
-        client.set_tag(run_id, FAILURE_TAG, "every unit ERRORED")
-    client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+    # An evaluation that judged no scenario (every unit crashed, timed out, ...) is logged in
+    # full but is not a finished run.
+    failure = nothing_measured(card.scenarios)
+    if failure:
+        client.set_tag(run_id, FAILURE_TAG, failure)
+    client.set_terminated(run_id, status="FAILED" if failure else "FINISHED")
     return sent
 
 
