@@ -136,6 +136,8 @@ def ui(store: Store, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", store.uri,
                "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in ISOLATED_ENV}
+    # No job runner: its seven huey consumers would only compete for the two cores.
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
     with log.open("wb") as out:
         process = subprocess.Popen(
             command, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -147,11 +149,11 @@ def ui(store: Store, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
     finally:
         os.killpg(process.pid, signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):  # any worker that outlived its parent
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        process.wait()
 
 
 @pytest.fixture(scope="module")
