@@ -213,20 +213,3 @@ def test_dimension_means_skip_unjudged() -> None:
     a = score_scenario(info(), "COMPLETED", verdict([dict(ALL_TEN, personality=None)]), RULES)
     means = dimension_means([a])
     assert means["correctness"] == 10.0 and "personality" not in means
-
-
-def test_a_run_that_judged_no_scenario_measured_nothing() -> None:
-    from agenteval.schema.scorecard import ScenarioResult
-    from agenteval.scoring import nothing_measured
-
-    def results(*statuses: str) -> list[ScenarioResult]:
-        return [ScenarioResult(id=f"s{i}", category="c", status=s, score=None, turns=[])
-                for i, s in enumerate(statuses)]  # fmt: skip
-
-    assert nothing_measured(results("ERRORED", "ERRORED")) == "every unit ERRORED"
-    assert nothing_measured(results("TIMEOUT", "INFRA_ERROR", "TIMEOUT")) == (
-        "nothing judged: 1 INFRA_ERROR, 2 TIMEOUT"
-    )
-    assert nothing_measured([]) == "no scenario was evaluated"
-    assert nothing_measured(results("TIMEOUT", "FAIL")) is None  # one judged scenario counts
-    assert nothing_measured(results("BLOCKED_BY_ARCHITECTURE")) is None

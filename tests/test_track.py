@@ -604,3 +604,20 @@ def test_a_store_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "MLflow logging failed:" in done.stderr and "Traceback" not in done.stderr
     assert (tmp_path / "run" / "scorecard.json").is_file()  # the evaluation itself is kept
+
+
+def test_a_run_that_judged_no_scenario_measured_nothing() -> None:
+    from agenteval.schema.scorecard import ScenarioResult
+    from agenteval.tracking.run import nothing_measured
+
+    def results(*statuses: str) -> list[ScenarioResult]:
+        return [ScenarioResult(id=f"s{i}", category="c", status=s, score=None, turns=[])
+                for i, s in enumerate(statuses)]  # fmt: skip
+
+    assert nothing_measured(results("ERRORED", "ERRORED")) == "every unit ERRORED"
+    assert nothing_measured(results("TIMEOUT", "INFRA_ERROR", "TIMEOUT")) == (
+        "nothing judged: 1 INFRA_ERROR, 2 TIMEOUT"
+    )
+    assert nothing_measured([]) == "no scenario was evaluated"
+    assert nothing_measured(results("TIMEOUT", "FAIL")) is None  # one judged scenario counts
+    assert nothing_measured(results("BLOCKED_BY_ARCHITECTURE")) is None
