@@ -39,7 +39,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for(check: object, what: str, timeout: float = 60.0, proc: subprocess.Popen[bytes] | None = None) -> None:
+def wait_for(
+    check: object, what: str, timeout: float = 60.0, proc: subprocess.Popen[bytes] | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if callable(check) and check():
@@ -80,7 +82,9 @@ class Postgres:
     database: str = "postgres"
 
     def uri(self, database: str | None = None, driver: str = "psycopg") -> str:
-        return f"postgresql+{driver}://{self.user}@127.0.0.1:{self.port}/{database or self.database}"
+        return (
+            f"postgresql+{driver}://{self.user}@127.0.0.1:{self.port}/{database or self.database}"
+        )
 
     def create_database(self, name: str) -> str:
         import psycopg
@@ -133,7 +137,9 @@ def postgres_server() -> Iterator[Postgres]:
     try:
         yield Postgres(port, user)
     finally:
-        stop = _as_server_user([str(bindir / "pg_ctl"), "-D", str(data / "db"), "-m", "immediate", "stop"])
+        stop = _as_server_user(
+            [str(bindir / "pg_ctl"), "-D", str(data / "db"), "-m", "immediate", "stop"]
+        )
         subprocess.run(stop, capture_output=True)
         shutil.rmtree(data, ignore_errors=True)
 
@@ -163,7 +169,9 @@ def mlflow_server(backend_uri: str, artifacts: Path) -> Iterator[TrackingServer]
     env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
     env.pop("MLFLOW_TRACKING_URI", None)
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     try:
         url = f"http://127.0.0.1:{port}"
         try:

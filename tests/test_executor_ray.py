@@ -159,7 +159,9 @@ def test_killing_a_fifth_of_the_workers_changes_no_byte_of_the_scorecard(
         assert result.writes is not None and set(result.writes) == units
         assert set(result.writes.values()) == {1}
         assert result.stop_reason is None
-    files = sorted(p.relative_to(chaos_layout.transcripts) for p in chaos_layout.transcripts.rglob("*"))
+    files = sorted(
+        p.relative_to(chaos_layout.transcripts) for p in chaos_layout.transcripts.rglob("*")
+    )
     assert len([f for f in files if f.suffix == ".json"]) == len(units) and all(
         not f.name.startswith(".") for f in files
     )
@@ -253,6 +255,7 @@ def test_the_command_line_starts_its_own_ray_and_matches_a_local_run(
 ) -> None:
     """`agenteval run --set run.executor=ray` in a fresh process starts (and stops) a Ray
     instance of its own; its reports equal the in-process run's."""
+
     def run(out: Path, *sets: str) -> str:
         args = [sys.executable, "-m", "agenteval", "run", "--no-progress", "--out", str(out),
                 "--tier", "smoke", "--set", "tracking.enabled=false"]  # fmt: skip
