@@ -15,53 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from agenteval.engine import Dispatch
+from agenteval.executors.base import ExecutionReport, Executor, LocalExecutor
 
-
-@dataclass
-class ExecutionReport:
-    """What the executor saw: how many processes ran units and which units ran again."""
-
-    executor: str
-    workers: int = 1
-    retried: dict[str, int] = field(default_factory=dict)  # unit label -> attempts (> 1)
-
-    def line(self) -> str:
-        if self.executor == "local":
-            return "local: every unit ran in this process"
-        again = f"; {len(self.retried)} unit(s) ran again after losing their worker"
-        return f"{self.executor}: units ran in {self.workers} worker process(es)" + (
-            again if self.retried else ""
-        )
-
-
-class Executor(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def slots(self) -> int:
-        """Units in flight at once."""
-
-    @property
-    def dispatch(self) -> Dispatch | None:
-        """How a unit runs elsewhere; None: the engine runs it itself."""
-
-    def report(self) -> ExecutionReport: ...
-
-
-@dataclass
-class LocalExecutor:
-    slots: int
-    name: str = "local"
-    dispatch: Dispatch | None = None
-
-    def report(self) -> ExecutionReport:
-        return ExecutionReport("local")
+__all__ = ["ExecutionReport", "Executor", "LocalExecutor", "open_executor"]
 
 
 @contextmanager

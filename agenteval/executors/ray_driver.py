@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.engine import Dispatch, Unit
-from agenteval.executors import ExecutionReport
+from agenteval.executors.base import ExecutionReport
 from agenteval.executors.coordinator import RunCoordinator
 from agenteval.executors.ray_worker import TASK_NAME, RunSpec, run_unit_task
 from agenteval.schema.params import RayParams
