@@ -182,7 +182,7 @@ def mlflow_server(backend_uri: str, artifacts: Path) -> Iterator[TrackingServer]
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=5)  # a throwaway server: no need to wait out its shutdown
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
