@@ -27,6 +27,7 @@ from agenteval.layout import Layout
 from agenteval.params import load_params
 from agenteval.pipeline import run_all
 from agenteval.schema.transcript import Transcript
+from agenteval.tracking.records import session_id
 from agenteval.tracking.run import log_evaluation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +102,8 @@ def test_a_full_run_with_traces_goes_over_rest_and_reads_back(
     )
     assert len(traces) == result.traces_logged == sum(len(t.turns) for t in records)
     sessions = Counter(t.info.trace_metadata["mlflow.trace.session"] for t in traces)
-    assert sessions == {f"{t.scenario_id}/{t.iteration}": len(t.turns) for t in records}
+    key = run.data.tags["agenteval.run_key"]
+    assert sessions == {session_id(key, t.scenario_id, t.iteration): len(t.turns) for t in records}
     assert sum(len(t.data.spans) for t in traces) == result.spans_logged > len(traces)
     assert sum(len(t.info.assessments) for t in traces) == result.assessments_logged > 0
     # ... and they are rows of the PostgreSQL store.
