@@ -49,6 +49,7 @@ def _config(
         "seeds": suite.seeds(),
         "scenarios": {i.scenario.id: i.digest for i in suite.items},
         "ground_truth": {i.scenario.id: i.ground_truth_digest for i in suite.items},
+        "split": (suite.split or {}) | {"scenarios": {i.scenario.id: i.split for i in suite.items}},
     }
 
 
@@ -102,12 +103,15 @@ def build_scorecard(
             transcript = load_transcript(transcripts_dir, scenario.id, iteration)
             verdict = load_verdict(verdicts_dir, scenario.id, iteration)
             if transcript is None:
-                results.append(score_scenario(info, Status.NOT_RUN, None, rules, iteration))
+                unrun = score_scenario(info, Status.NOT_RUN, None, rules, iteration)
+                unrun.split = item.split
+                results.append(unrun)
                 continue
             transcripts.append(transcript)
             if verdict is not None and verdict.transcript_digest:
                 verdicts.append(verdict)
             result = score_scenario(info, transcript.status, verdict, rules, iteration, blocked)
+            result.split = item.split
             if transcript.status != COMPLETED and transcript.error:
                 result.warnings.append(transcript.error)  # why it was not measured
             results.append(result)

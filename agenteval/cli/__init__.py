@@ -11,7 +11,17 @@ from typing import Annotated
 import typer
 
 from agenteval import __version__
-from agenteval.cli import bench, controls, data, evaluate, expectations, gate, lifecycle, serve
+from agenteval.cli import (
+    bench,
+    climb,
+    controls,
+    data,
+    evaluate,
+    expectations,
+    gate,
+    lifecycle,
+    serve,
+)
 
 app = typer.Typer(
     help="Reproducible, noise-aware evaluation of LLM agents.",
@@ -36,7 +46,7 @@ def main_options(
     """Reproducible, noise-aware evaluation of LLM agents."""
 
 
-for group in (evaluate, data, gate, expectations, lifecycle, serve, controls, bench):
+for group in (evaluate, data, gate, expectations, lifecycle, serve, controls, bench, climb):
     group.register(app)
 
 

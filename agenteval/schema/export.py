@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agenteval.schema.agent import AgentConfig
 from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
@@ -38,6 +39,7 @@ def models() -> dict[str, type[BaseModel]]:
         "qa_task": QATask,
         "qa_verdict": QAVerdict,
         "retrieval_questions": EvidenceSet,
+        "agent": AgentConfig,
     }
     return found
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Protocol = Literal["openai", "anthropic"]
 DIMENSION_NAMES = Literal[
@@ -42,6 +42,26 @@ class EndpointFields(_Section):
     protocol: Protocol | None = Field(None, description="openai (compatible) | anthropic")
 
 
+class SplitParams(_Section):
+    """`suite.split`: the hillclimb split of every scenario file (see agenteval.split)."""
+
+    salt: str = Field(
+        "agenteval-split-1",
+        description="Salt of the id hash; a new salt deals every unpinned scenario afresh.",
+    )
+    train: float = Field(0.6, ge=0, le=1, description="Share of each category in train.")
+    held: float = Field(0.25, ge=0, le=1, description="Share in held (the keep gate).")
+    test: float = Field(0.15, ge=0, le=1, description="Share in test (read once a session).")
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> SplitParams:
+        if abs(self.train + self.held + self.test - 1.0) > 1e-9:
+            raise ValueError(
+                f"train + held + test must be 1, got {self.train + self.held + self.test}"
+            )
+        return self
+
+
 class SuiteParams(_Section):
     kind: Literal["scenarios", "qa", "retrieval"] = Field(
         "scenarios",
@@ -65,6 +85,7 @@ class SuiteParams(_Section):
         description="Refuse the run on any invalid scenario file (and on the reference format's "
         "looser references); false: skip invalid files, list them, exit 2 at the end.",
     )
+    split: SplitParams = Field(default_factory=SplitParams)
 
 
 class BuiltinKnobs(BaseModel):
@@ -308,6 +329,66 @@ class RetrievalParams(_Section):
     hard_cases: bool = True
 
 
+class HoldoutParams(_Section):
+    """`climb.holdout`: Thresholdout (Dwork et al. 2015) guarding the held split's reuse."""
+
+    max_queries: int = Field(
+        24, ge=1, description="Held queries the split allows, every one counted; then spent."
+    )
+    budget: int = Field(
+        6,
+        ge=1,
+        description="Thresholdout's budget B: answers drawn from held (train and held "
+        "disagreed); then spent.",
+    )
+    threshold: float = Field(
+        0.1, gt=0, le=1, description="Thresholdout's T: train-held gap taken as sampling noise."
+    )
+    noise: float = Field(
+        0.01, ge=0, le=1, description="Thresholdout's sigma: Laplace scale of its noise."
+    )
+    seed: int = Field(0, description="Seeds the mechanism's noise (a session replays).")
+    ledger: str = Field(
+        "runs/climb/holdout",
+        description="Folder of the per-split ledgers: queries are counted across sessions.",
+    )
+
+
+class ProposerEndpoint(EndpointFields):
+    """`climb.llm`: the endpoint of the llm proposer (sees train failures only)."""
+
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompt: str = Field(
+        "eval/prompts/climb_proposer.md", description="The proposer's instructions."
+    )
+    max_attempts: int = Field(2, ge=1, description="Model calls per round incl. re-asks.")
+
+
+class ClimbParams(_Section):
+    """`agenteval climb`: hillclimb sessions with a train / held / test split."""
+
+    proposer: Literal["search", "llm"] = Field(
+        "search", description="search (optuna over the agent's numeric knobs) | llm"
+    )
+    rounds: int = Field(12, ge=1, description="Most edits proposed in one session.")
+    patience: int = Field(2, ge=1, description="Stop after this many flat rounds in a row.")
+    iterations: int = Field(3, ge=3, description="Repeats per scenario in every evaluation.")
+    conf: float = Field(0.95, gt=0.5, lt=1, description="One-sided confidence of the bounds.")
+    margin: float = Field(
+        0.05, ge=0, le=1, description="Held non-inferiority margin on the per-scenario pass share."
+    )
+    holdout: HoldoutParams = Field(default_factory=HoldoutParams)
+    repro: bool = Field(
+        True, description="Run `dvc repro` and commit its outputs with every kept round."
+    )
+    branch: str | None = Field(None, description="Scratch branch; null: climb/<time>.")
+    seed: int = Field(0, description="Seeds the search proposer's sampler.")
+    search_trials: int = Field(
+        12, ge=1, description="search: new single-knob moves tried on train per round."
+    )
+    llm: ProposerEndpoint = Field(default_factory=ProposerEndpoint)
+
+
 class Params(_Section):
     suite: SuiteParams = Field(default_factory=SuiteParams)
     target: TargetParams = Field(default_factory=TargetParams)
@@ -319,3 +400,4 @@ class Params(_Section):
     controls: ControlsParams = Field(default_factory=ControlsParams)
     qa: QAParams = Field(default_factory=QAParams)
     retrieval: RetrievalParams = Field(default_factory=RetrievalParams)
+    climb: ClimbParams = Field(default_factory=ClimbParams)

@@ -8,7 +8,7 @@ of failing.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -128,6 +128,14 @@ class Scenario(_Open):
         None, description="Tools the agent must not call in any turn."
     )
     tags: list[str] = Field(default_factory=list)
+    # Excluded from the content digest: which split a scenario is dealt to says nothing about
+    # how it is graded, so pinning one leaves its stored transcripts and verdicts valid.
+    split: Literal["train", "held", "test"] | None = Field(
+        None,
+        exclude=True,
+        description="Pin the hillclimb split (train, held, test); unset: dealt by the salted "
+        "hash of the id, stratified by category (agenteval.split).",
+    )
 
     @field_validator("persona")
     @classmethod

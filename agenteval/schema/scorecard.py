@@ -34,6 +34,7 @@ class ScenarioResult(BaseModel):
     ground_truth_digest: str | None = Field(
         None, description="Facts and document bytes graded against; compare pairs only equal."
     )
+    split: str | None = Field(None, description="train, held or test (agenteval.split).")
 
 
 class CategorySummary(BaseModel):

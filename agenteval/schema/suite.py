@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from agenteval.schema.corpus import Fact
@@ -29,6 +31,9 @@ class SuiteItem(BaseModel):
         None,
         description="sha256 of the manifest facts and document bytes the scenario is graded "
         "against: verdicts are reused, and runs paired by compare, only when it is equal.",
+    )
+    split: str | None = Field(
+        None, description="train, held or test: the hillclimb split (agenteval.split)."
     )
 
     def fact(self, fact_id: str, doc_id: str | None = None) -> Fact | None:
@@ -61,6 +66,11 @@ class Suite(BaseModel):
     items: list[SuiteItem]
     invalid: list[InvalidScenario] = Field(
         default_factory=list, description="Selected scenario files skipped as invalid."
+    )
+    split: dict[str, Any] | None = Field(
+        None,
+        description="The split rule (salt, fractions) and the scenario counts per split over "
+        "every scenario file, selected or not.",
     )
 
     def seeds(self) -> list[int]:

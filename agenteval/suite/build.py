@@ -22,6 +22,7 @@ from agenteval.schema.located import Located, load_located
 from agenteval.schema.problems import Problem
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.suite import InvalidScenario, Suite, SuiteItem
+from agenteval.split import SPLITS, Member, SplitRule, assign, counts
 from agenteval.suite.parse import display
 from agenteval.suite.tiers import load_tiers
 from agenteval.suite.validate import LoadedScenario, resolve_fact, scenario_files, validate_files
@@ -52,6 +53,7 @@ class _Head:
     path: Path
     id: str
     category: str
+    split: str | None = None  # a pinned split, as written (checked by the scenario schema)
 
 
 def _head(path: Path) -> _Head:
@@ -59,10 +61,12 @@ def _head(path: Path) -> _Head:
     data = located.data if isinstance(located, Located) else None
     sid = data.get("id") if isinstance(data, dict) else None
     category = data.get("category") if isinstance(data, dict) else None
+    pinned = data.get("split") if isinstance(data, dict) else None
     return _Head(
         path,
         sid if isinstance(sid, str) else path.stem,
         category if isinstance(category, str) else path.parent.name,
+        pinned if pinned in SPLITS else None,
     )
 
 
@@ -71,13 +75,17 @@ def _ids_line(root: Path) -> int:
     return located.line(("suite", "ids")) if isinstance(located, Located) else 1
 
 
-def select_files(section: dict[str, Any], root: Path) -> tuple[list[Path], list[Problem]]:
-    """The scenario files the selection picks (and problems of missing scenario paths)."""
+def select_files(
+    section: dict[str, Any], root: Path
+) -> tuple[list[Path], list[Problem], dict[str, str]]:
+    """The scenario files the selection picks, problems of missing scenario paths, and the
+    split of every scenario file (selected or not, so a selection never moves one)."""
     paths = section.get("scenarios") or "eval/scenarios"
     targets = [root / p for p in ([paths] if isinstance(paths, str) else paths)]
     missing = [Problem(display(p, root), 1, "no such file or directory") for p in targets
                if not p.exists()]  # fmt: skip
     heads = [_head(f) for f in scenario_files([p for p in targets if p.exists()])]
+    splits = assign([Member(h.id, h.category, h.split) for h in heads], split_rule(section))
     categories, ids = list(section.get("categories") or []), list(section.get("ids") or [])
     picked = [
         h for h in heads
@@ -91,7 +99,13 @@ def select_files(section: dict[str, Any], root: Path) -> tuple[list[Path], list[
     if section.get("tier"):
         rel = str(section.get("tiers") or "eval/tiers.yaml")
         picked = _in_tier(picked, str(section["tier"]), root, rel)
-    return [h.path for h in picked], missing
+    return [h.path for h in picked], missing, splits
+
+
+def split_rule(section: dict[str, Any]) -> SplitRule:
+    """`suite.split` (salt and fractions) as the pure core's rule."""
+    raw = dict(section.get("split") or {})
+    return SplitRule(**{k: raw[k] for k in ("salt", "train", "held", "test") if k in raw})
 
 
 def _in_tier(picked: list[_Head], tier: str, root: Path, rel: str) -> list[_Head]:
@@ -116,7 +130,7 @@ def build_suite(params: dict[str, Any], root: Path) -> Suite:
                  "pipelines/retrieval"}.get(kind, "its own command")  # fmt: skip
         raise SuiteError([Problem("params.yaml", 1, f"suite.kind {kind!r} runs with {where}")])
     strict = bool(section.get("strict", False))
-    files, missing = select_files(section, root)
+    files, missing, splits = select_files(section, root)
     manifest_path = root / section.get("manifest", "eval/corpus/manifest.json")
     result = validate_files(files, root, manifest_path, manifest_required=True, strict=strict)
     errors = missing + [p for p in result.problems if p.severity == "error"]
@@ -127,6 +141,8 @@ def build_suite(params: dict[str, Any], root: Path) -> Suite:
     skipped = {entry.path for entry in invalid}
     chosen = [it for it in result.scenarios if it.path not in skipped]
     items = [_item(loaded, result.manifest, root) for loaded in chosen]
+    for item in items:
+        item.split = splits.get(item.scenario.id)
     items.sort(key=lambda item: item.scenario.id)
     return Suite(
         iterations=int(section.get("iterations", 1)),
@@ -135,6 +151,7 @@ def build_suite(params: dict[str, Any], root: Path) -> Suite:
         corpus_digest=corpus_digest(result.manifest, root),
         items=items,
         invalid=invalid,
+        split=split_rule(section).describe() | {"counts": counts(splits)},
     )
 
 

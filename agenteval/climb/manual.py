@@ -1,0 +1,63 @@
+"""`agenteval climb evaluate`: the keep rule applied to an edit a person made in the tree.
+
+The parent is HEAD; the edit is whatever the working tree changes against it. The same guard,
+the same paired train bound, the same counted held query through the split's ledger. Kept:
+the edit stays in the tree (commit it). Not kept: every byte of HEAD is restored and the edit
+is saved as a patch beside the evaluations (`git apply` brings it back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agenteval.climb import git
+from agenteval.climb.artifacts import Change, ClimbError, fingerprint, write
+from agenteval.climb.session import judge_candidate, prepare, stamp
+from agenteval.fileio import write_json
+
+
+def working_change(root: Path) -> Change:
+    """HEAD's bytes and the working tree's for every changed path (b'' when absent)."""
+    change = Change()
+    for path in git.changed_paths(root):
+        old = git.show(root, "HEAD", path) or b""
+        new = (root / path).read_bytes() if (root / path).is_file() else b""
+        change.files[path] = (old, new)
+    return change
+
+
+def evaluate_edit(root: Path, overrides: Sequence[str]) -> dict[str, Any]:
+    git.require_repository(root)
+    change = working_change(root)
+    if not change.files:
+        raise ClimbError("the working tree has no edit against HEAD to evaluate")
+    folder = root / "runs" / "climb" / f"evaluate-{stamp()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "edit.patch").write_text(change.diff(), encoding="utf-8")
+    record: dict[str, Any] = {
+        "edit": ", ".join(sorted(change.files)),
+        "diff": change.diff(),
+        "head": git.head(root),
+        "patch": str(folder / "edit.patch"),
+    }
+    edited = fingerprint(root, tuple(change.files))
+    write(change, root, new=False)  # HEAD's bytes: the parent is evaluated first
+    try:
+        state = prepare(root, overrides, folder)
+        reasons = state.guard.check(change)
+        if reasons:
+            record |= {"outcome": "rejected", "reason": "; ".join(reasons)}
+        else:
+            state.parent = {s: state.eval(s, "parent") for s in ("train", "held")}
+            write(change, root)
+            verdict, _ = judge_candidate(state, 1)
+            train = verdict.pop("train_delta")
+            record |= verdict | {"train": train.as_dict(), "held_queries": state.mechanism.queries}
+    finally:
+        write(change, root, new=record.get("outcome") == "kept")
+    if record["outcome"] == "kept" and fingerprint(root, tuple(change.files)) != edited:
+        raise ClimbError("putting the edit back failed; it is saved in " + record["patch"])
+    write_json(folder / "decision.json", record)
+    return record

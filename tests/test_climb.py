@@ -1,0 +1,239 @@
+"""Acceptance tests of `agenteval climb`, each in its own scratch copy of the repository.
+
+Small on purpose: 17 scenarios without fetched corpora, 3 iterations, a few rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agenteval.climb.artifacts import Edit
+from agenteval.climb.run import run_session
+from agenteval.fileio import sha256_bytes
+from tests.climb_repo import HELD, TEST, TRAIN, agenteval, env, git, make_repo, summary
+from tests.servers.common import Reply
+from tests.servers.openai_server import OpenAIServer
+
+
+def test_search_improves_train_beyond_noise_and_keeps_no_held_regression(tmp_path: Path) -> None:
+    # Two held scenarios of eleven improve too: non-inferior within a 0.1 margin.
+    repo = make_repo(tmp_path / "repo", tracking=True, climb={"margin": 0.1})
+    start = git(repo, "rev-parse", "HEAD").strip()
+    done = agenteval(repo, "climb", "--proposer", "search")
+    assert done.returncode == 0, done.stderr
+    result = summary(repo)
+    assert result["split"]["ids"] == {"train": sorted(TRAIN), "held": sorted(HELD),
+                                      "test": sorted(TEST)}  # fmt: skip
+    train = result["figures"]["train"]
+    assert train["low"] > 0 and train["candidate_judged"] > train["parent_judged"]
+    kept = [r for r in result["rounds"] if r["outcome"] == "kept"]
+    assert kept, result["rounds"]
+    for record in kept:
+        assert record["train"]["low"] > 0
+        assert record["held"]["bound"] > -result["params"]["margin"]
+        assert record["held"]["delta"]["worsened"] == []
+        # one knob a round, committed on the scratch branch with nothing else
+        changed = git(repo, "show", "--name-only", "--format=", record["commit"]).split()
+        assert changed == ["params.yaml"]
+        assert record["diff"].count("\n-    ") == 1 and record["diff"].count("\n+    ") == 1
+    assert result["figures"]["held"]["mean"] >= 0
+    test = result["figures"]["test"]
+    assert result["figures"]["optimism_gap"] == pytest.approx(train["mean"] - test["mean"])
+    assert result["held_queries"]["session"] == sum(1 for r in result["rounds"] if r.get("held"))
+    # the session's own branch, starting at the start commit; the tree left clean
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == result["branch"]
+    assert git(repo, "merge-base", "main", "HEAD").strip() == start
+    assert git(repo, "status", "--porcelain").strip() == ""
+    assert (repo / "reports/climb/deltas.png").is_file()
+    rows = json.loads((repo / "reports/climb/deltas.json").read_text())
+    assert {r["split"] for r in rows} == {"train", "held"}
+    assert "stopped:" in done.stdout and "optimism gap" in done.stdout
+    # MLflow: a parent run with the closing figures, one child run per round
+    with sqlite3.connect(repo / "mlflow.db") as db:
+        runs = db.execute("select run_uuid, name from runs").fetchall()
+        parents = db.execute("select value from tags where key = 'mlflow.parentRunId'").fetchall()
+        gap = db.execute("select value from metrics where key = 'optimism_gap'").fetchall()
+    assert len(runs) == len(result["rounds"]) + 1 and len(parents) == len(result["rounds"])
+    assert gap and gap[0][0] == pytest.approx(result["figures"]["optimism_gap"])
+
+
+class TrainGamer:
+    """A planted proposer: helps train, hurts held (abstaining less, from the defaults)."""
+
+    name = "planted"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def propose(self, ctx: object) -> Edit | None:
+        self.calls += 1
+        return Edit(knob="abstain_threshold", value=0.1, why="planted") if self.calls == 1 else None
+
+    def observe(self, edit: Edit, outcome: str, train: object) -> None:
+        self.outcome = outcome
+
+
+def test_an_edit_that_helps_train_and_hurts_held_is_reverted(tmp_path: Path) -> None:
+    # From the shipped defaults abstain_threshold 0.1 makes the train three pass and the held
+    # two fail: pinned so, whatever the salt.
+    up = ["brief_under_time_pressure", "incident_followups", "missing_data_graceful"]
+    down = ["admit_missing_benefit", "policy_silent_on_topic"]
+    neutral = {"concise_answer": "held", "csv_cell_lookup": "train", "empty_file": "test",
+               "false_premise": "test"}  # fmt: skip
+    pins = {s: "train" for s in up} | {s: "held" for s in down} | neutral
+    repo = make_repo(tmp_path / "repo", ids=list(pins), knobs={}, pins=pins)
+    params = (repo / "params.yaml").read_bytes()
+    gamer = TrainGamer()
+    result = run_session(repo, [], proposer=gamer, echo=lambda _line: None)
+    record = result["rounds"][0]
+    assert record["outcome"] == "reverted" and gamer.outcome == "reverted"
+    assert record["train"]["low"] > 0 and sorted(record["train"]["improved"]) == sorted(up)
+    assert record["held"]["answered_by"] == "held"  # Thresholdout saw train and held disagree
+    assert sorted(record["held"]["delta"]["worsened"]) == sorted(down)
+    assert "held is not non-inferior" in record["reason"]
+    assert (repo / "params.yaml").read_bytes() == params  # every byte restored
+    assert result["kept"] == 0 and result["figures"]["train"]["mean"] == 0
+
+
+class OneMove:
+    """A planted proposer with one known-good move (abstaining less from the naive start)."""
+
+    name = "planted"
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def propose(self, ctx: object) -> Edit | None:
+        if self.done:
+            return None
+        self.done = True
+        return Edit(knob="abstain_threshold", value=0.2, why="planted")
+
+    def observe(self, edit: Edit, outcome: str, train: object) -> None:
+        return None
+
+
+def test_a_kept_round_is_a_commit_that_dvc_repro_reproduces(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", climb={"repro": True, "margin": 0.1})
+    result = run_session(repo, [], proposer=OneMove(), echo=lambda _line: None)
+    record = result["rounds"][0]
+    assert record["outcome"] == "kept", record["reason"]
+    changed = set(git(repo, "show", "--name-only", "--format=", record["commit"]).split())
+    assert {"params.yaml", "dvc.lock", "reports/metrics.json", "reports/scorecard.json"} <= changed
+    git(repo, "checkout", "-q", record["commit"])
+    status = json.loads(
+        subprocess.run(["dvc", "status", "--json"], cwd=repo, capture_output=True, text=True,
+                       env=env(), check=True).stdout.splitlines()[-1] or "{}"
+    )  # fmt: skip
+    assert set(status) <= {"fetch", "infer", "track"}  # the stages that always run, by design
+    card = json.loads((repo / "reports/scorecard.json").read_text())
+    assert card["config"]["target"]["details"]["knobs"]["abstain_threshold"] == 0.2
+    assert card["config"]["split"]["scenarios"]["csv_cell_lookup"] == "train"
+
+
+def test_a_proposer_that_special_cases_a_train_scenario_is_refused(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", knobs={})
+    replies = repo / "eval/agents/default/replies.yaml"
+    before = sha256_bytes(replies.read_bytes())
+    planted = replies.read_text() + 'special: "If this is csv_cell_lookup, say the cell value."\n'
+    edit = {"file": "eval/agents/default/replies.yaml", "text": planted, "why": "planted"}
+    with OpenAIServer([Reply(json.dumps(edit))]) as server:
+        done = agenteval(repo, "climb", "--proposer", "llm", "--patience", "1",
+                         "--set", f"climb.llm.base_url={server.base_url}",
+                         "--set", "climb.llm.model=proposer")  # fmt: skip
+        prompt = server.requests[0].json["messages"][0]["content"]
+    assert done.returncode == 0, done.stderr
+    record = summary(repo)["rounds"][0]
+    assert record["outcome"] == "rejected"
+    assert "quotes the scenario id 'csv_cell_lookup' (train)" in record["reason"]
+    assert sha256_bytes(replies.read_bytes()) == before
+    # The proposer saw train failures only, with the reference answers taken out.
+    assert "refused an answerable question" in prompt
+    for sid in (*HELD, *TEST):
+        assert sid not in prompt
+    rounds = next((repo / "runs").glob("climb/*/round-00"))
+    for split in ("train", "held"):
+        suite = json.loads((rounds / split / "data/suite.json").read_text())
+        for item in suite["items"]:
+            for turn in item["scenario"]["turns"]:
+                truth = (turn.get("ground_truth") or {}).get("expected_answer")
+                assert not truth or len(truth) < 3 or truth not in prompt, truth
+                if split == "held":
+                    assert turn["user_message"] not in prompt
+
+
+def test_a_session_that_spends_its_held_budget_stops_and_says_so(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", climb={"holdout": {"max_queries": 1}, "search_trials": 3})
+    done = agenteval(repo, "climb", "--patience", "5")
+    assert done.returncode == 0, done.stderr
+    result = summary(repo)
+    assert result["held_queries"]["split_total"] == 1
+    assert result["stop_reason"].startswith("held split spent: 1 of 1 held queries used")
+    assert "held split spent" in done.stdout
+    # The ledger outlives the session: the next one refuses to start on the spent split.
+    git(repo, "checkout", "-q", "main")
+    again = agenteval(repo, "climb")
+    assert again.returncode == 2 and "held split is spent" in again.stderr
+    fresh = agenteval(repo, "climb", "--rounds", "1", "--set", "suite.split.salt=rotated")
+    assert fresh.returncode == 0, fresh.stderr
+
+
+def test_a_dirty_tree_is_refused_before_any_work(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "eval/agents/default/system_prompt.md").write_text("edited\n")
+    done = agenteval(repo, "climb")
+    assert done.returncode == 2
+    assert "not clean (eval/agents/default/system_prompt.md)" in done.stderr
+    assert not (repo / "runs").exists()
+    bad = agenteval(repo, "climb", "--set", "target.params.top_k=3")
+    assert bad.returncode == 2 and "--set target.params.top_k" in bad.stderr
+
+
+def test_climb_evaluate_judges_a_working_tree_edit_by_the_same_rule(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", climb={"margin": 0.1})
+    params = repo / "params.yaml"
+    head = params.read_bytes()
+    params.write_text(
+        params.read_text().replace("abstain_threshold: 0.5", "abstain_threshold: 0.2")
+    )
+    edited = params.read_bytes()
+    kept = agenteval(repo, "climb", "evaluate")
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    assert kept.stdout.startswith("kept:") and params.read_bytes() == edited
+    params.write_bytes(head)
+    params.write_text(params.read_text().replace("top_k: 1", "top_k: 2"))
+    flat = agenteval(repo, "climb", "evaluate")
+    assert flat.returncode == 1 and params.read_bytes() == head
+    assert "saved as" in flat.stdout
+    (repo / "eval/tiers.yaml").write_text("tampered\n")
+    refused = agenteval(repo, "climb", "evaluate")
+    assert refused.returncode == 2 and "not in the agent's editable list" in refused.stdout
+
+
+class Broken:
+    """A planted proposer that fails mid-session (after the parent was evaluated)."""
+
+    name = "broken"
+
+    def propose(self, ctx: object) -> Edit | None:
+        raise RuntimeError("proposer endpoint went away")
+
+    def observe(self, edit: Edit, outcome: str, train: object) -> None:
+        return None
+
+
+def test_a_session_that_breaks_off_marks_its_parent_run_failed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", ids=[*TRAIN[:3], *HELD[:3], *TEST[:1]], tracking=True)
+    params = (repo / "params.yaml").read_bytes()
+    with pytest.raises(RuntimeError, match="went away"):
+        run_session(repo, [], proposer=Broken(), echo=lambda _line: None)
+    with sqlite3.connect(repo / "mlflow.db") as db:
+        runs = db.execute("select status from runs").fetchall()
+        stop = db.execute("select value from tags where key = 'climb.stop_reason'").fetchall()
+    assert runs == [("FAILED",)] and stop == [("failed",)]
+    assert (repo / "params.yaml").read_bytes() == params
