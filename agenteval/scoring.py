@@ -61,6 +61,28 @@ PRECISION_TABLE: tuple[tuple[float, float], ...] = (
 # The automatic-zero rule: when the ground truth gives a specific figure, a reply further
 # off than this scores 0 on correctness. The precision table is a cap within this limit.
 AUTO_ZERO_DEVIATION = 0.05
+# Code findings that are certain, by the rule that produced them (the code judge names the
+# rule in TurnVerdict.findings). In a hybrid judge the code's score for that dimension is a
+# ceiling the model's score cannot exceed: code proves a reply wrong (or a figure only so
+# close), never that everything else in it is right.
+BINDING_FINDINGS: dict[str, str] = {
+    "wrong_value": "a committed figure more than the automatic-zero deviation off",
+    "wrong_identifier": "a committed year, date, time, version or identifier that differs",
+    "wrong_name": "a different person or entity named",
+    "alternatives": "several candidate values offered without committing to one",
+    "negated": "the expected value named only to be denied",
+    "abstain_guess": "a value guessed on a turn whose answer is not in the documents",
+    "lazy_refusal": "a refusal without querying the documents",
+    "precision": "a figure within the automatic-zero deviation, capped by the precision table",
+    "forbidden_tool": "a forbidden tool called",
+    "tool_loop": "the same tool call repeated into a loop",
+}
+# Dimensions a turn may leave out (null) because they do not apply to it; the others must
+# be scored. Left out, they drop from the weighted mean instead of inflating it with a 10.
+OPTIONAL_DIMENSIONS: tuple[str, ...] = ("context_retention", "error_recovery")
+# In a scenario of this severity a judge's FAIL stands even when the numbers would pass:
+# the rubric calls a hallucination or a missed main objective there a failure regardless.
+CRITICAL_SEVERITY = "critical"
 
 
 def numeric_cap(deviation: float) -> float:
@@ -134,6 +156,13 @@ def turn_passes(
     return correctness >= rules.min_correctness and score >= rules.pass_threshold
 
 
+def fails_alone(dimension: str, score: float, rules: ScoringRules) -> bool:
+    """Whether this one score fails a turn even when every other dimension is perfect."""
+    scores: dict[str, float | None] = dict.fromkeys(DIMENSIONS, SCORE_MAX)
+    scores[dimension] = score
+    return not turn_passes(scores, turn_score(scores, rules), rules)
+
+
 def capped(status: str, score: float | None, rules: ScoringRules) -> float | None:
     """The score a scenario contributes to averages: FAIL is capped below the threshold."""
     if score is None or status not in JUDGED_STATUSES:
@@ -159,6 +188,13 @@ def score_scenario(
 ) -> ScenarioResult:
     """Re-derive one scenario iteration's status and score from its verdict."""
 
+    checks: dict[str, Any] = {}
+    if verdict is not None:
+        checks = {
+            "overrides": [o.rule for o in verdict.overrides],
+            "disagreements": len(verdict.disagreements),
+        }
+
     def result(status: Status, **extra: Any) -> ScenarioResult:
         return ScenarioResult(
             id=info.id,
@@ -167,7 +203,7 @@ def score_scenario(
             severity=info.severity,
             scenario_digest=info.digest,
             status=status,
-            **({"score": None} | extra),
+            **({"score": None} | checks | extra),
         )
 
     if transcript_status != "COMPLETED":
@@ -192,7 +228,7 @@ def score_scenario(
     passed = score >= rules.pass_threshold and all(
         (tr.scores["correctness"] or 0.0) >= rules.min_correctness for tr, _ in counted
     )
-    status, warnings = _derive_status(verdict.status, passed)
+    status, warnings = _derive_status(verdict.status, passed, info.severity)
     return result(
         status, score=score, turns=turns, root_cause=verdict.root_cause, warnings=warnings
     )
@@ -232,11 +268,15 @@ def _verdict_problem(verdict: Verdict, expected_turns: int) -> str | None:
     return None
 
 
-def _derive_status(reported: str, passed: bool) -> tuple[Status, list[str]]:
+def _derive_status(
+    reported: str, passed: bool, severity: str | None = None
+) -> tuple[Status, list[str]]:
     if reported == Status.BLOCKED_BY_ARCHITECTURE:
         # Never upgraded automatically: a human decides whether the block is real.
         note = ["BLOCKED_BY_ARCHITECTURE meets every pass rule: review it"] if passed else []
         return Status.BLOCKED_BY_ARCHITECTURE, note
+    if reported == Status.FAIL and passed and severity == CRITICAL_SEVERITY:
+        return Status.FAIL, [f"judge said FAIL in a {CRITICAL_SEVERITY} scenario: it stands"]
     status = Status.PASS if passed else Status.FAIL
     if reported in (Status.PASS, Status.FAIL) and reported != status:
         return status, [f"judge said {reported}; the rules give {status}"]
@@ -300,6 +340,8 @@ def summarize(results: Sequence[ScenarioResult], rules: ScoringRules) -> Summary
         judged_pass_rate=overall.judged_pass_rate,
         avg_score=overall.avg_score,
         discrepancies=sum(t.discrepancy for r in results for t in r.turns),
+        overrides=sum(len(r.overrides) for r in results),
+        disagreements=sum(r.disagreements for r in results),
         by_category={c: _category(rs, rules) for c, rs in sorted(by_category.items())},
     )
 
