@@ -95,10 +95,14 @@ def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -
 
 
 def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -> int:
+    """Grade the stored transcripts, with judge.controls_per_run labelled controls mixed in."""
     install_scrubber(params)
     suite = load_suite(layout)
     judge = make_judge(params, layout.root)
-    total = len(suite.items) * suite.iterations
+    from agenteval.controls.inrun import mix
+
+    controls = mix(params, layout.root, layout.controls)
+    total = len(suite.items) * suite.iterations + len(controls)
     with progress_bar("judge", total, progress) as tick, _quota_stops_judging():
         verdicts = asyncio.run(
             run_judging(
@@ -108,13 +112,16 @@ def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -
                 judge,
                 concurrency=int(params["run"].get("concurrency", 4)),
                 on_done=tick,
+                extra=controls,
             )
         )
     return len(verdicts)
 
 
 def step_score(params: dict[str, Any], layout: Layout) -> Scorecard:
-    card = build_scorecard(load_suite(layout), layout.transcripts, layout.verdicts, params)
+    card = build_scorecard(
+        load_suite(layout), layout.transcripts, layout.verdicts, params, layout.controls
+    )
     write_json(layout.scorecard, card)
     write_json(layout.metrics, metrics_of(card))
     return card

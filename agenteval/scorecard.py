@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from agenteval import __version__
 from agenteval.layout import load_transcript, load_verdict
 from agenteval.params import section_digest
-from agenteval.schema.scorecard import PassCount, ScenarioResult, Scorecard
+from agenteval.schema.scorecard import PassCount, ScenarioResult, Scorecard, SelfConsistency
 from agenteval.schema.status import Status
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
@@ -69,8 +70,14 @@ def _usage(transcripts: list[Transcript]) -> dict[str, Any]:
 
 
 def build_scorecard(
-    suite: Suite, transcripts_dir: Path, verdicts_dir: Path, params: dict[str, Any]
+    suite: Suite,
+    transcripts_dir: Path,
+    verdicts_dir: Path,
+    params: dict[str, Any],
+    controls_dir: Path | None = None,
 ) -> Scorecard:
+    """The scorecard; `controls_dir` holds the verdicts on controls mixed into the judge
+    stage (judge.controls_per_run), reported as the run's calibration, never as results."""
     rules = ScoringRules.from_params(params["judge"])
     results: list[ScenarioResult] = []
     transcripts: list[Transcript] = []
@@ -90,6 +97,11 @@ def build_scorecard(
             if verdict is not None and verdict.transcript_digest:
                 verdicts.append(verdict)
             results.append(score_scenario(info, transcript.status, verdict, rules, iteration))
+    calibration = None
+    if controls_dir is not None and "controls" in params:
+        from agenteval.controls.inrun import calibration as measured
+
+        calibration = measured(controls_dir, params)
     return Scorecard(
         summary=summarize(results, rules),
         config=_config(suite, params, rules, transcripts, verdicts),
@@ -97,7 +109,34 @@ def build_scorecard(
         pass_counts=pass_counts(results),
         dimension_means=dimension_means(results),
         usage=_usage(transcripts),
+        overrides_by_rule=dict(sorted(Counter(r for x in results for r in x.overrides).items())),
+        calibration=calibration,
+        self_consistency=self_consistency_of(verdicts, params),
     )
+
+
+def self_consistency_of(verdicts: list[Verdict], params: dict[str, Any]) -> SelfConsistency | None:
+    """Flip rate and score SEM over the run's repeated judgings (judge.repeats >= 2)."""
+    sampled = [v for v in verdicts if len(v.samples) >= 2]
+    if not sampled:
+        return None
+    from agenteval.controls.agreement import self_consistency
+
+    section = params.get("controls") or {}
+    found = self_consistency(
+        [[s.status for s in v.samples] for v in sampled],
+        [[s.score for s in v.samples] for v in sampled],
+        float(section.get("conf", 0.95)),
+    )
+    if found is None:
+        return None
+    wanted = section.get("min_self_consistency")
+    same = found["identical_verdicts"]
+    misses = []
+    if wanted is not None and same is not None and same < wanted:
+        misses.append(f"self-consistency {same:.3f} < {wanted} (identical verdicts over repeats)")
+    majority = bool((params.get("judge") or {}).get("majority"))
+    return SelfConsistency(**found, majority=majority, passed=not misses, misses=misses)
 
 
 def pass_counts(results: list[ScenarioResult]) -> dict[str, PassCount]:
@@ -125,4 +164,33 @@ def metrics_of(card: Scorecard) -> dict[str, float | int]:
     for key in ("input_tokens", "output_tokens", "cost_usd"):
         if card.usage.get(key) is not None:
             flat[f"usage.{key}"] = card.usage[key]
+    for rule, count in card.overrides_by_rule.items():
+        flat[f"overrides.{rule}"] = count
+    return flat | judge_check_metrics(card)
+
+
+def judge_check_metrics(card: Scorecard) -> dict[str, float | int]:
+    """The run's judge checks as flat numbers: in-run calibration and self-consistency."""
+    flat: dict[str, float | int] = {}
+    cal = card.calibration
+    if cal is not None:
+        flat |= {"calibration.controls": cal.controls, "calibration.judged": cal.judged,
+                 "calibration.false_passes": cal.false_passes,
+                 "calibration.false_fails": cal.false_fails,
+                 "calibration.gate_passed": int(cal.passed)}  # fmt: skip
+        for name, est in (("agreement", cal.agreement), ("false_pass_rate", cal.false_pass_rate)):
+            for part in ("value", "low", "high"):
+                value = getattr(est, part)
+                if value is not None:
+                    flat[f"calibration.{name}" + ("" if part == "value" else f".{part}")] = value
+        if cal.coverage is not None:
+            flat["calibration.coverage"] = cal.coverage
+    sc = card.self_consistency
+    if sc is not None:
+        flat["consistency.repeats"] = sc.repeats
+        flat["consistency.gate_passed"] = int(sc.passed)
+        for key in ("flip_rate", "flip_rate_low", "flip_rate_high", "score_sem"):
+            value = getattr(sc, key)
+            if value is not None:
+                flat[f"consistency.{key}"] = value
     return flat
