@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agenteval.controls.build import document_paths
+from agenteval.controls.build import LIBRARY, document_paths
 from agenteval.controls.run import DEFERRED, Outcome, Pair
 from agenteval.fileio import sha256_text
 from agenteval.schema.corpus import Manifest
@@ -35,12 +35,17 @@ MIN_SENTENCE, MAX_SENTENCE = 40, 240
 
 
 def filler(manifest: Manifest, root: Path) -> dict[str, list[str]]:
-    """Document id -> its prose sentences without digits: true text that answers nothing."""
+    """Document id -> its prose sentences without digits: true text that answers nothing.
+
+    Only the documents shipped in the repository: the padding is then the same on every
+    machine, whether or not the pinned external corpora were fetched.
+    """
     paths = document_paths(manifest)
     found: dict[str, list[str]] = {}
     for doc in manifest.documents:
         path = root / paths[doc.id]
-        if doc.format not in PROSE_FORMATS or not path.is_file():
+        shipped = paths[doc.id].startswith(LIBRARY + "/")
+        if doc.format not in PROSE_FORMATS or not shipped or not path.is_file():
             continue
         sentences = []
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
