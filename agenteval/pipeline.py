@@ -177,6 +177,9 @@ def run_all(params: dict[str, Any], layout: Layout, progress: bool = False) -> S
 
 def run_evaluation(params: dict[str, Any], layout: Layout, progress: bool = False) -> RunResult:
     """The whole evaluation; a stopped inference is still judged and reported as it stands."""
+    from agenteval.controls.inrun import check
+
+    check(params, layout.root)  # mixed-in controls' files, before the agent runs
     step_suite(params, layout)
     inferred = step_infer(params, layout, progress)
     step_judge(params, layout, progress)

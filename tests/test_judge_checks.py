@@ -241,3 +241,37 @@ def test_a_judge_fail_stands_only_in_a_critical_scenario(severity: str, status: 
     info = ScenarioInfo("s", "c", severity, 1)
     result = score_scenario(info, "COMPLETED", verdict, ScoringRules())
     assert result.status == status and result.warnings
+
+
+def test_bad_control_files_stop_a_run_before_the_agent(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
+
+    bad = tmp_path / "controls"
+    bad.mkdir()
+    (bad / "a.yaml").write_text(
+        "controls:\n  - id: x\n    class: t\n    fact: nope\n    reply: r\n"
+        "    label: {verdict: pass}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--scenario",
+            "csv_cell_lookup",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--set",
+            "judge.controls_per_run=4",
+            "--set",
+            f"controls.folder={bad}",
+            "--set",
+            "tracking.enabled=false",
+        ],
+    )
+    assert result.exit_code == 2 and "a.yaml:2: x: unknown fact 'nope'" in result.output
+    assert not (out / "data" / "transcripts").exists()  # refused before the agent ran

@@ -59,6 +59,7 @@ def run(
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """suite -> infer -> judge -> score -> report, into one run directory."""
+    from agenteval.controls.load import ControlsError
     from agenteval.fileio import read_json, write_json
     from agenteval.judging import JudgingStopped
     from agenteval.layout import Layout
@@ -86,7 +87,7 @@ def run(
     try:
         layout = Layout.run_dir(root, out)
         result = run_evaluation(params, layout, progress=progress and sys.stderr.isatty())
-    except SuiteError as exc:
+    except (SuiteError, ControlsError) as exc:
         fail([str(p) for p in exc.problems])
         return
     except JudgingStopped as exc:

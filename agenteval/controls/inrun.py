@@ -30,6 +30,12 @@ MIXED = "mixed.json"
 SPLIT = "held"
 
 
+def check(params: dict[str, Any], root: Path) -> None:
+    """Refuse bad control files before any work starts (ControlsError, path:line)."""
+    if int((params.get("judge") or {}).get("controls_per_run") or 0) > 0:
+        chosen_controls(params, root, SPLIT, 1)
+
+
 def mix(params: dict[str, Any], root: Path, folder: Path) -> list[Case]:
     """The controls to judge alongside the run, with their labels written to folder/MIXED."""
     n = int((params.get("judge") or {}).get("controls_per_run") or 0)
