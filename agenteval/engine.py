@@ -16,13 +16,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agenteval.fileio import read_json, write_json
+from agenteval.fileio import GroupCommitWriter, group_commit, read_json, sha256_file
 from agenteval.layout import transcript_path
 from agenteval.schema.status import Status
 from agenteval.schema.suite import Suite, SuiteItem
-from agenteval.schema.transcript import Transcript, TranscriptTurn
+from agenteval.schema.transcript import Attempt, Transcript, TranscriptTurn
 from agenteval.simulators.base import Simulator
 from agenteval.targets.base import SessionContext, SetupFailed, Target
+
+IN_PROCESS = "in-process"  # the protocol of an agent that runs inside this process
 
 # Per-scenario time limit scales with the work it involves (documents to index, turns).
 TIMEOUT_STARTUP_S = 120
@@ -47,6 +49,43 @@ class BudgetExceeded(Exception):
     """A scenario or the whole run reached its spending limit."""
 
 
+def untimed(transcript: Transcript) -> None:
+    """Drop every wall-clock measurement from a transcript."""
+    transcript.started_at, transcript.duration_s = None, None
+    for call in transcript.setup_calls:
+        call.latency_ms = None
+    for turn in transcript.turns:
+        turn.latency_ms = None
+        for call in turn.tool_calls:
+            call.latency_ms = None
+
+
+def record_retry(transcript: Transcript, before: Transcript) -> None:
+    """Carry the history of earlier attempts at the same unit into its new transcript."""
+    if before.status == Status.NOT_RUN:  # never started: not an attempt
+        transcript.earlier_attempts, transcript.attempts = before.earlier_attempts, before.attempts
+        return
+    earlier = Attempt(status=before.status, error=before.error, started_at=before.started_at)
+    transcript.earlier_attempts = [*before.earlier_attempts, earlier]
+    transcript.attempts = before.attempts + 1
+
+
+def inside(root: Path, path: str) -> str | None:
+    """`path` relative to the repository root when it names a file inside it."""
+    candidate = Path(path) if Path(path).is_absolute() else root / path
+    try:
+        resolved = candidate.resolve()
+        rel = resolved.relative_to(root.resolve())
+    except (OSError, ValueError):
+        return None
+    return rel.as_posix() if resolved.is_file() else None
+
+
+def file_sha(root: Path, rel: str) -> str | None:
+    path = root / rel
+    return sha256_file(path) if path.is_file() else None
+
+
 def is_quota(exc: BaseException) -> bool:
     # Imported lazily: the offline default never loads the LLM clients.
     from agenteval.llm.retry import QuotaExhausted
@@ -67,6 +106,7 @@ class Inference:
         timeout_s: float = 900,
         budget_usd_per_scenario: float | None = None,
         budget_usd_total: float | None = None,
+        retry_statuses: frozenset[str] = frozenset(),
         on_done: Callable[[Transcript], None] | None = None,
     ) -> None:
         self.suite, self.target, self.simulator = suite, target, simulator
@@ -75,6 +115,13 @@ class Inference:
         self.timeout_s = timeout_s
         self.budget_scenario = budget_usd_per_scenario
         self.budget_total = budget_usd_total
+        # Stored units that ended with one of these are run once more by this invocation
+        # (a resume or a repro): the failure may have been transient.
+        self.retry_statuses = retry_statuses
+        # Wall-clock times of an in-process agent (the builtin) measure this machine, not an
+        # agent, and are the one thing that would make the offline pipeline's outputs differ
+        # between two runs (or a fresh clone and the committed dvc.lock): not recorded.
+        self.timed = target.participant.protocol != IN_PROCESS
         self.spent_usd = 0.0
         # Set when the run must stop (quota, credentials, run budget): later units are NOT_RUN.
         self.stop_reason: str | None = None
@@ -88,8 +135,9 @@ class Inference:
             for i in range(self.suite.iterations)
         ]
 
-    def existing(self, unit: Unit) -> Transcript | None:
-        """A stored transcript for this exact unit, scenario content and agent configuration."""
+    def stored(self, unit: Unit) -> Transcript | None:
+        """The stored transcript of this exact unit, scenario content, agent configuration and
+        documents, whatever its status; None when there is none or it is stale."""
         path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
         if not path.is_file():
             return None
@@ -99,25 +147,56 @@ class Inference:
             return None  # a corrupt file is re-run, never trusted
         same = (
             stored.scenario_digest == unit.item.digest
-            and stored.target.config_digest == self.target.participant.config_digest
-            and stored.simulator == self.simulator.participant
+            and stored.target.same_as(self.target.participant)
+            and stored.simulator.same_as(self.simulator.participant)
             and stored.seed == unit.seed
-            and not stored.resumable
+            and self.same_documents(stored, unit.item)
         )
         return stored if same else None
 
+    def retryable(self, stored: Transcript) -> bool:
+        """Run it again: a resumable stop, or a status that may succeed now (run.retry_statuses).
+        Anything else, COMPLETED above all, is final and reused as it is."""
+        return stored.resumable or stored.status in self.retry_statuses
+
+    def same_documents(self, stored: Transcript, item: SuiteItem) -> bool:
+        """Every document the stored conversation read still has the bytes it had."""
+        if any(stored.documents.get(path, "?") != sha for path, sha in item.documents.items()):
+            return False
+        return all(
+            item.documents[path] == sha
+            if path in item.documents
+            else file_sha(self.root, path) == sha
+            for path, sha in stored.documents.items()
+        )
+
+    def journal(self) -> Path:
+        """Where finished units wait for their batch's fsync (data/.transcripts.journal)."""
+        return self.out.parent / f".{self.out.name}.journal"
+
     async def run(self) -> list[Transcript]:
+        # Finished transcripts are committed in groups: one journal fsync per batch instead
+        # of one per file, and a journal left by a crash is replayed before anything is read.
+        async with group_commit(self.journal()) as writer:
+            return await self._run_all(writer)
+
+    async def _run_all(self, writer: GroupCommitWriter) -> list[Transcript]:
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def guarded(unit: Unit) -> Transcript:
-            done = self.existing(unit)
+            before = self.stored(unit)
+            done = None if before is None or self.retryable(before) else before
             if done is None:
                 async with semaphore:
                     done = self.not_run(unit) if self.stop_reason else await self.run_unit(unit)
+                if not self.timed:
+                    untimed(done)
+                if before is not None:
+                    record_retry(done, before)
                 path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
-                # Scrubbing, fsync and rename take milliseconds: off the event loop, so other
-                # conversations keep their requests in flight meanwhile.
-                await asyncio.to_thread(write_json, path, done)
+                # Scrubbing, the journal fsync and the rename happen off the event loop, a
+                # batch at a time, so other conversations keep their requests in flight.
+                await writer.write(path, done)
             self.on_done(done)
             return done
 
@@ -149,6 +228,15 @@ class Inference:
             transcript.status = Status.SKIPPED_NO_DOCUMENT
             transcript.error = "missing on disk: " + ", ".join(unit.item.missing_documents)
             return transcript
+        unwritten = [t.turn for t in scenario.turns if not t.user_message]
+        if unwritten and not self.simulator.writes_messages:
+            transcript.status = Status.NO_USER_MESSAGE
+            transcript.error = (
+                f"turn(s) {unwritten} have no user_message and the "
+                f"{self.simulator.participant.kind} simulator cannot write one; configure "
+                "simulator.kind: llm (e.g. the local model of `agenteval serve-local`)"
+            )
+            return transcript
         limit = effective_timeout(
             self.timeout_s, len(scenario.setup.index_documents), len(scenario.turns)
         )
@@ -164,7 +252,20 @@ class Inference:
         except Exception as exc:
             self._record_crash(transcript, exc)
         transcript.duration_s = round(time.perf_counter() - start, 4)
+        transcript.documents = self.read_documents(unit.item, transcript)
         return transcript
+
+    def read_documents(self, item: SuiteItem, transcript: Transcript) -> dict[str, str | None]:
+        """The scenario's documents plus every file the agent indexed, with their sha256."""
+        found = dict(item.documents)
+        calls = transcript.setup_calls + [c for t in transcript.turns for c in t.tool_calls]
+        for call in calls:
+            path = call.arguments.get("path") or call.arguments.get("filepath")
+            if call.name == "index_document" and call.ok and isinstance(path, str):
+                rel = inside(self.root, path)
+                if rel is not None and rel not in found:
+                    found[rel] = file_sha(self.root, rel)
+        return found
 
     def _record_crash(self, transcript: Transcript, exc: Exception) -> None:
         if is_quota(exc):
@@ -201,7 +302,7 @@ class Inference:
             transcript.setup_calls = await session.setup(scenario.setup.index_documents)
             for turn in scenario.turns:
                 message = await self.simulator.message(
-                    scenario, turn, transcript.turns, unit.iteration
+                    scenario, turn, transcript.turns, unit.iteration, unit.seed
                 )
                 started = time.perf_counter()
                 reply = await session.send(message.text)

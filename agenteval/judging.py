@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agenteval.fileio import digest_of, sha256_text, write_json
+from agenteval.fileio import GroupCommitWriter, group_commit, sha256_text
 from agenteval.judges.base import Judge
 from agenteval.layout import load_transcript, load_verdict_file, transcript_path
 from agenteval.schema.suite import Suite, SuiteItem
@@ -24,11 +24,15 @@ class Case:
     path: Path
 
 
-def _still_valid(verdict: Verdict, transcript: Transcript, judge: Judge) -> bool:
-    """A stored verdict counts when it graded this exact transcript with this exact judge."""
+def _still_valid(verdict: Verdict, item: SuiteItem, transcript: Transcript, judge: Judge) -> bool:
+    """A stored verdict counts when it graded this exact transcript against the same ground
+    truth (manifest facts, document bytes) with this exact judge."""
+    from agenteval.fileio import digest_of
+
     return (
         verdict.transcript_digest == digest_of(transcript)
-        and verdict.judge == judge.participant
+        and verdict.ground_truth_digest == item.ground_truth_digest
+        and verdict.judge.same_as(judge.participant)
         and verdict.status != "ERRORED"
     )
 
@@ -41,22 +45,26 @@ def _order(case: Case) -> str:
 async def judge_cases(
     cases: Sequence[Case],
     judge: Judge,
+    writer: GroupCommitWriter,
     *,
     concurrency: int = 4,
     on_done: Callable[[Verdict], None] | None = None,
 ) -> list[Verdict]:
-    """A verdict per case (in the order given), reusing stored ones that are still valid."""
+    """A verdict per case (in the order given), reusing stored ones that are still valid;
+    new verdicts are committed through `writer` (each case's path must lie under its
+    journal's folder)."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
     notify = on_done or (lambda _v: None)
 
     async def one(case: Case) -> Verdict:
         stored = load_verdict_file(case.path)
-        if stored is not None and _still_valid(stored, case.transcript, judge):
+        if stored is not None and _still_valid(stored, case.item, case.transcript, judge):
             notify(stored)  # a judge call costs money: never pay twice for the same grade
             return stored
         async with semaphore:
             verdict = await judge.judge(case.item, case.transcript)
-        await asyncio.to_thread(write_json, case.path, verdict)  # fsync off the event loop
+        verdict.ground_truth_digest = case.item.ground_truth_digest
+        await writer.write(case.path, verdict)  # scrubbed, journaled and renamed off the loop
         notify(verdict)
         return verdict
 
@@ -80,6 +88,7 @@ async def run_judging(
 
     `extra` cases (labelled controls, judge.controls_per_run) are judged in the same batch,
     by the same judge, interleaved with the real ones; only the suite's verdicts are returned.
+    Verdicts are committed in groups through data/.verdicts.journal (see GroupCommitWriter).
     """
     cases = []
     for item in suite.items:
@@ -88,7 +97,10 @@ async def run_judging(
             if transcript is not None:
                 path = transcript_path(verdicts, item.scenario.id, iteration)
                 cases.append(Case(item, transcript, path))
-    judged = await judge_cases([*cases, *extra], judge, concurrency=concurrency, on_done=on_done)
+    async with group_commit(verdicts.parent / f".{verdicts.name}.journal") as writer:
+        judged = await judge_cases(
+            [*cases, *extra], judge, writer, concurrency=concurrency, on_done=on_done
+        )
     return judged[: len(cases)]
 
 

@@ -71,13 +71,17 @@ def _optional_float(value: Any) -> float | None:
 
 
 def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -> InferResult:
+    """Run the agent on every unit, holding its backend's lock (see agenteval.runlock)."""
+    from agenteval.runlock import endpoint_key, eval_lock
+
     install_scrubber(params)
     suite = load_suite(layout)
     target = make_target(params, layout.root)
     simulator = make_simulator(params, layout.root)
     run = params["run"]
     total = len(suite.items) * suite.iterations
-    with progress_bar("agent", total, progress) as tick:
+    lock = eval_lock(endpoint_key(params["target"]), str(layout.transcripts))
+    with lock, progress_bar("agent", total, progress) as tick:
         engine = Inference(
             suite,
             target,
@@ -88,6 +92,7 @@ def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -
             timeout_s=float(run.get("timeout_s", 900)),
             budget_usd_per_scenario=_optional_float(run.get("budget_usd_per_scenario")),
             budget_usd_total=_optional_float(run.get("budget_usd_total")),
+            retry_statuses=frozenset(run.get("retry_statuses") or ()),
             on_done=tick,
         )
         transcripts = asyncio.run(engine.run())

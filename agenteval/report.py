@@ -18,6 +18,7 @@ ICONS = {
     Status.INFRA_ERROR: "🔧",
     Status.SETUP_ERROR: "🔧",
     Status.SKIPPED_NO_DOCUMENT: "⏭",
+    Status.NO_USER_MESSAGE: "💬",
     Status.ERRORED: "⚠️",
     Status.NOT_RUN: "·",
     Status.NOT_JUDGED: "❔",
@@ -33,12 +34,19 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 def _pm(block: dict[str, Any] | None, fmt: str) -> str | None:
-    """'value ± half-width' from a noise.json interval block; None when there is no block."""
+    """'value [low, high]' from a noise.json interval block, or the value with the reason it
+    has no interval ('too few scenarios'); None when there is no block."""
     if not block or block.get("value") is None:
         return None
-    half = block.get("half_width")
     text = format(block["value"], fmt)
-    return text if half is None else f"{text} ± {format(half, fmt)}"
+    if block.get("low") is not None and block.get("high") is not None:
+        return f"{text} [{format(block['low'], fmt)}, {format(block['high'], fmt)}]"
+    note = str(block.get("note") or "")
+    if note.startswith("too few scenarios"):
+        return f"{text} (too few scenarios)"
+    if note.startswith("no spread"):
+        return f"{text} (no spread observed)"
+    return text
 
 
 def load_noise(card: Scorecard, reports: Path) -> dict[str, Any] | None:
@@ -66,8 +74,11 @@ def _headline(card: Scorecard, noise: dict[str, Any] | None) -> list[str]:
         conf = noise.get("conf", 0.95)
         mde = ((noise.get("mde") or {}).get("judged_pass_rate") or {}).get("mde")
         lines.append(
-            f"- ± is the half-width of the {conf:.0%} interval, clustered by scenario; "
-            "a paired comparison at this size detects a pass-rate change of "
+            f"- [low, high] is the {conf:.0%} interval, clustered by scenario and bounded to "
+            "the metric's range (Wilson on the effective sample size for pass rates, t for "
+            f"scores); groups of fewer than {noise.get('min_interval_scenarios')} scenarios "
+            "get none. "
+            "A paired comparison at this size detects a pass-rate change of "
             + ("n/a" if mde is None else f"{mde * 100:.0f} percentage points")
             + " with 80% power (conservative estimate)"
         )
@@ -94,6 +105,7 @@ def _header(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
     unmeasured = {
         "timeout": s.timeout, "budget exceeded": s.budget_exceeded, "infra error": s.infra_error,
         "setup error": s.setup_error, "skipped (no document)": s.skipped_no_document,
+        "no user message": s.no_user_message,
         "errored": s.errored, "not run": s.not_run, "not judged": s.not_judged,
     }  # fmt: skip
     shown = [f"{name} {count}" for name, count in unmeasured.items() if count]
@@ -187,8 +199,19 @@ def _est_values(value: float | None, low: float | None, high: float | None) -> s
     return f"{value:.0%} [{low:.0%}, {high:.0%}]"
 
 
+def _invalid(card: Scorecard) -> list[str]:
+    if not card.invalid:
+        return []
+    lines = ["", f"## Invalid scenario files (skipped: {len(card.invalid)})", ""]
+    for entry in card.invalid:
+        lines.append(f"- **{entry.id or entry.path}** ({entry.path})")
+        lines += [f"  - {error}" for error in entry.errors]
+    return lines
+
+
 def summary_markdown(card: Scorecard, noise: dict[str, Any] | None = None) -> str:
-    lines = _header(card, noise) + _judge_checks(card) + _categories(card, noise)
+    lines = _header(card, noise) + _invalid(card) + _judge_checks(card)
+    lines += _categories(card, noise)
     lines += ["", "## Scenarios", ""]
     grouped: dict[str, list[ScenarioResult]] = {}
     for result in card.scenarios:

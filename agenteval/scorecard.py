@@ -9,12 +9,20 @@ from typing import Any
 from agenteval import __version__
 from agenteval.layout import load_transcript, load_verdict
 from agenteval.params import section_digest
-from agenteval.schema.scorecard import PassCount, ScenarioResult, Scorecard, SelfConsistency
-from agenteval.schema.status import Status
+from agenteval.schema.params import AgentLimits
+from agenteval.schema.scorecard import (
+    Calibration,
+    PassCount,
+    ScenarioResult,
+    Scorecard,
+    SelfConsistency,
+)
+from agenteval.schema.status import COMPLETED, Status
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
 from agenteval.scoring import ScenarioInfo, ScoringRules, dimension_means, score_scenario, summarize
+from agenteval.suite.audit import blocked_reasons, describe
 
 
 def _config(
@@ -25,6 +33,8 @@ def _config(
     verdicts: list[Verdict],
 ) -> dict[str, Any]:
     target = transcripts[0].target.model_dump(mode="json") if transcripts else params["target"]
+    # The declared limits decide which scenarios are BLOCKED: part of what the agent is.
+    target = target | {"limits": _limits(params).model_dump(mode="json", exclude_none=True)}
     simulator = (
         transcripts[0].simulator.model_dump(mode="json") if transcripts else params["simulator"]
     )
@@ -43,6 +53,7 @@ def _config(
         "seed": suite.seed,
         "seeds": suite.seeds(),
         "scenarios": {i.scenario.id: i.digest for i in suite.items},
+        "ground_truth": {i.scenario.id: i.ground_truth_digest for i in suite.items},
     }
 
 
@@ -69,6 +80,10 @@ def _usage(transcripts: list[Transcript]) -> dict[str, Any]:
     }
 
 
+def _limits(params: dict[str, Any]) -> AgentLimits:
+    return AgentLimits.model_validate((params.get("target") or {}).get("limits") or {})
+
+
 def build_scorecard(
     suite: Suite,
     transcripts_dir: Path,
@@ -79,14 +94,21 @@ def build_scorecard(
     """The scorecard; `controls_dir` holds the verdicts on controls mixed into the judge
     stage (judge.controls_per_run), reported as the run's calibration, never as results."""
     rules = ScoringRules.from_params(params["judge"])
+    limits = _limits(params)
     results: list[ScenarioResult] = []
     transcripts: list[Transcript] = []
     verdicts: list[Verdict] = []
     for item in suite.items:
         scenario = item.scenario
         info = ScenarioInfo(
-            scenario.id, scenario.category, scenario.severity, len(scenario.turns), item.digest
+            scenario.id,
+            scenario.category,
+            scenario.severity,
+            len(scenario.turns),
+            item.digest,
+            item.ground_truth_digest,
         )
+        blocked = describe(blocked_reasons(scenario, limits))
         for iteration in range(suite.iterations):
             transcript = load_transcript(transcripts_dir, scenario.id, iteration)
             verdict = load_verdict(verdicts_dir, scenario.id, iteration)
@@ -96,12 +118,10 @@ def build_scorecard(
             transcripts.append(transcript)
             if verdict is not None and verdict.transcript_digest:
                 verdicts.append(verdict)
-            results.append(score_scenario(info, transcript.status, verdict, rules, iteration))
-    calibration = None
-    if controls_dir is not None and "controls" in params:
-        from agenteval.controls.inrun import calibration as measured
-
-        calibration = measured(controls_dir, params)
+            result = score_scenario(info, transcript.status, verdict, rules, iteration, blocked)
+            if transcript.status != COMPLETED and transcript.error:
+                result.warnings.append(transcript.error)  # why it was not measured
+            results.append(result)
     return Scorecard(
         summary=summarize(results, rules),
         config=_config(suite, params, rules, transcripts, verdicts),
@@ -109,10 +129,20 @@ def build_scorecard(
         pass_counts=pass_counts(results),
         dimension_means=dimension_means(results),
         usage=_usage(transcripts),
+        invalid=list(suite.invalid),
         overrides_by_rule=dict(sorted(Counter(r for x in results for r in x.overrides).items())),
-        calibration=calibration,
+        calibration=_calibration(controls_dir, params),
         self_consistency=self_consistency_of(verdicts, params),
     )
+
+
+def _calibration(controls_dir: Path | None, params: dict[str, Any]) -> Calibration | None:
+    """The judge on the controls mixed into this run's judge stage, if any were."""
+    if controls_dir is None or "controls" not in params:
+        return None
+    from agenteval.controls.inrun import calibration
+
+    return calibration(controls_dir, params)
 
 
 def self_consistency_of(verdicts: list[Verdict], params: dict[str, Any]) -> SelfConsistency | None:
@@ -164,6 +194,7 @@ def metrics_of(card: Scorecard) -> dict[str, float | int]:
     for key in ("input_tokens", "output_tokens", "cost_usd"):
         if card.usage.get(key) is not None:
             flat[f"usage.{key}"] = card.usage[key]
+    flat["invalid_scenario_files"] = len(card.invalid)
     for rule, count in card.overrides_by_rule.items():
         flat[f"overrides.{rule}"] = count
     return flat | judge_check_metrics(card)

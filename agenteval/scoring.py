@@ -163,11 +163,16 @@ def fails_alone(dimension: str, score: float, rules: ScoringRules) -> bool:
     return not turn_passes(scores, turn_score(scores, rules), rules)
 
 
+# A BLOCKED scenario did not succeed either: it never raises an average above a FAIL's.
+CAPPED_STATUSES = frozenset({Status.FAIL, Status.BLOCKED_BY_ARCHITECTURE})
+
+
 def capped(status: str, score: float | None, rules: ScoringRules) -> float | None:
-    """The score a scenario contributes to averages: FAIL is capped below the threshold."""
+    """The score a scenario contributes to averages: FAIL and BLOCKED are capped below the
+    pass threshold."""
     if score is None or status not in JUDGED_STATUSES:
         return None
-    return min(score, rules.fail_cap) if status == Status.FAIL else score
+    return min(score, rules.fail_cap) if status in CAPPED_STATUSES else score
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,7 @@ class ScenarioInfo:
     severity: str | None
     turns: int
     digest: str | None = None
+    ground_truth: str | None = None
 
 
 def score_scenario(
@@ -185,8 +191,12 @@ def score_scenario(
     verdict: Verdict | None,
     rules: ScoringRules,
     iteration: int = 0,
+    blocked_by: Sequence[str] = (),
 ) -> ScenarioResult:
-    """Re-derive one scenario iteration's status and score from its verdict."""
+    """Re-derive one scenario iteration's status and score from its verdict.
+
+    `blocked_by` is the evidence (from the agent's declared limits, see
+    :mod:`agenteval.suite.audit`) that the scenario is impossible for this agent."""
 
     checks: dict[str, Any] = {}
     if verdict is not None:
@@ -202,6 +212,7 @@ def score_scenario(
             category=info.category,
             severity=info.severity,
             scenario_digest=info.digest,
+            ground_truth_digest=info.ground_truth,
             status=status,
             **({"score": None} | checks | extra),
         )
@@ -228,10 +239,11 @@ def score_scenario(
     passed = score >= rules.pass_threshold and all(
         (tr.scores["correctness"] or 0.0) >= rules.min_correctness for tr, _ in counted
     )
-    status, warnings = _derive_status(verdict.status, passed, info.severity)
-    return result(
-        status, score=score, turns=turns, root_cause=verdict.root_cause, warnings=warnings
-    )
+    status, warnings = _derive_status(verdict.status, passed, info.severity, blocked_by)
+    cause = verdict.root_cause
+    if status == Status.BLOCKED_BY_ARCHITECTURE:
+        cause = "blocked by architecture: " + "; ".join(blocked_by)
+    return result(status, score=score, turns=turns, root_cause=cause, warnings=warnings)
 
 
 def _turn_result(
@@ -269,12 +281,19 @@ def _verdict_problem(verdict: Verdict, expected_turns: int) -> str | None:
 
 
 def _derive_status(
-    reported: str, passed: bool, severity: str | None = None
+    reported: str, passed: bool, severity: str | None = None, blocked_by: Sequence[str] = ()
 ) -> tuple[Status, list[str]]:
-    if reported == Status.BLOCKED_BY_ARCHITECTURE:
-        # Never upgraded automatically: a human decides whether the block is real.
+    """BLOCKED only from evidence: the agent's declared limits, never a judge's say-so. A
+    judge's FAIL in a critical scenario stands whatever the numbers say."""
+    if blocked_by:
+        # Never upgraded automatically: a human decides whether the limit really bound.
         note = ["BLOCKED_BY_ARCHITECTURE meets every pass rule: review it"] if passed else []
         return Status.BLOCKED_BY_ARCHITECTURE, note
+    if reported == Status.BLOCKED_BY_ARCHITECTURE:
+        return Status.FAIL, [
+            "judge reported BLOCKED_BY_ARCHITECTURE without evidence from the agent's declared "
+            "limits (target.limits): scored FAIL"
+        ]
     if reported == Status.FAIL and passed and severity == CRITICAL_SEVERITY:
         return Status.FAIL, [f"judge said FAIL in a {CRITICAL_SEVERITY} scenario: it stands"]
     status = Status.PASS if passed else Status.FAIL
@@ -289,6 +308,7 @@ _STATUS_FIELDS = {
     Status.INFRA_ERROR: "infra_error",
     Status.SETUP_ERROR: "setup_error",
     Status.SKIPPED_NO_DOCUMENT: "skipped_no_document",
+    Status.NO_USER_MESSAGE: "no_user_message",
     Status.ERRORED: "errored",
     Status.NOT_RUN: "not_run",
     Status.NOT_JUDGED: "not_judged",
@@ -344,6 +364,12 @@ def summarize(results: Sequence[ScenarioResult], rules: ScoringRules) -> Summary
         disagreements=sum(r.disagreements for r in results),
         by_category={c: _category(rs, rules) for c, rs in sorted(by_category.items())},
     )
+
+
+def every_unit_errored(results: Sequence[ScenarioResult]) -> bool:
+    """The evaluation measured nothing because every unit crashed (a configuration the agent
+    or judge cannot run with, most often): it must not pass for a finished run."""
+    return bool(results) and all(r.status == Status.ERRORED for r in results)
 
 
 def dimension_means(results: Iterable[ScenarioResult]) -> dict[str, float]:

@@ -102,16 +102,21 @@ def wilson_interval(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
     n = 0 carries no information, so the whole unit interval (0.0, 1.0) is returned.
     """
     k, n = _check_k_n(k, n)
-    z = float(_sps.norm.ppf(0.5 + _check_open_unit(conf, "conf") / 2.0))
     if n == 0:
+        _check_open_unit(conf, "conf")
         return 0.0, 1.0
-    z2 = z * z
-    centre = (k + z2 / 2.0) / (n + z2)
-    half = z / (n + z2) * math.sqrt(k * (n - k) / n + z2 / 4.0)
-    # The bounds are exactly 0 (k=0) and 1 (k=n) mathematically; pin them so rounding can
-    # never push them outside [0, 1] or make the interval miss the observed proportion.
-    low = 0.0 if k == 0 else max(0.0, min(centre - half, k / n))
-    high = 1.0 if k == n else min(1.0, max(centre + half, k / n))
+    return wilson_bounds(k / n, float(n), conf)
+
+
+def wilson_bounds(p: float, n: float, conf: float = 0.95) -> tuple[float, float]:
+    """Wilson bounds of proportion ``p`` over ``n`` (maybe effective, non-integer) trials."""
+    z = float(_sps.norm.ppf(0.5 + _check_open_unit(conf, "conf") / 2.0))
+    z2 = z * z  # centre and half-width as in wilson_interval, with k = p * n
+    centre = (p * n + z2 / 2.0) / (n + z2)
+    half = z / (n + z2) * math.sqrt(p * (1.0 - p) * n + z2 / 4.0)
+    # Exactly 0 (p=0) and 1 (p=1) mathematically: pinned, so rounding never leaves [0, 1].
+    low = 0.0 if p == 0 else max(0.0, min(centre - half, p))
+    high = 1.0 if p == 1 else min(1.0, max(centre + half, p))
     return low, high
 
 

@@ -4,10 +4,12 @@ Two products:
 
 * :func:`noise_report` reads one scorecard and writes ``reports/noise.json`` (the ``stats`` DVC
   stage): per scenario k/N with a Wilson interval, a stability class and the score's mean and
-  SD; per category and overall the judged pass rate and the average score (FAIL capped, as in
-  :func:`agenteval.scoring.capped`) with standard errors clustered by scenario; between- and
-  within-scenario variance of the score; and the minimum detectable effect (MDE) of a paired
-  comparison of this size.
+  SD; per category and overall the judged pass rate (Wilson interval on the effective sample
+  size, clustered by scenario) and the average score (FAIL and BLOCKED capped, as in
+  :func:`agenteval.scoring.capped`; t interval clustered by scenario, clipped to 0..10), each
+  bounded to its metric's range and given only from MIN_INTERVAL_SCENARIOS scenarios on
+  ("too few scenarios" below); between- and within-scenario variance of the score; and the
+  minimum detectable effect (MDE) of a paired comparison of this size.
 * :func:`noise_floor` reduces R scorecards of one configuration (run by
   :func:`agenteval.gate.noise.measure_noise`) to ``noise_floor.json``, which
   ``agenteval compare --noise`` reads.
@@ -26,12 +28,14 @@ from typing import Any
 from agenteval.fileio import digest_of
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.status import JUDGED_STATUSES, Status
-from agenteval.scoring import FAIL_SCORE_CAP, SCORE_MAX, SCORE_MIN
+from agenteval.scoring import CAPPED_STATUSES, FAIL_SCORE_CAP, SCORE_MAX, SCORE_MIN
 from agenteval.stats import (
     classify_stability,
+    clustered_se,
     mde,
     mean_ci,
     variance_components,
+    wilson_bounds,
     wilson_interval,
 )
 
@@ -41,6 +45,10 @@ FLOOR_SCHEMA = "agenteval.noise_floor/1"
 MDE_ALPHA, MDE_POWER = 0.05, 0.8
 # Six decimals keep JSON diffs readable and are far below any difference worth reporting.
 DIGITS = 6
+# Below this many scenarios a group gets no interval: with 2, the t quantile is 12.7 and an
+# interval says nothing but its width ("50% ± 635%"); "too few scenarios" says it honestly.
+MIN_INTERVAL_SCENARIOS = 3
+TOO_FEW = "too few scenarios for an interval ({n} < {min})"
 
 
 def _r(value: float | None) -> float | None:
@@ -58,6 +66,7 @@ class ScenarioTally:
     outcomes: list[float] = field(default_factory=list)  # 1.0 PASS, 0.0 FAIL/BLOCKED
     scores: list[float] = field(default_factory=list)  # capped scores of judged iterations
     statuses: list[str] = field(default_factory=list)
+    ground_truth: str | None = None  # facts and document bytes graded against
 
     @property
     def k(self) -> int:
@@ -89,19 +98,22 @@ def tally(card: Scorecard) -> dict[str, ScenarioTally]:
     """Group a scorecard's rows by scenario id, in first-seen order."""
     cap = fail_cap_of(card)
     digests = card.config.get("scenarios") or {}
+    truths = card.config.get("ground_truth") or {}
     out: dict[str, ScenarioTally] = {}
     for row in card.scenarios:
-        t = out.setdefault(
-            row.id, ScenarioTally(row.id, row.category, digests.get(row.id, row.scenario_digest))
-        )
+        t = out.get(row.id)
+        if t is None:
+            digest = digests.get(row.id, row.scenario_digest)
+            truth = truths.get(row.id, row.ground_truth_digest)
+            t = out[row.id] = ScenarioTally(row.id, row.category, digest, ground_truth=truth)
         t.runs += 1
         t.statuses.append(row.status)
         if row.status not in JUDGED_STATUSES:
             continue
         t.outcomes.append(1.0 if row.status == Status.PASS else 0.0)
         if row.score is not None:
-            # The same cap as scoring.capped: a FAIL never lifts the average quality signal.
-            t.scores.append(min(row.score, cap) if row.status == Status.FAIL else row.score)
+            # The same cap as scoring.capped: a FAIL or BLOCKED never lifts the average.
+            t.scores.append(min(row.score, cap) if row.status in CAPPED_STATUSES else row.score)
     return out
 
 
@@ -132,31 +144,67 @@ def scenario_stats(t: ScenarioTally, conf: float, tau: float) -> dict[str, Any]:
     return row
 
 
+def clustered_wilson(
+    outcomes: Sequence[float], clusters: Sequence[str], conf: float = 0.95
+) -> tuple[float, float, float]:
+    """Wilson interval of a pass rate whose 0/1 outcomes are clustered by scenario:
+    (low, high, effective n).
+
+    Repeats of one scenario are correlated, so they carry less than one trial's information
+    each. The Wilson interval is computed on the effective sample size n / deff, with the
+    design effect deff = clustered variance / binomial variance of the mean (never below 1).
+    When every outcome is equal the variance ratio is undefined and n_eff is the number of
+    scenarios, the conservative end. Bounded to [0, 1] by construction, unlike p +/- t*SE.
+    Source: Kish (1965), Survey Sampling, Sec. 8.2; Dean & Pagano (2015), J. Survey Stat.
+    Methodol. 3(4), which finds Wilson with the effective sample size well calibrated.
+    """
+    ids = list(clusters)
+    if not outcomes or any(v not in (0.0, 1.0) for v in outcomes) or len(ids) != len(outcomes):
+        raise ValueError("outcomes must be 0 or 1, one per cluster label, at least one")
+    p, n, n_clusters = math.fsum(outcomes) / len(outcomes), float(len(outcomes)), len(set(ids))
+    if n_clusters == len(outcomes):
+        n_eff = n  # one outcome per scenario: independent trials
+    elif p in (0.0, 1.0) or n_clusters < 2:
+        n_eff = float(n_clusters)
+    else:
+        deff = max(1.0, clustered_se(outcomes, ids) ** 2 / (p * (1.0 - p) / n))
+        n_eff = n / deff
+    low, high = wilson_bounds(p, n_eff, conf)
+    return low, high, n_eff
+
+
 def _interval(
-    values: Sequence[float], clusters: Sequence[str], conf: float, bounds: tuple[float, float]
+    values: Sequence[float], clusters: Sequence[str], conf: float, rate: bool
 ) -> dict[str, Any]:
-    """Mean with a scenario-clustered t interval, clipped to the metric's range."""
+    """The mean with an interval bounded to the metric's range: Wilson on the effective sample
+    size for a pass rate (`rate`), a scenario-clustered t interval clipped to 0..10 for a score.
+    `low`/`high` are None, with a `note` saying why, when the data cannot give one."""
     if not values:
         return {"value": None, "note": "no judged iteration"}
     out: dict[str, Any] = {"value": _r(math.fsum(values) / len(values)), "n": len(values)}
-    out["n_scenarios"] = len(set(clusters))
-    if out["n_scenarios"] < 2:
-        out.update(se=None, low=None, high=None, half_width=None)
-        out["note"] = "one scenario: between-scenario spread, hence the SE, is not identified"
+    n_scenarios = out["n_scenarios"] = len(set(clusters))
+    out.update(method="wilson" if rate else "t", se=None, low=None, high=None, half_width=None)
+    if n_scenarios < MIN_INTERVAL_SCENARIOS:
+        out["note"] = TOO_FEW.format(n=n_scenarios, min=MIN_INTERVAL_SCENARIOS)
         return out
     ci = mean_ci(values, clusters, conf, "t")
-    # The t interval can cross 0 or 1 for rates near the edge; the metric cannot.
-    out.update(se=_r(ci.se), half_width=_r(ci.half_width))
-    out.update(low=_r(max(bounds[0], ci.low)), high=_r(min(bounds[1], ci.high)))
-    if ci.se == 0.0:
-        out["note"] = "no variation observed: the interval is degenerate, not exact"
+    out["se"] = _r(ci.se)
+    if rate:
+        low, high, n_eff = clustered_wilson(values, clusters, conf)
+        out.update(low=_r(low), high=_r(high), n_eff=_r(n_eff))
+    elif ci.se == 0.0:
+        out["note"] = "no spread observed: no interval (a zero width would claim exactness)"
+    else:
+        # The t interval can cross 0 or 10 for scores near the edge; the metric cannot.
+        low, high = max(SCORE_MIN, ci.low), min(SCORE_MAX, ci.high)
+        out.update(low=_r(low), high=_r(high), half_width=_r(ci.half_width))
     return out
 
 
 def _bootstrap(
     values: Sequence[float], clusters: Sequence[str], conf: float, resamples: int, seed: int
 ) -> dict[str, Any] | None:
-    if len(set(clusters)) < 2:
+    if len(set(clusters)) < MIN_INTERVAL_SCENARIOS:
         return None
     ci = mean_ci(values, clusters, conf, "bootstrap", resamples=resamples, seed=seed)
     return {"low": _r(ci.low), "high": _r(ci.high), "resamples": resamples, "seed": seed}
@@ -192,8 +240,8 @@ def group_stats(
 ) -> dict[str, Any]:
     """Headline numbers of a group of scenarios (a category or the whole run)."""
     outcomes, o_ids, scores, s_ids = _flat(tallies)
-    pass_rate = _interval(outcomes, o_ids, conf, (0.0, 1.0))
-    avg_score = _interval(scores, s_ids, conf, (SCORE_MIN, SCORE_MAX))
+    pass_rate = _interval(outcomes, o_ids, conf, rate=True)
+    avg_score = _interval(scores, s_ids, conf, rate=False)
     if resamples >= 2:
         pass_rate["bootstrap"] = _bootstrap(outcomes, o_ids, conf, resamples, seed)
         avg_score["bootstrap"] = _bootstrap(scores, s_ids, conf, resamples, seed)
@@ -291,6 +339,7 @@ def noise_report(
         # Lets the report tell a current noise.json from one left over from another scorecard.
         "scorecard_digest": digest_of(card),
         "conf": conf,
+        "min_interval_scenarios": MIN_INTERVAL_SCENARIOS,
         "stability_tau": tau,
         "iterations": card.config.get("iterations"),
         "seeds": card.config.get("seeds"),

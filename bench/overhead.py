@@ -13,11 +13,12 @@ Options:
                      the floor of each client library
   --no-startup       skip the start-up timings
 
-A minimal OpenAI-compatible HTTP server (asyncio protocol, fixed JSON reply with usage, no tool
-calls) runs in its own process, so its CPU is not counted. The synthetic suite (N scenario
-files, one turn each) is built once in a temporary folder and its build is not timed. Each
-concurrency level runs `pipeline.step_infer` in a fresh worker process with the response cache
-off (`run.cache_dir: null`); the worker reports wall time, process CPU time and peak RSS.
+The OpenAI-compatible endpoint of bench/loopback.py (asyncio protocol, fixed JSON reply with
+usage, no tool calls) runs in its own process, so its CPU is not counted. The synthetic
+suite (N scenario files, one turn each) is built once in a temporary folder and its build is
+not timed. Each concurrency level runs `pipeline.step_infer` in a fresh worker process with
+the response cache off (`run.cache_dir: null`); the worker reports wall time, process CPU
+time and peak RSS.
 Nothing reaches the network beyond 127.0.0.1; the workspace is untouched.
 """
 
@@ -34,128 +35,26 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "python bench/overhead.py"
-MODEL = "bench-model"
-REPLY_TEXT = "The opening hours are 9:00 to 17:00 on weekdays."
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import loopback  # noqa: E402  (the shared endpoint)
+
+MODEL = loopback.MODEL
 STARTUP_RUNS = 5
 PROFILE_LINES = 25
 TARGET_RATIO, TARGET_CPU_MS, TARGET_START_S = 1.3, 2.0, 1.0
 
 
-# -- the endpoint (separate process) ------------------------------------------------------
-def reply_bytes() -> bytes:
-    body = {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": 0,
-        "model": MODEL,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": REPLY_TEXT},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132},
-    }
-    return http_response(json.dumps(body).encode())
-
-
-def http_response(payload: bytes) -> bytes:
-    head = (
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(payload)}\r\nconnection: keep-alive\r\n\r\n"
-    )
-    return head.encode() + payload
-
-
-class EndpointProtocol(asyncio.Protocol):
-    """HTTP/1.1 keep-alive, one request at a time per connection (as httpx sends them)."""
-
-    served = 0
-    peak_connections = 0
-    open_connections = 0
-    connections_made = 0
-
-    def __init__(self, latency: float, reply: bytes) -> None:
-        self.latency, self.reply = latency, reply
-        self.buffer = b""
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        cls = EndpointProtocol
-        cls.connections_made += 1
-        cls.open_connections += 1
-        cls.peak_connections = max(cls.peak_connections, cls.open_connections)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        EndpointProtocol.open_connections -= 1
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
-            head = self.buffer[:end].lower()
-            length = 0
-            at = head.find(b"content-length:")
-            if at >= 0:
-                stop = head.find(b"\r\n", at)
-                length = int(head[at + 15 : stop if stop >= 0 else None])
-            total = end + 4 + length
-            if len(self.buffer) < total:
-                return
-            self.buffer = self.buffer[total:]
-            if head.startswith(b"get /stats"):
-                self._send(http_response(json.dumps(server_stats()).encode()))
-            else:
-                asyncio.get_running_loop().call_later(self.latency, self._send, self.reply)
-
-    def _send(self, data: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            if data is self.reply:
-                EndpointProtocol.served += 1
-            self.transport.write(data)
-
-
-def server_stats() -> dict[str, Any]:
-    cls = EndpointProtocol
-    return {
-        "served": cls.served,
-        "connections_made": cls.connections_made,
-        "peak_connections": cls.peak_connections,
-        "cpu_s": time.process_time(),
-    }
-
-
-async def serve(latency: float) -> None:
-    loop = asyncio.get_running_loop()
-    reply = reply_bytes()
-    server = await loop.create_server(
-        lambda: EndpointProtocol(latency, reply), "127.0.0.1", 0, backlog=1024
-    )
-    port = server.sockets[0].getsockname()[1]
-    print(port, flush=True)
-    async with server:
-        await server.serve_forever()
-
-
+# -- the endpoint: bench/loopback.py in its own process, plain text replies -----------------
 def start_server(latency: float) -> tuple[subprocess.Popen[str], int]:
-    cmd = [sys.executable, __file__, "--serve", "--latency", str(latency)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    return proc, int(proc.stdout.readline())
+    return loopback.start_server(latency, tools=False)
 
 
-def fetch_stats(port: int) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as response:
-        stats: dict[str, Any] = json.loads(response.read())
-        return stats
+fetch_stats = loopback.fetch_stats
 
 
 # -- the synthetic suite ------------------------------------------------------------------
@@ -261,7 +160,7 @@ def apply_what_ifs(names: list[str], latency: float) -> None:
     if "aiohttp" in names:
         patch_aiohttp(compat)
     if "nohttp" in names:
-        payload = json.loads(reply_bytes().split(b"\r\n\r\n", 1)[1])
+        payload = json.loads(loopback.TEXT_REPLY.split(b"\r\n\r\n", 1)[1])
 
         async def send(self: Any, body: dict[str, Any]) -> Any:
             await asyncio.sleep(latency)
@@ -564,7 +463,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help=f"also time {', '.join(CLIENTS)} alone (same body, no framework) at each level",
     )
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--build", help=argparse.SUPPRESS)
     parser.add_argument("--bare", help=argparse.SUPPRESS)
@@ -614,9 +512,6 @@ def run_benchmark(args: argparse.Namespace) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.serve:
-        asyncio.run(serve(args.latency))
-        return 0
     modes = {"worker": worker, "build": build_suite, "bare": bare_client}
     for name, mode in modes.items():
         if getattr(args, name):

@@ -27,3 +27,18 @@ def layout() -> Layout:
 
 def show_progress() -> bool:
     return sys.stderr.isatty()
+
+
+# -- benchmark variants (pipelines/<name>/dvc.yaml, run with the repository root as wdir) --
+def variant_dir(name: str) -> Path:
+    return root() / "pipelines" / name
+
+
+def variant_params(name: str) -> dict[str, Any]:
+    return load_params(variant_dir(name) / "params.yaml")
+
+
+def variant_layout(name: str) -> Layout:
+    """data/ and reports/ of a variant live in its own folder beside its dvc.yaml."""
+    folder = variant_dir(name)
+    return Layout(root(), folder / "data", folder / "reports")

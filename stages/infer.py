@@ -5,11 +5,16 @@ from __future__ import annotations
 import sys
 
 from agenteval.pipeline import step_infer
+from agenteval.runlock import EvalLocked
 from stages.common import layout, params, show_progress
 
 
 def main() -> int:
-    result = step_infer(params(), layout(), progress=show_progress())
+    try:
+        result = step_infer(params(), layout(), progress=show_progress())
+    except EvalLocked as exc:
+        print(f"infer: not started: {exc}", file=sys.stderr)
+        return 3
     completed = sum(t.status == "COMPLETED" for t in result.transcripts)
     print(f"infer: {completed}/{len(result.transcripts)} conversation(s) completed")
     if result.stop_reason:

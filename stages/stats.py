@@ -11,9 +11,12 @@ from stages.common import layout, params
 def main() -> int:
     report = step_stats(params(), layout())
     rate = report["overall"]["judged_pass_rate"]
-    half = rate.get("half_width")
     shown = "n/a" if rate["value"] is None else f"{rate['value']:.3f}"
-    print(f"stats: judged pass rate {shown} ± {half if half is not None else 'n/a'} -> noise.json")
+    if rate.get("low") is not None:
+        shown += f" [{rate['low']:.3f}, {rate['high']:.3f}]"
+    elif rate.get("note"):
+        shown += f" ({rate['note']})"
+    print(f"stats: judged pass rate {shown} -> noise.json")
     return 0
 
 

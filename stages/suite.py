@@ -17,6 +17,12 @@ def main() -> int:
             print(problem, file=sys.stderr)
         return 2
     print(f"suite: {len(suite.items)} scenario(s) x {suite.iterations} iteration(s)")
+    for entry in suite.invalid:
+        # Skipped, not fatal: the report lists them too. suite.strict: true refuses instead.
+        for error in entry.errors:
+            print(error, file=sys.stderr)
+    if suite.invalid:
+        print(f"suite: {len(suite.invalid)} invalid scenario file(s) skipped", file=sys.stderr)
     return 0
 
 

@@ -117,14 +117,22 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None
         proc.wait()
         done_before = {p: p.read_bytes() for p in transcripts.glob("*/0.json")}
         assert 2 <= len(done_before) < 6, "kill landed too late to test a resume"
+        # Finished transcripts are made durable by the journal's fsync, not their own: a
+        # power cut may lose a file written after it. Simulate that loss for one of them;
+        # the resume must restore it from the journal instead of running it again.
+        journal = out / "data" / ".transcripts.journal"
+        assert journal.is_file()
+        lost = sorted(done_before)[0]
+        lost.unlink()
         sent_before = len(server.requests)
         resumed = cli([sys.executable, "-m", "agenteval", "run", "--resume", str(out),
                        "--no-progress"])  # fmt: skip
         assert resumed.returncode == 0, resumed.stderr
         resent = user_messages(server)[sent_before:]
-    # Every transcript finished before the kill is untouched; none is half-written.
+    # Every transcript finished before the kill is untouched (or restored byte for byte);
+    # none is half-written and the journal is gone once the run is complete.
     assert all(path.read_bytes() == data for path, data in done_before.items())
-    assert not list(transcripts.rglob("*.tmp"))
+    assert not list(transcripts.rglob("*.tmp")) and not journal.exists()
     assert resent and not _messages_of([p.parent.name for p in done_before]) & set(resent)
     assert len(statuses(out)) == len(list(transcripts.glob("*/0.json")))
 

@@ -119,7 +119,7 @@ def test_bad_inputs_exit_2(runs: dict[str, Path], tmp_path: Path) -> None:
     code, output = invoke("gate", str(runs["main0"]), "--expect", str(broken))
     assert code == 2 and f"{broken}:1: not an expectations file" in output
     code, output = invoke("gate", str(runs["main0"]))
-    assert code == 2 and "needs --expect" in output
+    assert code == 2 and "needs exactly one of --expect FILE" in output and "--baseline" in output
     one = make_card({"a": "P"})
     write_json(tmp_path / "one.json", one)
     code, output = invoke("propose", str(tmp_path / "one.json"), "--out", str(missing))

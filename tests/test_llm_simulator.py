@@ -84,17 +84,23 @@ def test_persona_and_objective_reach_the_prompt(server: OpenAIServer) -> None:
     assert "Tomasz Reyes-Lindqvist owns it." in server.requests[0].json["messages"][1]["content"]
 
 
-def test_custom_persona_is_used_and_recorded(server: OpenAIServer, tmp_path: Path) -> None:
+def test_custom_persona_is_used_and_not_part_of_identity(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    """A custom persona shapes the prompt of its own scenario (whose digest holds it), but
+    adding a scenario with a new persona must not change the simulator's identity: that
+    invalidated every stored transcript and made compare refuse."""
     persona = "a retired sea captain who distrusts computers"
     folder = tmp_path / "scenarios"
     folder.mkdir()
+    params = sim_params(server)
+    params["suite"]["scenarios"] = str(folder)
+    before = make_simulator(params, ROOT).participant
     raw = yaml.safe_load((ROOT / "eval/scenarios" / SCENARIO).read_text(encoding="utf-8"))
     raw["persona"] = persona
     (folder / "custom.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
-    params = sim_params(server)
-    params["suite"]["scenarios"] = str(folder)
     simulator = make_simulator(params, ROOT)
-    assert simulator.participant.details["custom_personas"] == [persona]
+    assert simulator.participant == before
     assert simulator.participant.kind == "llm" and simulator.participant.model == "sim-model"
     server.push(Reply(text="Who's in charge of the training budget line, then?"))
     case = load(persona=persona)

@@ -15,7 +15,7 @@ from agenteval.params import load_params
 from agenteval.report import load_noise, write_report
 from agenteval.schema.scorecard import Scorecard
 from agenteval.stats import clustered_se, mde, variance_components, wilson_interval
-from agenteval.uncertainty import noise_floor, noise_report
+from agenteval.uncertainty import clustered_wilson, noise_floor, noise_report
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,8 +42,11 @@ def test_noise_report_per_scenario_and_overall() -> None:
     rate = report["overall"]["judged_pass_rate"]
     assert rate["value"] == pytest.approx(7 / 12, abs=1e-6)
     assert rate["se"] == pytest.approx(clustered_se(outcomes, ids), abs=1e-6)
-    assert rate["low"] >= 0.0 and rate["high"] <= 1.0
-    assert rate["half_width"] > 0 and rate["bootstrap"]["resamples"] == 200
+    low, high, n_eff = clustered_wilson(outcomes, ids)
+    assert (rate["low"], rate["high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high))
+    assert rate["method"] == "wilson" and rate["n_eff"] == pytest.approx(n_eff, abs=1e-6)
+    assert 0.0 <= rate["low"] < 7 / 12 < rate["high"] <= 1.0
+    assert rate["bootstrap"]["resamples"] == 200
     assert set(report["categories"]) == {"x", "y"}
     assert report["categories"]["x"]["judged_pass_rate"]["value"] == pytest.approx(5 / 6, abs=1e-6)
 
@@ -90,7 +93,7 @@ def test_tiny_and_unmeasured_suites_say_why() -> None:
     one = noise_report(make_card({"a": "PPF"}), resamples=50)
     _no_nan(one)
     assert one["overall"]["judged_pass_rate"]["se"] is None
-    assert "one scenario" in one["overall"]["judged_pass_rate"]["note"]
+    assert "too few scenarios" in one["overall"]["judged_pass_rate"]["note"]
     assert one["mde"]["judged_pass_rate"]["mde"] is None
     nothing = noise_report(make_card({"a": "TT", "b": "EN"}), resamples=50)
     _no_nan(nothing)
@@ -144,12 +147,12 @@ def test_measure_noise_runs_the_pipeline_with_other_seeds(tmp_path: Path) -> Non
         measure_noise(params, 1, tmp_path / "one", ROOT)
 
 
-def test_stats_stage_and_summary_show_half_widths(
+def test_stats_stage_and_summary_show_bounded_intervals(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from stages import stats as stage
 
-    card = make_card({"a": "PPF", "b": "PFF", "c": "PPP"}, categories={"c": "other"})
+    card = make_card({"a": "PPF", "b": "PFF", "d": "PFP", "c": "PPP"}, categories={"c": "other"})
     write_json(tmp_path / "reports" / "scorecard.json", card)
     (tmp_path / "params.yaml").write_text("stats:\n  bootstrap_resamples: 100\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -160,11 +163,13 @@ def test_stats_stage_and_summary_show_half_widths(
     assert load_noise(reloaded, tmp_path / "reports") is not None
     write_report(reloaded, tmp_path / "reports", pngs=False)
     summary = (tmp_path / "reports" / "summary.md").read_text(encoding="utf-8")
-    half = noise["overall"]["judged_pass_rate"]["half_width"]
-    assert f"pass rate (judged): 66.7% ± {half:.1%}" in summary
-    rows = {line.split("|")[1].strip(): line for line in summary.splitlines() if "| 3 |" in line}
-    assert "±" in rows["general"]  # two scenarios: an interval
-    assert "±" not in rows["other"]  # one scenario: no clustered SE, plain value
+    rate = noise["overall"]["judged_pass_rate"]
+    assert f"pass rate (judged): 66.7% [{rate['low']:.1%}, {rate['high']:.1%}]" in summary
+    table = summary.split("## By category")[1].split("## Scenarios")[0]
+    rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line[:2] == "| "}
+    assert "[" in rows["general"]  # three scenarios: an interval
+    assert "too few scenarios" in rows["other"]  # one scenario: said, not a degenerate ±
+    assert "±" not in summary
 
 
 def test_summary_ignores_a_noise_json_from_another_scorecard(tmp_path: Path) -> None:
@@ -173,4 +178,34 @@ def test_summary_ignores_a_noise_json_from_another_scorecard(tmp_path: Path) -> 
     new = make_card({"a": "PPP", "b": "PFF"})
     assert load_noise(new, tmp_path) is None
     write_report(new, tmp_path, pngs=False)
-    assert "±" not in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    text = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "[" not in text.split("## Scenarios")[0] and "too few" not in text
+
+
+def test_small_groups_get_bounded_intervals_or_too_few_scenarios() -> None:
+    """The numbers the old t interval printed as `50% ± 635%` and `0% ± 0%`."""
+    two = noise_report(make_card({"a": "P", "b": "F"}), resamples=0)["overall"]
+    assert two["judged_pass_rate"]["low"] is None
+    assert two["judged_pass_rate"]["note"].startswith("too few scenarios")
+    none_pass = noise_report(make_card({s: "F" for s in "abcde"}), resamples=0)["overall"]
+    rate = none_pass["judged_pass_rate"]
+    assert rate["value"] == 0.0 and rate["low"] == 0.0
+    assert rate["high"] == pytest.approx(wilson_interval(0, 5)[1], abs=1e-6)  # not zero width
+    scores = none_pass["avg_score"]
+    assert scores["low"] is None and scores["note"].startswith("no spread observed")
+    edge = make_card({s: "P" for s in "abc"}, scores={"a": [10.0], "b": [10.0], "c": [9.0]})
+    score = noise_report(edge, resamples=0)["overall"]["avg_score"]
+    assert score["low"] >= 0.0 and score["high"] == 10.0  # the t interval clipped to 0..10
+
+
+def test_repeats_shrink_the_effective_sample_size() -> None:
+    ids = [s for s in "abcd" for _ in range(3)]
+    same = [1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0]  # each scenario always the same
+    low, high, n_eff = clustered_wilson(same, ids)
+    assert n_eff == pytest.approx(4.0, rel=0.35)  # ~ one trial per scenario, not 12
+    assert (low, high) != pytest.approx(wilson_interval(6, 12))
+    mixed = [1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]
+    assert clustered_wilson(mixed, ids)[2] == pytest.approx(12.0)  # deff floored at 1
+    assert clustered_wilson([1, 1, 1, 1], ["a", "a", "b", "b"])[2] == 2.0
+    with pytest.raises(ValueError):
+        clustered_wilson([0.5], ["a"])

@@ -114,7 +114,7 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
     [
         (["--set", "nonsense"], "key=value"),
         (["--set", "bogus.x=1"], "unknown section"),
-        (["--scenario", "no_such_scenario"], "unknown scenario"),
+        (["--scenario", "no_such_scenario"], "--scenario no_such_scenario: no scenario file"),
         (["--set", "target.kind=warp"], "unknown target kind"),
     ],
 )
@@ -184,7 +184,25 @@ def test_stored_results_are_not_reused_across_code_changes(
     before = (transcript.stat().st_mtime_ns, verdict.stat().st_mtime_ns)
     run_all(params, layout)  # same code: both reused
     assert (transcript.stat().st_mtime_ns, verdict.stat().st_mtime_ns) == before
-    monkeypatch.setattr(builtin, "code_digest", lambda: "other-code")
-    monkeypatch.setattr(code_judge, "code_digest", lambda: "other-code")
+    monkeypatch.setattr(builtin, "code_of", lambda _module: {"targets/builtin.py": "other"})
+    monkeypatch.setattr(code_judge, "code_of", lambda _module: {"judges/code.py": "other"})
     run_all(params, layout)
     assert transcript.stat().st_mtime_ns != before[0] and verdict.stat().st_mtime_ns != before[1]
+
+
+def test_offline_transcripts_and_verdicts_are_byte_identical_across_runs(tmp_path: Path) -> None:
+    """The builtin agent's wall-clock times measure this machine, not an agent: they are not
+    recorded, so two offline runs (and a fresh clone's dvc repro) write the same bytes."""
+    from agenteval.layout import Layout
+    from agenteval.params import load_params
+    from agenteval.pipeline import run_all
+
+    params = load_params(ROOT / "params.yaml", ["suite.ids=[quarterly_revenue_lookup, empty_file]"])
+    run_all(params, Layout.run_dir(ROOT, tmp_path / "a"))
+    run_all(params, Layout.run_dir(ROOT, tmp_path / "b"))
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a/data").rglob("*.json"))
+    assert len(files) == 5  # suite.json, two transcripts, two verdicts
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+    transcript = json.loads((tmp_path / "a/data/transcripts/empty_file/0.json").read_text())
+    assert transcript["started_at"] is None and transcript["turns"][0]["latency_ms"] is None

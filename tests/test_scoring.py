@@ -87,11 +87,29 @@ def test_judge_status_is_overridden_both_ways_with_a_warning() -> None:
 
 
 def test_blocked_by_architecture_is_never_upgraded() -> None:
+    evidence = ["turn 2 needs turn 1 (1 turn(s) back) but the agent keeps 0 earlier turn(s)"]
+    result = score_scenario(info(), "COMPLETED", verdict([ALL_TEN]), RULES, blocked_by=evidence)
+    assert result.status == Status.BLOCKED_BY_ARCHITECTURE
+    assert result.warnings and "review" in result.warnings[0]
+    assert result.root_cause == "blocked by architecture: " + evidence[0]
+
+
+def test_a_judges_blocked_without_evidence_is_a_fail_with_a_warning() -> None:
     result = score_scenario(
         info(), "COMPLETED", verdict([ALL_TEN], status=Status.BLOCKED_BY_ARCHITECTURE), RULES
     )
-    assert result.status == Status.BLOCKED_BY_ARCHITECTURE
-    assert result.warnings and "review" in result.warnings[0]
+    assert result.status == Status.FAIL
+    assert "without evidence" in result.warnings[0]
+
+
+def test_blocked_never_raises_an_average() -> None:
+    evidence = ["turn 1 expects tool 'query_documents', which the agent does not have"]
+    blocked = score_scenario(info(), "COMPLETED", verdict([ALL_TEN]), RULES, blocked_by=evidence)
+    failed = score_scenario(info(), "COMPLETED", verdict([dict(ALL_TEN, correctness=0.0)]), RULES)
+    assert capped(blocked.status, blocked.score, RULES) == RULES.fail_cap
+    summary = summarize([blocked, failed], RULES)
+    assert summary.blocked == 1 and summary.failed == 1
+    assert summary.avg_score == pytest.approx(RULES.fail_cap)  # 10.0 and 7.5 both capped
 
 
 @pytest.mark.parametrize(

@@ -115,9 +115,14 @@ def test_turn_needs_ground_truth_or_criteria(repo: Path) -> None:
     ("old", "new", "fragment", "line"),
     [
         ("doc_id: report", "doc_id: nope", "doc_id 'nope' not in manifest", 12),
-        ("fact_id: revenue", "fact_id: nope", "fact 'nope' not in manifest", 13),
+        ("fact_id: revenue", "fact_id: nope", "fact 'nope' not in document 'report'", 13),
         ("corpus_doc: report", "corpus_doc: nope", "corpus_doc 'nope' not in manifest", 6),
-        ("fact_id: revenue", "fact_ids: [revenue, gone]", "fact 'gone' not in manifest", 13),
+        (
+            "fact_id: revenue",
+            "fact_ids: [revenue, gone]",
+            "fact 'gone' not in document 'report'",
+            13,
+        ),
     ],
 )
 def test_references_resolve_in_manifest(

@@ -1,7 +1,7 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
 One short module per command group (evaluate, data, gate, expectations, lifecycle, serve,
-controls); heavy modules are imported inside commands so `agenteval --help` answers fast.
+controls, bench); heavy modules are imported inside commands so `agenteval --help` answers fast.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from agenteval import __version__
-from agenteval.cli import controls, data, evaluate, expectations, gate, lifecycle, serve
+from agenteval.cli import bench, controls, data, evaluate, expectations, gate, lifecycle, serve
 
 app = typer.Typer(
     help="Reproducible, noise-aware evaluation of LLM agents.",
@@ -36,7 +36,7 @@ def main_options(
     """Reproducible, noise-aware evaluation of LLM agents."""
 
 
-for group in (evaluate, data, gate, expectations, lifecycle, serve, controls):
+for group in (evaluate, data, gate, expectations, lifecycle, serve, controls, bench):
     group.register(app)
 
 

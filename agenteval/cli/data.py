@@ -45,13 +45,18 @@ def corpus_pin(
     manifest: Annotated[Path, typer.Option()] = Path("eval/corpus/manifest.json"),
 ) -> None:
     """Rewrite the manifest's sha256 pins from the bytes on disk, printing what changed."""
-    from agenteval.corpus.pins import pin_manifest
+    from agenteval.corpus.pins import pin_manifest, sub_manifests
 
-    changes = pin_manifest(manifest, Path.cwd().resolve())
-    for change in changes:
-        old = change.old[:12] if change.old else "(none)"
-        typer.echo(f"{change.doc_id}: {change.path} {old} -> {change.new[:12]}")
-    typer.echo(f"{len(changes)} pin(s) changed in {manifest}")
+    root = Path.cwd().resolve()
+    files = [(manifest, None)] + [
+        (sub, sub.parent.resolve().relative_to(root).as_posix()) for sub in sub_manifests(manifest)
+    ]
+    for path, folder in files:
+        changes = pin_manifest(path, root, folder)
+        for change in changes:
+            old = change.old[:12] if change.old else "(none)"
+            typer.echo(f"{change.doc_id}: {change.path} {old} -> {change.new[:12]}")
+        typer.echo(f"{len(changes)} pin(s) changed in {path}")
 
 
 @schema_app.command("export")

@@ -9,21 +9,37 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_INVALID, EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_STOPPED,
+    fail,
+    load_params,
+    select,
+    suite_failure,
+)
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
+    from agenteval.tracking.background import BackgroundTracker
+
+
+STRICT_HELP = (
+    "Also refuse what the reference format allows: documents without a manifest entry, "
+    "sub-folder documents not on disk."
+)
 
 
 def validate(
     paths: Annotated[list[Path] | None, typer.Argument(help="Scenario files or folders.")] = None,
     root: Annotated[Path, typer.Option(help="Repository root for relative paths.")] = Path("."),
     manifest: Annotated[Path | None, typer.Option(help="Corpus manifest.")] = None,
+    strict: Annotated[bool, typer.Option(help=STRICT_HELP)] = False,
 ) -> None:
     """Check scenario files and the corpus manifest; exit 2 on any error."""
     from agenteval.suite.validate import validate as run_validation
 
-    result = run_validation(paths or [], root=root.resolve(), manifest_path=manifest)
+    result = run_validation(paths or [], root=root.resolve(), manifest_path=manifest, strict=strict)
     for problem in result.problems:
         typer.echo(str(problem), err=problem.severity == "error")
     n_err = sum(p.severity == "error" for p in result.problems)
@@ -57,14 +73,18 @@ def run(
     ] = None,
     params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    strict: Annotated[
+        bool, typer.Option(help="Refuse the run if a selected scenario file is invalid.")
+    ] = False,
 ) -> None:
-    """suite -> infer -> judge -> score -> report, into one run directory."""
-    from agenteval.controls.load import ControlsError
+    """suite -> infer -> judge -> score -> report, into one run directory.
+
+    An invalid scenario file is skipped and listed, and the run exits 2 at the end
+    (unless --strict, which refuses before anything runs)."""
     from agenteval.fileio import read_json, write_json
-    from agenteval.judging import JudgingStopped
     from agenteval.layout import Layout
     from agenteval.pipeline import run_evaluation
-    from agenteval.suite.build import SuiteError
+    from agenteval.tracking.background import BackgroundTracker
 
     root = Path.cwd().resolve()
     if resume is not None:
@@ -77,25 +97,22 @@ def run(
         # --tier is suite.tier: the typed params check its value before any work starts.
         sets = list(set_ or []) + ([f"suite.tier={tier}"] if tier is not None else [])
         params = load_params(params_file, sets)
-        if scenario:
-            params["suite"]["ids"] = list(scenario)
-        if category:
-            params["suite"]["categories"] = list(category)
+        select(params, scenario, category)
+        if strict:
+            params["suite"]["strict"] = True
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         out = out or Path("runs") / stamp
         write_json(out / "params.json", params)
+    # MLflow is imported and its store opened in a child process while the run goes on.
+    tracker = BackgroundTracker.start(params, root)
     try:
         layout = Layout.run_dir(root, out)
         result = run_evaluation(params, layout, progress=progress and sys.stderr.isatty())
-    except (SuiteError, ControlsError) as exc:
-        fail([str(p) for p in exc.problems])
-        return
-    except JudgingStopped as exc:
-        fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
-        return
-    except (ValueError, OSError, KeyError) as exc:  # configuration the run cannot start with
-        fail([f"cannot run: {type(exc).__name__}: {exc}"])
-        return
+    except BaseException as exc:
+        if tracker is not None:
+            tracker.cancel()
+        _run_failed(exc, out, bool(scenario))
+        raise
     s = result.scorecard.summary
     typer.echo(
         f"{s.total} run(s): {s.passed} passed, {s.failed} failed, "
@@ -103,7 +120,8 @@ def run(
         f"judged pass rate {s.judged_pass_rate}, avg score {s.avg_score}"
     )
     typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
-    _track(params, layout)
+    _track(params, layout, tracker)
+    _finish(result.scorecard, out)
     if result.stop_reason:
         fail(
             [
@@ -114,15 +132,88 @@ def run(
         )
 
 
-def _track(params: dict[str, Any], layout: Layout) -> None:
+def _run_failed(exc: BaseException, out: Path, picked: bool) -> None:
+    """Exit with the message a failed run deserves (returns for anything unexpected)."""
+    from agenteval.controls.load import ControlsError
+    from agenteval.judging import JudgingStopped
+    from agenteval.runlock import EvalLocked
+    from agenteval.suite.build import SuiteError
+
+    if isinstance(exc, SuiteError):
+        suite_failure(exc, picked)
+    if isinstance(exc, ControlsError):  # the mixed-in controls (judge.controls_per_run)
+        fail([str(p) for p in exc.problems])
+    if isinstance(exc, JudgingStopped):
+        fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
+    if isinstance(exc, EvalLocked):
+        fail([f"not started: {exc}", f"then: agenteval run --resume {out}"], EXIT_STOPPED)
+    if isinstance(exc, ValueError | OSError | KeyError):  # a configuration it cannot run
+        fail([f"cannot run: {type(exc).__name__}: {exc}"])
+
+
+def _finish(card: Any, out: Path) -> None:
+    """Exit 1 when every unit ERRORED (nothing was measured), 2 when selected scenario files
+    were skipped as invalid; both after the reports and the MLflow run are written."""
+    from agenteval.scoring import every_unit_errored
+
+    if every_unit_errored(card.scenarios):
+        first = next((w for r in card.scenarios for w in r.warnings), "no error recorded")
+        fail([f"every scenario ERRORED: the evaluation measured nothing; first error: {first}",
+              f"details in {out}/data/transcripts/"], EXIT_FAILED)  # fmt: skip
+    if card.invalid:
+        lines = [error for entry in card.invalid for error in entry.errors]
+        lines.append(
+            f"{len(card.invalid)} invalid scenario file(s) skipped (listed in {out}/summary.md)"
+        )
+        fail(lines)
+
+
+def audit(
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Only this id.")] = None,
+    category: Annotated[list[str] | None, typer.Option("--category", help="Only this.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
+    ] = None,
+    params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
+) -> None:
+    """List the scenarios the agent's declared limits (target.limits) make impossible.
+
+    No model is called. Those scenarios are scored BLOCKED_BY_ARCHITECTURE, capped like FAIL.
+    """
+    from agenteval.schema.params import AgentLimits
+    from agenteval.suite.audit import blocked_reasons
+    from agenteval.suite.build import SuiteError, build_suite
+
+    params = load_params(params_file, list(set_ or []))
+    select(params, scenario, category)
+    limits = AgentLimits.model_validate(params["target"].get("limits") or {})
+    declared = limits.model_dump(exclude_none=True)
+    try:
+        suite = build_suite(params, Path.cwd().resolve())
+    except SuiteError as exc:
+        suite_failure(exc, bool(scenario))
+    blocked = 0
+    for item in suite.items:
+        found = blocked_reasons(item.scenario, limits)
+        blocked += bool(found)
+        for entry in found:
+            typer.echo(f"BLOCKED {item.scenario.id}: {entry.reason} (needs {entry.needs})")
+    shown = ", ".join(f"{k}={v}" for k, v in declared.items()) or "none declared"
+    typer.echo(
+        f"{blocked} of {len(suite.items)} scenario(s) blocked by the agent's limits ({shown})"
+    )
+    if suite.invalid:
+        typer.echo(f"{len(suite.invalid)} invalid scenario file(s) not audited", err=True)
+
+
+def _track(params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | None) -> None:
     """Log the run to MLflow unless tracking.enabled is false."""
-    if not (params.get("tracking") or {}).get("enabled", True):
+    if tracker is None:
         return
-    from agenteval.tracking.run import log_evaluation
     from agenteval.tracking.store import TrackingError
 
     try:
-        result = log_evaluation(layout, params)
+        result = tracker.finish(layout, params)
     except TrackingError as exc:
         fail([f"MLflow logging failed: {exc}"], 1)
         return
@@ -134,3 +225,4 @@ def _track(params: dict[str, Any], layout: Layout) -> None:
 def register(app: typer.Typer) -> None:
     app.command()(validate)
     app.command()(run)
+    app.command()(audit)

@@ -1,6 +1,7 @@
-"""`agenteval propose RUN... --out FILE` and `agenteval gate RUN --expect FILE [--enforce]`.
+"""`agenteval propose RUN... --out FILE` and `agenteval gate RUN --expect FILE [--enforce]`
+(or `gate RUN --baseline FILE [--tolerance T]` for QA and retrieval runs, see cli.bench).
 
-Exit codes of `gate`: 0 met (or any result without --enforce) · 1 a limit missed, with
+Exit codes of `gate --expect`: 0 met (or any result without --enforce) · 1 a limit missed, with
 --enforce · 2 bad input (a missing or invalid expectations file, an unreadable run) · 3 not
 comparable (another agent model, scenario set or judge than the limits were proposed for;
 refused with or without --enforce). `propose` exits 2 on bad input or too few draws and 3 on
@@ -92,15 +93,34 @@ def gate(
     out: Annotated[Path, typer.Option(help="Folder for gate.md and gate.json.")] = Path(
         "reports/gate"
     ),
+    baseline: Annotated[
+        Path | None,
+        typer.Option("--baseline", help="QA/retrieval: the baseline run or results.json."),
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option(help="--baseline: allowed drop (widened to 1.5 questions).")
+    ] = 0.02,
 ) -> None:
-    """Main's measured results beside this run's, limit by limit; exit 1 on a miss only with
-    --enforce, 3 when the limits belong to another agent model, suite or judge."""
+    """--expect: this run beside main's measured limits (exit 1 on a miss only with --enforce,
+    3 when the limits belong to another agent, suite or judge). --baseline: a QA or retrieval
+    run against its baseline (exit 1 on a drop beyond the tolerance)."""
     from agenteval.gate.expect_report import lines, write_gate
     from agenteval.gate.expectations import check
     from agenteval.gate.runs import InputError, load_side
 
-    if expect is None:
-        fail(["gate needs --expect FILE (an expectations file from `agenteval propose`)"])
+    if (expect is None) == (baseline is None):
+        fail(
+            [
+                "gate needs exactly one of --expect FILE (scenario runs, from `agenteval propose`)"
+                " or --baseline FILE (QA and retrieval runs)"
+            ]
+        )
+    if baseline is not None:
+        from agenteval.cli.bench import benchmark_gate
+
+        benchmark_gate(Path(run), baseline, tolerance)
+        return
+    assert expect is not None
     expected = _read_expectations(expect)
     try:
         loaded = load_side(run)

@@ -20,7 +20,14 @@ from typing import Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_INVALID, fail, load_params
+from agenteval.cli.common import (
+    EXIT_INVALID,
+    EXIT_STOPPED,
+    fail,
+    load_params,
+    select,
+    suite_failure,
+)
 
 EXIT_BAD_INPUT = 4
 
@@ -41,19 +48,19 @@ def noise(
 ) -> None:
     """Run one configuration R times with other seeds and write noise_floor.json."""
     from agenteval.gate.noise import measure_noise
+    from agenteval.runlock import EvalLocked
     from agenteval.suite.build import SuiteError
 
     params = load_params(params_file, list(set_ or []))
-    if scenario:
-        params["suite"]["ids"] = list(scenario)
-    if category:
-        params["suite"]["categories"] = list(category)
+    select(params, scenario, category)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = out or Path("runs") / f"noise-{stamp}"
     try:
         floor = measure_noise(params, runs, out, Path.cwd().resolve(), sys.stderr.isatty())
     except SuiteError as exc:
-        fail([str(p) for p in exc.problems], EXIT_INVALID)
+        suite_failure(exc, bool(scenario))
+    except EvalLocked as exc:
+        fail([f"not started: {exc}"], EXIT_STOPPED)
     except (ValueError, OSError, KeyError) as exc:
         fail([f"cannot measure noise: {type(exc).__name__}: {exc}"], EXIT_INVALID)
     _print_floor(floor, out)

@@ -56,11 +56,20 @@ def document_paths(manifest: Manifest) -> dict[str, str]:
     return paths
 
 
+def fact_of(manifest: Manifest, fact_id: str, doc_id: str | None = None) -> tuple[str, Fact]:
+    """(document id, fact) of a control's fact; controls name facts the manifest holds once
+    (checked by `controls.load`), or name the document too."""
+    found = manifest.find_fact(fact_id, doc_id)
+    if len(found) != 1:
+        raise KeyError(f"fact {fact_id!r} is in {len(found)} documents; name one")
+    return found[0]
+
+
 def documents_of(control: Control, manifest: Manifest) -> list[str]:
     if control.documents:
         return list(control.documents)
     if control.fact is not None:
-        return [manifest.fact_index()[control.fact][0]]
+        return [fact_of(manifest, control.fact)[0]]
     gt = control.ground_truth
     return [gt.doc_id] if gt is not None and gt.doc_id else []
 
@@ -69,7 +78,7 @@ def ground_truth(control: Control, manifest: Manifest) -> dict[str, Any]:
     """The fact's ground truth with the control's explicit overrides on top."""
     base: dict[str, Any] = {}
     if control.fact is not None:
-        doc_id, fact = manifest.fact_index()[control.fact]
+        doc_id, fact = fact_of(manifest, control.fact)
         base = {"doc_id": doc_id, "fact_id": fact.id, "expected_answer": fact.answer}
     if control.ground_truth is not None:
         gt = control.ground_truth
@@ -81,14 +90,14 @@ def ground_truth(control: Control, manifest: Manifest) -> dict[str, Any]:
 def _facts(gt: GroundTruth | None, manifest: Manifest) -> dict[str, Fact]:
     if gt is None:
         return {}
-    index = manifest.fact_index()
-    return {f: index[f][1] for f in gt.all_fact_ids if f in index}
+    found = {f: manifest.find_fact(f, gt.doc_id) for f in gt.all_fact_ids}
+    return {f: hits[0][1] for f, hits in found.items() if len(hits) == 1}
 
 
 def scenario_of(control: Control, manifest: Manifest) -> Scenario:
     paths = document_paths(manifest)
     docs = documents_of(control, manifest)
-    fact_question = manifest.fact_index()[control.fact][1].question if control.fact else ""
+    fact_question = fact_of(manifest, control.fact)[1].question if control.fact else ""
     question = control.question or fact_question
     turns: list[dict[str, Any]] = []
     for n, earlier in enumerate(control.history, start=1):

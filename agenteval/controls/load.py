@@ -65,9 +65,12 @@ def _read_file(path: Path, shown: str) -> tuple[list[tuple[Control, int]], list[
 
 def _check_references(control: Control, manifest: Manifest, shown: str, line: int) -> list[Problem]:
     problems = []
-    facts = manifest.fact_index()
-    if control.fact is not None and control.fact not in facts:
+    holders = len(manifest.find_fact(control.fact)) if control.fact is not None else 1
+    if holders == 0:
         problems.append(Problem(shown, line, f"{control.id}: unknown fact {control.fact!r}"))
+    elif holders > 1:
+        msg = f"{control.id}: fact {control.fact!r} is in {holders} documents; name one"
+        problems.append(Problem(shown, line, msg))
     for doc in control.documents:
         if doc not in manifest.document_ids():
             problems.append(Problem(shown, line, f"{control.id}: unknown document {doc!r}"))

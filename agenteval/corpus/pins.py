@@ -28,7 +28,26 @@ def documents(
     for i, doc in enumerate(manifest.documents):
         yield "documents", i, doc, doc.path or str(DOCUMENTS_DIR / doc.filename)
     for i, adv in enumerate(manifest.adversarial_documents):
-        yield "adversarial_documents", i, adv, str(ADVERSARIAL_DIR / adv.filename)
+        yield "adversarial_documents", i, adv, adv.path or str(ADVERSARIAL_DIR / adv.filename)
+
+
+SUB_MANIFEST = "manifest.json"
+
+
+def sub_manifests(main: Path) -> list[Path]:
+    """Manifests of corpus sub-folders (e.g. eval/corpus/real_world/manifest.json), merged
+    into the main one; their documents live beside them."""
+    return sorted(p for p in main.parent.glob(f"*/{SUB_MANIFEST}") if p.is_file())
+
+
+def rebased(manifest: Manifest, folder: str) -> Manifest:
+    """`manifest` with each document's location made repository-relative from `folder`."""
+    copy = manifest.model_copy(deep=True)
+    for doc in copy.documents:
+        doc.path = doc.path or f"{folder}/{doc.filename}"
+    for adv in copy.adversarial_documents:
+        adv.path = adv.path or f"{folder}/{adv.filename}"
+    return copy
 
 
 def external_paths(root: Path, sources: Path | None = None) -> set[str]:
@@ -80,10 +99,14 @@ class PinChange:
     new: str
 
 
-def pin_manifest(manifest_path: Path, root: Path) -> list[PinChange]:
-    """Rewrite every document's sha256 from the bytes on disk; missing files keep their pin."""
+def pin_manifest(manifest_path: Path, root: Path, folder: str | None = None) -> list[PinChange]:
+    """Rewrite every document's sha256 from the bytes on disk; missing files keep their pin.
+
+    `folder` (repository-relative) is where a sub-folder manifest's documents live."""
     raw = json.loads(manifest_path.read_text(encoding="utf-8"))
     manifest = Manifest.model_validate(raw)
+    if folder is not None:
+        manifest = rebased(manifest, folder)
     changes = []
     for key, index, doc, rel in documents(manifest):
         path = root / rel

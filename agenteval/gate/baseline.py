@@ -61,10 +61,12 @@ def save_baseline(run: str | Path, dest: Path = DEFAULT_PATH) -> Path:
 
 
 def _pm(block: dict[str, Any], digits: int) -> str:
-    value, half = block.get("value"), block.get("half_width")
+    value, low, high = block.get("value"), block.get("low"), block.get("high")
     if value is None:
         return "n/a"
-    return f"{value:.{digits}f}" + ("" if half is None else f" ± {half:.{digits}f}")
+    if low is None or high is None:
+        return f"{value:.{digits}f} ({block.get('note') or 'no interval'})"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def describe_baseline(path: Path = DEFAULT_PATH) -> list[str]:
@@ -91,7 +93,7 @@ def describe_baseline(path: Path = DEFAULT_PATH) -> list[str]:
         f"{str(cfg.get('corpus_digest'))[:12]} · params {str(cfg.get('params_digest'))[:12]}",
         f"  iterations: {cfg.get('iterations')} · seeds: {cfg.get('seeds')}",
         f"  scenarios: {len(tally(card))} · iteration rows: {card.summary.total}",
-        f"  judged pass rate: {_pm(overall['judged_pass_rate'], 3)} (95% CI half-width)",
+        f"  judged pass rate: {_pm(overall['judged_pass_rate'], 3)} (95% interval)",
         f"  average score: {_pm(overall['avg_score'], 2)}/10",
     ]
     return lines

@@ -7,19 +7,21 @@ Exit codes (the CLI's and :attr:`Comparison.exit_code`):
   significantly after Holm correction, or a scenario is in ``regressed``; with
   ``require_complete`` also a scenario the baseline measured that the current run is missing or
   did not fully measure.
-* 3 — not comparable: the measuring instrument differs (judge, simulator, corpus), or with
-  ``same_agent`` the agent differs, or either run's judge missed the controls gate on the
-  controls mixed into that run (judge.controls_per_run) or was not self-consistent over its
-  repeats (judge.repeats). Every reason is listed.
+* 3 — not comparable: the measuring instrument differs (judge — its code file by file,
+  prompts, rules, model — or simulator; a corpus change only when it cannot be confined to
+  single scenarios), or with ``same_agent`` the agent differs, or either run's judge missed the
+  controls gate on the controls mixed into that run (judge.controls_per_run) or was not
+  self-consistent over its repeats (judge.repeats). Every reason is listed.
 * 4 — an input could not be read (used by the CLI; 2 is taken by "regression").
 
-Tests. Scenarios are paired by id; a scenario whose content digest differs is ``changed`` and
-left out. With one judged iteration per side the pass/fail test is the exact McNemar test;
-otherwise a paired sign-flip permutation test on per-scenario pass rates. The same test runs per
-category with Holm correction. The gate's rule is two-sided p < 0.05 AND a negative mean
-difference — the rule whose false-alarm rate (<= 5%) and power (>= 80% for a 0.2 drop over 40
-scenarios at 3 repeats) tests/test_stats.py simulates. Average scores get the same tests and are
-reported, but do not gate: adding a second gating family would double the false-alarm budget.
+Tests. Scenarios are paired by id; a scenario whose content or ground truth (manifest facts,
+document bytes) differs is ``changed`` and left out. With one judged iteration per side the
+pass/fail test is the exact McNemar test; otherwise a paired sign-flip permutation test on
+per-scenario pass rates. The same test runs per category with Holm correction. The gate's rule
+is two-sided p < 0.05 AND a negative mean difference — the rule whose false-alarm rate (<= 5%)
+and power (>= 80% for a 0.2 drop over 40 scenarios at 3 repeats) tests/test_stats.py simulates.
+Average scores get the same tests and are reported, but do not gate: adding a second gating
+family would double the false-alarm budget.
 
 Scenario buckets (regressed, improved, flaky, unchanged, unmeasured, changed, only_in_*): the
 rules are in :mod:`agenteval.gate.buckets`.
@@ -45,6 +47,7 @@ from agenteval.gate.runs import (
     InputError,
     LoadedRun,
     agent_differences,
+    corpus_localised,
     describe,
     instrument_differences,
     judge_gate_misses,
@@ -253,6 +256,9 @@ def _split(
         elif b.digest and c.digest and b.digest != c.digest:
             why = "scenario content changed (other digest): left out of the tests"
             rows.append(_row(sid, "changed", why, b, c, tau))
+        elif b.ground_truth and c.ground_truth and b.ground_truth != c.ground_truth:
+            why = "ground truth changed (manifest facts or document bytes): left out of the tests"
+            rows.append(_row(sid, "changed", why, b, c, tau))
         elif b.n == 0 or c.n == 0:
             rows.append(_row(sid, *bucket_for(b, c, Evidence(tau=tau)), b, c, tau))
         else:
@@ -396,6 +402,13 @@ def compare(
     result = Comparison(EXIT_OK, "no regression", "same agent", describe(b_run), describe(c_run))
     result.instrument_differences = instrument_differences(b_cfg, c_cfg)
     result.agent_differences = agent_differences(b_cfg, c_cfg)
+    if corpus_localised(b_cfg, c_cfg):
+        # Each scenario's facts and document bytes are known: a scenario whose ground truth
+        # changed is left out (bucket `changed`), the others still measure the same thing.
+        result.warnings.append(
+            f"corpus differs ({b_cfg.get('corpus_digest')} -> {c_cfg.get('corpus_digest')}): "
+            "scenarios whose ground truth changed are left out"
+        )
     if result.agent_differences:
         result.kind = "A/B"
     refused = [f"the measuring instrument differs: {d}" for d in result.instrument_differences]

@@ -18,8 +18,9 @@ def measure_noise(
     """Run one configuration ``runs`` times with suite seeds seed, seed+1, ...; write the floor.
 
     Iteration seeds are suite.seed * 1000 + iteration, so consecutive suite seeds give disjoint
-    iteration seeds (for fewer than 1000 iterations) and the engine's per-iteration transcript
-    cache never reuses an answer across runs. Each run lives in ``out_dir/run-<r>/``.
+    iteration seeds (for fewer than 1000 iterations); stored transcripts and the response cache
+    are both keyed by the seed, so no run replays another's answers. Each run lives in
+    ``out_dir/run-<r>/``.
     """
     if runs < 2:
         raise ValueError(f"--runs must be at least 2 to measure run-to-run noise, got {runs}")

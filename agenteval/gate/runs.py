@@ -1,8 +1,10 @@
 """The two runs a comparison reads: loading them, and what makes them comparable.
 
 An argument names a run directory, a scorecard file or an MLflow run id. The measuring
-instrument is the judge (kind, model, prompt/config digests, weights and thresholds), the user
-simulator and the corpus: if any differs, two scores do not measure the same thing.
+instrument is the judge (kind, model, prompt/config digests, weights and thresholds) and the
+user simulator: if either differs, two scores do not measure the same thing. A corpus change is
+confined to the scenarios whose ground truth (facts, document bytes) it changes when both runs
+record it per scenario; otherwise it is an instrument difference too.
 """
 
 from __future__ import annotations
@@ -119,11 +121,20 @@ def _differences(section: str, a: Any, b: Any) -> list[str]:
     ]
 
 
+def corpus_localised(base: Mapping[str, Any], cur: Mapping[str, Any]) -> bool:
+    """The corpora differ, but both runs say which facts and bytes each scenario was graded
+    against, so the difference can be confined to the scenarios it touches."""
+    return base.get("corpus_digest") != cur.get("corpus_digest") and all(
+        cfg.get("ground_truth") and all(cfg["ground_truth"].values()) for cfg in (base, cur)
+    )
+
+
 def instrument_differences(base: Mapping[str, Any], cur: Mapping[str, Any]) -> list[str]:
-    """Every judge, simulator and corpus difference: any of them changes what a score means."""
+    """Every judge and simulator difference, and a corpus difference that cannot be confined
+    to single scenarios: any of them changes what a score means."""
     diffs = _differences("judge", base.get("judge"), cur.get("judge"))
     diffs += _differences("simulator", base.get("simulator"), cur.get("simulator"))
-    if base.get("corpus_digest") != cur.get("corpus_digest"):
+    if base.get("corpus_digest") != cur.get("corpus_digest") and not corpus_localised(base, cur):
         diffs.append(f"corpus_digest: {base.get('corpus_digest')} -> {cur.get('corpus_digest')}")
     return diffs
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agenteval.fileio import code_digest, digest_of
+from agenteval.fileio import code_of, digest_of
 from agenteval.judges.abstention import grade_unknown
 from agenteval.judges.correctness import Question, grade_answer
 from agenteval.judges.reading import abstains
@@ -56,7 +56,8 @@ class CodeJudge:
             kind=KIND,
             model=None,
             protocol=None,
-            config_digest=digest_of({"kind": KIND, "code": code_digest()}),
+            config_digest=digest_of({"kind": KIND, "code": code_of(__name__)}),
+            details={"code": code_of(__name__)},
         )
 
     async def judge(self, item: SuiteItem, transcript: Transcript, sample: int = 0) -> Verdict:
@@ -134,7 +135,7 @@ def question_of(turn: Turn, said: TranscriptTurn, item: SuiteItem | None) -> str
         texts.append(turn.user_message)
     gt = turn.ground_truth
     if gt is not None and item is not None:
-        texts += [item.facts[f].question for f in gt.all_fact_ids if f in item.facts]
+        texts += [fact.question for fact in item.facts_of(gt)]
     return "\n".join(texts)
 
 
@@ -208,7 +209,7 @@ def completeness(turn: Turn, said: TranscriptTurn, item: SuiteItem) -> Mark | No
     if gt is None:
         return None
     response = said.response
-    facts = [item.facts[f] for f in gt.all_fact_ids if f in item.facts and item.facts[f].answer]
+    facts = [fact for fact in item.facts_of(gt) if fact.answer]
     if len(facts) >= 2:
         queried = _queried(said.tool_calls)
         results = [

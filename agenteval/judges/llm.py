@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agenteval.fileio import code_digest, digest_of
+from agenteval.fileio import code_of, digest_of
 from agenteval.judges.code import CodeJudge, judge_transcript
 from agenteval.judges.output import (
     SCENARIO_SCHEMA,
@@ -160,10 +160,15 @@ class LLMJudge:
                     "prompts": shas,
                     "rules": self.rules.describe(),
                     "settings": settings,
-                    "code": code_digest(),
+                    "code": code_of(__name__),
                 }
             ),
-            details={"endpoint": self.config.describe(), "prompts": shas, **settings},
+            details={
+                "endpoint": self.config.describe(),
+                "prompts": shas,
+                **settings,
+                "code": code_of(__name__),
+            },
         )
 
     def _format(self, name: str, schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -186,7 +191,7 @@ class LLMJudge:
             verdict.status, verdict.error = Status.ERRORED, code.error
             return verdict
         slot = transcript.iteration + sample * SAMPLE_STRIDE
-        asker = _Asker(await self.config.client(), self.max_attempts, slot)
+        asker = _Asker(await self.config.client(), self.max_attempts, slot, transcript.seed)
         try:
             await self._grade(item, transcript, code, verdict, asker)
         except QuotaExhausted:
@@ -255,10 +260,12 @@ def _graded(turn: int, mark: TurnJudgment) -> TurnVerdict:
 class _Asker:
     """Asks one judging question, re-asking with the validation error until it gets JSON."""
 
-    def __init__(self, client: BaseChatClient, max_attempts: int, iteration: int) -> None:
+    def __init__(
+        self, client: BaseChatClient, max_attempts: int, iteration: int, seed: int
+    ) -> None:
         self.client = client
         self.max_attempts = max_attempts
-        self.iteration = iteration
+        self.iteration, self.seed = iteration, seed
         self.completions: list[Completion] = []
 
     async def ask(
@@ -273,7 +280,10 @@ class _Asker:
         error = raw = ""
         for _ in range(self.max_attempts):
             completion = await self.client.complete(
-                messages, response_format=response_format, iteration=self.iteration
+                messages,
+                response_format=response_format,
+                iteration=self.iteration,
+                seed=self.seed,
             )
             self.completions.append(completion)
             raw = completion.text

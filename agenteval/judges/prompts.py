@@ -182,7 +182,7 @@ def ground_truth_block(item: SuiteItem, turn: Turn) -> str:
         elif gt.expected_answer:
             lines.append(f"- expected answer: {gt.expected_answer}")
         for fact_id in gt.all_fact_ids:
-            fact = item.facts.get(fact_id)
+            fact = item.fact(fact_id, gt.doc_id)
             if fact is not None:
                 answer = fact.answer if fact.answer is not None else "(not in the document)"
                 lines.append(f"- fact {fact_id}: {fact.question} -> {answer}")

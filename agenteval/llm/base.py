@@ -69,6 +69,7 @@ class ChatClient(Protocol):
         tools: ToolsArg = None,
         response_format: Mapping[str, Any] | None = None,
         iteration: int = 0,
+        seed: int = 0,
     ) -> Completion: ...
 
     async def aclose(self) -> None: ...
@@ -129,8 +130,10 @@ class BaseChatClient(ABC):
         tools: ToolsArg = None,
         response_format: Mapping[str, Any] | None = None,
         iteration: int = 0,
+        seed: int = 0,
     ) -> Completion:
-        """Ask the model for the next turn; `iteration` distinguishes repeated samples."""
+        """Ask the model for the next turn; `iteration` and `seed` (the unit's) name the
+        sample, so repeats and runs with other seeds never share a cached reply."""
         parsed_messages = as_messages(messages)
         specs = as_tool_specs(tools)
         body = self.build_body(parsed_messages, specs, response_format)
@@ -138,7 +141,7 @@ class BaseChatClient(ABC):
         key = None
         if cache is not None:
             ep = self.endpoint
-            key = cache_key(ep.protocol, ep.public_base_url, ep.model, body, iteration)
+            key = cache_key(ep.protocol, ep.public_base_url, ep.model, body, iteration, seed)
             hit = cache.get(key)
             if hit is not None:
                 return self._reprice(hit)

@@ -1,8 +1,10 @@
 """Content-addressed on-disk cache of completions.
 
 The key covers everything that determines a reply (protocol, base URL, model, the exact
-request body) plus the iteration index: an unchanged rerun is served entirely from disk,
-while repeated samples of the same request (iteration 0, 1, 2, ...) stay independent.
+request body) plus the sample it belongs to (the unit's iteration index and seed): an unchanged
+rerun is served entirely from disk, while repeated samples of the same request stay
+independent, across iterations (0, 1, 2, ...) and across runs with other seeds alike
+(`agenteval noise` runs every repeat with another seed).
 Request headers, where the key travels, are never part of the key or the stored value.
 """
 
@@ -28,7 +30,9 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def cache_key(protocol: str, base_url: str, model: str, body: Any, iteration: int) -> str:
+def cache_key(
+    protocol: str, base_url: str, model: str, body: Any, iteration: int, seed: int = 0
+) -> str:
     payload = {
         "format": CACHE_FORMAT,
         "protocol": protocol,
@@ -36,6 +40,7 @@ def cache_key(protocol: str, base_url: str, model: str, body: Any, iteration: in
         "model": model,
         "body": body,
         "iteration": iteration,
+        "seed": seed,
     }
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 

@@ -50,10 +50,11 @@ class EndpointConfig:
     def from_params(cls, params: Mapping[str, Any], role: str, root: Path) -> EndpointConfig:
         run = params.get("run") or {}
         raw_cache = run.get("cache_dir", DEFAULT_CACHE_DIR)
+        # `run.cache: false`, or an explicit null/empty cache_dir, switches the cache off.
+        cached = bool(run.get("cache", True)) and raw_cache
         return cls(
             endpoint=endpoint_from(params.get(role) or {}, role),
-            # An explicit null/empty value switches the cache off; absent means the default.
-            cache_dir=(root / str(raw_cache)) if raw_cache else None,
+            cache_dir=(root / str(raw_cache)) if cached else None,
             prices=run.get("prices") or None,
             concurrency=int(run.get("concurrency", 4)),
             max_attempts=int(run.get("max_attempts", 5)),

@@ -35,6 +35,7 @@ MIN_SECRET_LEN = 8
 DIGEST_HEX_LENGTHS = (32, 40, 64)
 
 _LOWER_RUN = re.compile(r"[a-z]{8,}")
+MEMO_STRINGS = 8192  # scrubbed strings remembered per Scrubber
 
 _Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], str | None]]
 
@@ -157,6 +158,9 @@ class Scrubber:
             self._add(label, value)
         self._rules = _shape_rules(exempt_hex_lengths)
         self._known: re.Pattern[str] | None = None
+        # Results per string: a run writes the same strings (tool names, endpoint details,
+        # retrieved passages) into thousands of files. Cleared whenever the secrets change.
+        self._memo: dict[str, tuple[str, tuple[str, ...]]] = {}
         self._compile_known()
 
     @classmethod
@@ -183,6 +187,7 @@ class Scrubber:
             self._labels[value] = label
 
     def _compile_known(self) -> None:
+        self._memo = {}
         if not self._labels:
             self._known = None
             return
@@ -195,6 +200,16 @@ class Scrubber:
         self._compile_known()
 
     def _apply(self, text: str) -> tuple[str, list[str]]:
+        found = self._memo.get(text)
+        if found is None:
+            clean, hits = self._scan(text)
+            found = (clean, tuple(hits))
+            if len(self._memo) >= MEMO_STRINGS:
+                self._memo = {}
+            self._memo[text] = found
+        return found[0], list(found[1])
+
+    def _scan(self, text: str) -> tuple[str, list[str]]:
         hits: list[str] = []
         if self._known is not None:
             known = self._known

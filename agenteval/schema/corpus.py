@@ -33,6 +33,9 @@ class Document(_Open):
 class AdversarialDocument(_Open):
     id: str
     filename: str = Field(description="Relative to the adversarial directory.")
+    path: str | None = Field(
+        None, description="Repository-relative location, when not in the adversarial directory."
+    )
     expected_behavior: str | None = None
     sha256: str | None = None
 
@@ -45,9 +48,19 @@ class Manifest(_Open):
     documents: list[Document]
     adversarial_documents: list[AdversarialDocument] = Field(default_factory=list)
 
-    def fact_index(self) -> dict[str, tuple[str, Fact]]:
-        """fact id -> (document id, fact)."""
-        return {fact.id: (doc.id, fact) for doc in self.documents for fact in doc.facts}
+    def fact_index(self) -> dict[tuple[str, str], Fact]:
+        """(document id, fact id) -> fact: fact ids are unique within their document."""
+        return {(doc.id, fact.id): fact for doc in self.documents for fact in doc.facts}
+
+    def find_fact(self, fact_id: str, doc_id: str | None = None) -> list[tuple[str, Fact]]:
+        """(document id, fact) of every fact with this id, in `doc_id` when it is given."""
+        return [
+            (doc.id, fact)
+            for doc in self.documents
+            if doc_id is None or doc.id == doc_id
+            for fact in doc.facts
+            if fact.id == fact_id
+        ]
 
     def document_ids(self) -> set[str]:
         return {d.id for d in self.documents} | {d.id for d in self.adversarial_documents}

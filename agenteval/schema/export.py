@@ -11,6 +11,8 @@ from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
 from agenteval.schema.params import Params
+from agenteval.schema.qa import QATask, QAVerdict
+from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.sources import SourcesFile
@@ -33,6 +35,9 @@ def models() -> dict[str, type[BaseModel]]:
         "tiers": TiersFile,
         "expectations": Expectations,
         "controls": ControlFile,
+        "qa_task": QATask,
+        "qa_verdict": QAVerdict,
+        "retrieval_questions": EvidenceSet,
     }
     return found
 

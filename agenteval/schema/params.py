@@ -43,6 +43,11 @@ class EndpointFields(_Section):
 
 
 class SuiteParams(_Section):
+    kind: Literal["scenarios", "qa", "retrieval"] = Field(
+        "scenarios",
+        description="scenarios (dvc.yaml) | qa (pipelines/qa, section qa) | retrieval "
+        "(pipelines/retrieval, section retrieval).",
+    )
     scenarios: str | list[str] = Field(
         "eval/scenarios", description="A folder or a list of folders/files."
     )
@@ -55,6 +60,11 @@ class SuiteParams(_Section):
         None, description="Only this CI lane of the tiers file; null: every scenario."
     )
     tiers: str = Field("eval/tiers.yaml", description="Which lane each scenario is in, and why.")
+    strict: bool = Field(
+        False,
+        description="Refuse the run on any invalid scenario file (and on the reference format's "
+        "looser references); false: skip invalid files, list them, exit 2 at the end.",
+    )
 
 
 class BuiltinKnobs(BaseModel):
@@ -74,6 +84,21 @@ class BuiltinKnobs(BaseModel):
     )
 
 
+class AgentLimits(_Section):
+    """What the agent's architecture cannot do. Scenarios these limits make impossible are
+    listed by `agenteval audit` and scored BLOCKED_BY_ARCHITECTURE (capped like a FAIL)."""
+
+    history_turns: int | None = Field(
+        None, ge=0, description="Earlier turns kept in context (0: stateless); null: all."
+    )
+    message_chars: int | None = Field(
+        None, ge=1, description="Longest user message accepted intact; null: no limit."
+    )
+    tools: list[str] | None = Field(
+        None, description="The tools the agent has; null: every tool it is offered."
+    )
+
+
 class TargetParams(EndpointFields):
     """The agent under test: builtin (offline) | chat (any endpoint) | mcp (external agent)."""
 
@@ -81,6 +106,7 @@ class TargetParams(EndpointFields):
     model: str | None = "builtin-bm25"
     agent: str = Field("eval/agents/default", description="System prompt, tools, phrasings.")
     params: BuiltinKnobs = Field(default_factory=BuiltinKnobs)
+    limits: AgentLimits = Field(default_factory=AgentLimits)
     library: list[str] | None = Field(None, description="Folders the agent may discover.")
     max_tool_steps: int | None = Field(None, ge=1, description="chat: tool steps per turn.")
     tool_mode: Literal["native", "context"] | None = None
@@ -143,15 +169,40 @@ class PriceParams(_Section):
     cache_write_per_mtok: float | None = Field(None, ge=0)
 
 
+RetryStatus = Literal[
+    "TIMEOUT",
+    "BUDGET_EXCEEDED",
+    "INFRA_ERROR",
+    "SETUP_ERROR",
+    "SKIPPED_NO_DOCUMENT",
+    "ERRORED",
+    "NO_USER_MESSAGE",
+]
+
+
+def _default_retries() -> list[RetryStatus]:
+    return ["INFRA_ERROR", "ERRORED", "TIMEOUT"]
+
+
 class RunParams(_Section):
     concurrency: int = Field(4, ge=1, description="Requests in flight per endpoint.")
     timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
     budget_usd_per_scenario: float | None = Field(None, gt=0)
     budget_usd_total: float | None = Field(None, gt=0)
+    cache: bool = Field(
+        True,
+        description="Cache model replies (keyed by request, iteration and seed): an unchanged "
+        "rerun makes no calls; false asks the model every time.",
+    )
     cache_dir: str | None = Field(".cache/agenteval/llm", description="null: no cache.")
     max_attempts: int = Field(5, ge=1, description="HTTP attempts on 429/5xx/timeouts.")
     request_timeout_s: float = Field(60, gt=0)
     prices: dict[str, PriceParams] = Field(default_factory=dict)
+    retry_statuses: list[RetryStatus] = Field(
+        default_factory=_default_retries,
+        description="Stored units that ended so are run once more by every resume or repro "
+        "(attempts recorded); COMPLETED units never are.",
+    )
     estimate_missing_usage: bool | None = None
 
 
@@ -202,6 +253,60 @@ class ControlsParams(_Section):
     seed: int = 0
 
 
+class QAJudgeParams(EndpointFields):
+    """`qa.judge`: the A/B/C judge. The code pre-check always runs first; what it cannot
+    settle goes to the model (`kind: llm`) or stays unavailable (`kind: precheck`)."""
+
+    kind: Literal["precheck", "llm"] = Field("precheck", description="precheck | llm")
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompt: str = Field("eval/prompts/judge_qa.md", description="The A/B/C instructions.")
+    max_attempts: int = Field(2, ge=1, description="Model calls per answer incl. re-asks.")
+
+
+class QAParams(_Section):
+    """`suite.kind: qa`: questions with short ground-truth answers, k attempts each."""
+
+    tasks: str = Field("eval/qa/tasks.jsonl", description="Task file (JSONL or GAIA metadata).")
+    format: Literal["jsonl", "gaia"] = Field("jsonl", description="jsonl | gaia (metadata.jsonl)")
+    levels: list[int] = Field(default_factory=list, description="Empty: all levels (1, 2, 3).")
+    ids: list[str] = Field(default_factory=list, description="Empty: all tasks.")
+    k: int = Field(1, ge=1, description="Attempts per task (pass@k, pass^k, avg@k).")
+    attempt_strategy: Literal["independent"] = Field(
+        "independent", description="independent: every attempt its own seed and cache key."
+    )
+    judge: QAJudgeParams = Field(default_factory=QAJudgeParams)
+
+
+class RetrievalPipelineParams(_Section):
+    name: str = Field(min_length=1, description="Label in reports and the gate.")
+    kind: Literal["bm25", "dense"] = "bm25"
+    chunk_size: int = Field(400, gt=0, description="Characters per chunk.")
+    model: str | None = Field(None, description="dense: embedding model (offline package).")
+    dedup: bool = Field(True, description="Collapse chunks with identical text in a ranking.")
+
+
+def _default_pipelines() -> list[RetrievalPipelineParams]:
+    return [
+        RetrievalPipelineParams(name="bm25", kind="bm25"),
+        RetrievalPipelineParams(name="bm25-800", kind="bm25", chunk_size=800),
+        RetrievalPipelineParams(name="dense", kind="dense", model="all-MiniLM-L6-v2"),
+    ]
+
+
+class RetrievalParams(_Section):
+    """`suite.kind: retrieval`: labelled evidence quotes over pinned documents."""
+
+    questions: str = Field("eval/retrieval/questions.yaml", description="Labelled questions.")
+    library: list[str] = Field(
+        default_factory=lambda: ["eval/corpus/documents", "data/corpora"],
+        description="Folders indexed for every question.",
+    )
+    pipelines: list[RetrievalPipelineParams] = Field(default_factory=_default_pipelines)
+    depth: int = Field(20, ge=1, description="Ranked chunks scored per question.")
+    answers: bool = Field(True, description="Ask the target and classify every wrong answer.")
+    hard_cases: bool = True
+
+
 class Params(_Section):
     suite: SuiteParams = Field(default_factory=SuiteParams)
     target: TargetParams = Field(default_factory=TargetParams)
@@ -211,3 +316,5 @@ class Params(_Section):
     stats: StatsParams = Field(default_factory=StatsParams)
     tracking: TrackingParams = Field(default_factory=TrackingParams)
     controls: ControlsParams = Field(default_factory=ControlsParams)
+    qa: QAParams = Field(default_factory=QAParams)
+    retrieval: RetrievalParams = Field(default_factory=RetrievalParams)

@@ -12,6 +12,9 @@ class Problem:
     line: int
     message: str
     severity: Literal["error", "warning"] = "error"
+    # A warning that `validate --strict` (and `run --strict`) treats as an error: input the
+    # reference system's files use and we accept, such as a document with no manifest entry.
+    strict: bool = False
 
     def __str__(self) -> str:
         tag = "" if self.severity == "error" else "warning: "
@@ -20,3 +23,11 @@ class Problem:
 
 def errors(problems: list[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity == "error"]
+
+
+def strictly(problems: list[Problem]) -> list[Problem]:
+    """The same problems with every strict-only warning made an error."""
+    return [
+        Problem(p.path, p.line, p.message) if p.strict and p.severity == "warning" else p
+        for p in problems
+    ]

@@ -7,6 +7,7 @@ of failing.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -72,6 +73,19 @@ class GroundTruth(_Open):
         return ids
 
 
+class Turn(_Open):
+    turn: int = Field(description="1-based position; turns are numbered 1..N.")
+    objective: str
+    user_message: str | None = None
+    persona: str | None = Field(
+        None, description="This turn's persona, when it differs from the scenario's."
+    )
+    ground_truth: GroundTruth | None = None
+    success_criteria: str | None = None
+    expected_tools: list[str] | None = None
+    forbidden_tools: list[str] | None = None
+
+
 class CapturedFrom(_Open):
     """The real session a scenario was drafted from (the reference system writes this form)."""
 
@@ -79,15 +93,13 @@ class CapturedFrom(_Open):
     title: str | None = None
     captured_at: str | None = Field(None, description="When it was captured (ISO 8601, UTC).")
 
-
-class Turn(_Open):
-    turn: int = Field(description="1-based position; turns are numbered 1..N.")
-    objective: str
-    user_message: str | None = None
-    ground_truth: GroundTruth | None = None
-    success_criteria: str | None = None
-    expected_tools: list[str] | None = None
-    forbidden_tools: list[str] | None = None
+    @field_validator("captured_at", mode="before")
+    @classmethod
+    def _timestamp_to_text(cls, value: Any) -> Any:
+        # YAML reads an unquoted ISO timestamp as a datetime; the file meant the text.
+        if isinstance(value, dt.datetime | dt.date):
+            return value.isoformat()
+        return value
 
 
 class Scenario(_Open):
@@ -102,7 +114,7 @@ class Scenario(_Open):
     turns: list[Turn] = Field(min_length=1)
     expected_outcome: str | None = None
     captured_from: str | CapturedFrom | None = Field(
-        None, description="The session it was captured from: free text or a mapping."
+        None, description="A session id, or {session_id, title, captured_at} (captured files)."
     )
     note: str | None = None
     # Our own optional fields.
@@ -123,6 +135,9 @@ class Scenario(_Open):
         if not value.strip():
             raise ValueError("persona must be a non-empty string")
         return value
+
+    def persona_of(self, turn: Turn) -> str:
+        return turn.persona or self.persona
 
     def forbidden_for(self, turn: Turn) -> list[str]:
         return sorted(set(self.forbidden_tools or []) | set(turn.forbidden_tools or []))

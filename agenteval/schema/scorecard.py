@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, Field
 
+from agenteval.schema.suite import InvalidScenario
+
 
 class TurnResult(BaseModel):
     turn: int
@@ -29,6 +31,9 @@ class ScenarioResult(BaseModel):
     root_cause: str | None = None
     warnings: list[str] = Field(default_factory=list)
     scenario_digest: str | None = None
+    ground_truth_digest: str | None = Field(
+        None, description="Facts and document bytes graded against; compare pairs only equal."
+    )
     overrides: list[str] = Field(
         default_factory=list, description="The code rule of each override of the judge."
     )
@@ -56,6 +61,7 @@ class Summary(BaseModel):
     infra_error: int = 0
     setup_error: int = 0
     skipped_no_document: int = 0
+    no_user_message: int = 0
     errored: int = 0
     not_run: int = 0
     not_judged: int = 0
@@ -138,6 +144,9 @@ class Scorecard(BaseModel):
     pass_counts: dict[str, PassCount] = Field(default_factory=dict)
     dimension_means: dict[str, float] = Field(default_factory=dict)
     usage: dict[str, Any] = Field(default_factory=dict)
+    invalid: list[InvalidScenario] = Field(
+        default_factory=list, description="Selected scenario files skipped as invalid."
+    )
     overrides_by_rule: dict[str, int] = Field(default_factory=dict)
     calibration: Calibration | None = Field(
         None, description="judge.controls_per_run > 0: the judge on controls of this run."

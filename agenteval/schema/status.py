@@ -16,6 +16,9 @@ class Status(StrEnum):
     INFRA_ERROR = "INFRA_ERROR"
     SETUP_ERROR = "SETUP_ERROR"
     SKIPPED_NO_DOCUMENT = "SKIPPED_NO_DOCUMENT"
+    # A turn has no scripted user_message and no simulator that can write one is configured:
+    # sending the objective instead would score the agent on words no user said.
+    NO_USER_MESSAGE = "NO_USER_MESSAGE"
     ERRORED = "ERRORED"
     NOT_RUN = "NOT_RUN"
     NOT_JUDGED = "NOT_JUDGED"

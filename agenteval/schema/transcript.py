@@ -48,6 +48,20 @@ class Participant(BaseModel):
     config_digest: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
 
+    def same_as(self, other: Participant) -> bool:
+        """The same instrument or agent: kind, model, protocol and configuration digest.
+        `details` only explain the digest (which file, which setting) and are not compared."""
+        fields = ("kind", "model", "protocol", "config_digest")
+        return all(getattr(self, f) == getattr(other, f) for f in fields)
+
+
+class Attempt(BaseModel):
+    """An earlier attempt at the same unit that ended unmeasured and was run again."""
+
+    status: str
+    error: str | None = None
+    started_at: str | None = None
+
 
 class Transcript(BaseModel):
     scenario_id: str
@@ -58,11 +72,22 @@ class Transcript(BaseModel):
     error: str | None = None
     target: Participant
     simulator: Participant
+    documents: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="sha256 of every document this conversation read: the scenario's own and "
+        "each file the agent indexed. The transcript is reused only while all are unchanged.",
+    )
     setup_calls: list[ToolCall] = Field(default_factory=list)
     turns: list[TranscriptTurn] = Field(default_factory=list)
     started_at: str | None = None
     duration_s: float | None = None
     cost_usd: float | None = Field(None, description="Known cost of the agent's calls; None = n/a.")
+    attempts: int = Field(
+        1, ge=1, description="Times this unit was run; > 1 when an earlier attempt was retried."
+    )
+    earlier_attempts: list[Attempt] = Field(
+        default_factory=list, description="How each earlier attempt ended (oldest first)."
+    )
     resumable: bool = Field(
         False,
         description="Not the agent's fault and worth retrying: a resumed run runs it again "

@@ -67,6 +67,9 @@ class Verdict(BaseModel):
     iteration: int = 0
     scenario_digest: str
     transcript_digest: str
+    ground_truth_digest: str | None = Field(
+        None, description="The suite item's ground truth (facts, document bytes) graded against."
+    )
     judge: Participant
     status: str = Field(
         description="Judge-reported status (PASS/FAIL/BLOCKED_BY_ARCHITECTURE) or an "

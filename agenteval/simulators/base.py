@@ -19,9 +19,17 @@ class UserMessage:
 
 class Simulator(Protocol):
     participant: Participant
+    # False for a simulator that can only replay scripted `user_message`s: a turn without
+    # one leaves its scenario unmeasured (NO_USER_MESSAGE) instead of sending the objective.
+    writes_messages: bool
 
     async def message(
-        self, scenario: Scenario, turn: Turn, history: list[TranscriptTurn], iteration: int
+        self,
+        scenario: Scenario,
+        turn: Turn,
+        history: list[TranscriptTurn],
+        iteration: int,
+        seed: int = 0,
     ) -> UserMessage: ...
 
 

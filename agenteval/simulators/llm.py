@@ -10,13 +10,11 @@ charges those turns to the simulator, not to the agent.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from agenteval.fileio import code_digest, digest_of
+from agenteval.fileio import code_of, digest_of
 from agenteval.llm import Message, SystemMessage
 from agenteval.llm import UserMessage as ChatUserMessage
 from agenteval.llm.config import EndpointConfig
@@ -61,6 +59,8 @@ ASSISTANT_LABEL = re.compile(r"\n\s*(?:assistant|agent)\s*:", re.IGNORECASE)
 
 
 class LLMSimulator:
+    writes_messages = True
+
     def __init__(self, params: dict[str, Any], root: Path) -> None:
         section = params.get("simulator") or {}
         self.config = EndpointConfig.from_params(params, "simulator", root)
@@ -69,38 +69,36 @@ class LLMSimulator:
         self.template = parts[0]
         self.personas = split_sections(parts[1], PERSONA_MARKER)[1] if len(parts) > 1 else {}
         self.rephrase_scripted = bool(section.get("rephrase_scripted", False))
-        custom = sorted(suite_personas(params, root) - set(self.personas))
         endpoint = self.config.endpoint
+        # Only what shapes every message: the personas of scenario files are part of each
+        # scenario's own digest, so adding a scenario leaves stored transcripts valid.
+        identity = {
+            "endpoint": self.config.describe(),
+            "prompt_sha256": self.prompt.sha256,
+            "rephrase_scripted": self.rephrase_scripted,
+            "code": code_of(__name__),
+        }
         self.participant = Participant(
             kind="llm",
             model=endpoint.model,
             protocol=endpoint.protocol,
-            config_digest=digest_of(
-                {
-                    "endpoint": self.config.describe(),
-                    "prompt_sha256": self.prompt.sha256,
-                    "rephrase_scripted": self.rephrase_scripted,
-                    "code": code_digest(),
-                }
-            ),
-            details={
-                "endpoint": self.config.describe(),
-                "prompt_sha256": self.prompt.sha256,
-                "personas": sorted(self.personas),
-                # Custom persona strings are accepted and used verbatim as the description.
-                "custom_personas": custom,
-                "rephrase_scripted": self.rephrase_scripted,
-            },
+            config_digest=digest_of(identity),
+            details=identity | {"personas": sorted(self.personas)},
         )
 
     async def message(
-        self, scenario: Scenario, turn: Turn, history: list[TranscriptTurn], iteration: int
+        self,
+        scenario: Scenario,
+        turn: Turn,
+        history: list[TranscriptTurn],
+        iteration: int,
+        seed: int = 0,
     ) -> UserMessage:
         if turn.user_message and not self.rephrase_scripted:
             return UserMessage(turn.user_message)
         client = await self.config.client()
         completion = await client.complete(
-            self.messages(scenario, turn, history), iteration=iteration
+            self.messages(scenario, turn, history), iteration=iteration, seed=seed
         )
         text = clean_message(completion.text)
         fault = detect_fault(text, turn.objective)
@@ -118,8 +116,8 @@ class LLMSimulator:
     ) -> list[Message]:
         documents = [Path(d.path).name for d in scenario.setup.index_documents]
         values = {
-            "persona_name": scenario.persona,
-            "persona_description": self.persona_description(scenario.persona),
+            "persona_name": scenario.persona_of(turn),
+            "persona_description": self.persona_description(scenario.persona_of(turn)),
             "objective": turn.objective,
             "turn_number": turn.turn,
             "turn_count": len(scenario.turns),
@@ -198,27 +196,3 @@ def detect_fault(text: str, objective: str) -> str | None:
     if leaked_objective(text, objective):
         return "objective leaked verbatim into the message"
     return None
-
-
-def suite_personas(params: Mapping[str, Any], root: Path) -> set[str]:
-    """Personas named by the configured scenario files, read without full validation.
-
-    Recorded in the participant so a run's provenance says which custom persona strings
-    the simulator had to interpret; unreadable files are left to the validator.
-    """
-    paths = (params.get("suite") or {}).get("scenarios") or "eval/scenarios"
-    found: set[str] = set()
-    for entry in [paths] if isinstance(paths, str) else list(paths):
-        base = root / entry
-        files = [base] if base.is_file() else sorted(base.rglob("*.y*ml")) if base.is_dir() else []
-        for path in files:
-            try:
-                data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
-            except (OSError, yaml.YAMLError):
-                continue
-            if isinstance(data, dict) and isinstance(data.get("persona"), str):
-                found.add(data["persona"].strip())
-    return found
-
-
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

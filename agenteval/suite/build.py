@@ -1,16 +1,30 @@
-"""Resolve the selected scenarios with their manifest facts into one file, with digests."""
+"""Resolve the selected scenarios with their manifest facts into one file, with digests.
+
+Selection comes first: `suite.ids` / `suite.categories` (`--scenario` / `--category`) pick
+files by the id and category they declare (or, when a file cannot be read, by its name and
+folder), and only the picked files are validated. A picked file that is invalid is left out
+and listed in `Suite.invalid` (the run reports it and exits 2 at the end), unless
+`suite.strict`, which refuses the run as a whole. Problems of the manifest or the sources
+file always refuse: no scenario could be graded against them.
+"""
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agenteval.corpus.pins import corpus_digest
-from agenteval.fileio import digest_of
+from agenteval.corpus.pins import corpus_digest, documents
+from agenteval.fileio import digest_of, sha256_file
+from agenteval.schema.corpus import Fact, Manifest
+from agenteval.schema.located import Located, load_located
 from agenteval.schema.problems import Problem
-from agenteval.schema.suite import Suite, SuiteItem
+from agenteval.schema.scenario import Scenario
+from agenteval.schema.suite import InvalidScenario, Suite, SuiteItem
+from agenteval.suite.parse import display
 from agenteval.suite.tiers import load_tiers
-from agenteval.suite.validate import LoadedScenario, validate
+from agenteval.suite.validate import LoadedScenario, resolve_fact, scenario_files, validate_files
 
 
 class SuiteError(Exception):
@@ -19,64 +33,178 @@ class SuiteError(Exception):
         self.problems = problems
 
 
-def _selected(item: LoadedScenario, categories: list[str], ids: list[str]) -> bool:
-    scenario = item.scenario
-    return (not categories or scenario.category in categories) and (not ids or scenario.id in ids)
+class UnknownScenarios(SuiteError):
+    """`suite.ids` names ids no scenario file has; `known` are the ids that exist."""
+
+    def __init__(self, problems: list[Problem], unknown: list[str], known: list[str]) -> None:
+        super().__init__(problems)
+        self.unknown, self.known = unknown, known
+
+    def suggestion(self, sid: str) -> str:
+        close = difflib.get_close_matches(sid, self.known, n=3)
+        return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
-def _in_tier(chosen: list[LoadedScenario], tier: str, root: Path, rel: str) -> list[LoadedScenario]:
+@dataclass(frozen=True)
+class _Head:
+    """What a scenario file says it is, read without validating it."""
+
+    path: Path
+    id: str
+    category: str
+
+
+def _head(path: Path) -> _Head:
+    located = load_located(path)
+    data = located.data if isinstance(located, Located) else None
+    sid = data.get("id") if isinstance(data, dict) else None
+    category = data.get("category") if isinstance(data, dict) else None
+    return _Head(
+        path,
+        sid if isinstance(sid, str) else path.stem,
+        category if isinstance(category, str) else path.parent.name,
+    )
+
+
+def _ids_line(root: Path) -> int:
+    located = load_located(root / "params.yaml")
+    return located.line(("suite", "ids")) if isinstance(located, Located) else 1
+
+
+def select_files(section: dict[str, Any], root: Path) -> tuple[list[Path], list[Problem]]:
+    """The scenario files the selection picks (and problems of missing scenario paths)."""
+    paths = section.get("scenarios") or "eval/scenarios"
+    targets = [root / p for p in ([paths] if isinstance(paths, str) else paths)]
+    missing = [Problem(display(p, root), 1, "no such file or directory") for p in targets
+               if not p.exists()]  # fmt: skip
+    heads = [_head(f) for f in scenario_files([p for p in targets if p.exists()])]
+    categories, ids = list(section.get("categories") or []), list(section.get("ids") or [])
+    picked = [
+        h for h in heads
+        if (not categories or h.category in categories) and (not ids or h.id in ids)
+    ]  # fmt: skip
+    unknown = sorted(set(ids) - {h.id for h in heads})
+    if unknown:
+        msg = f"suite.ids: no scenario file has id(s) {', '.join(unknown)}"
+        problem = Problem("params.yaml", _ids_line(root), msg)
+        raise UnknownScenarios([problem], unknown, sorted({h.id for h in heads}))
+    if section.get("tier"):
+        rel = str(section.get("tiers") or "eval/tiers.yaml")
+        picked = _in_tier(picked, str(section["tier"]), root, rel)
+    return [h.path for h in picked], missing
+
+
+def _in_tier(picked: list[_Head], tier: str, root: Path, rel: str) -> list[_Head]:
     """The scenarios of one lane (see agenteval.schema.tiers); the file's errors stop the run."""
     if not (root / rel).is_file():
         raise SuiteError([Problem("params.yaml", 1, f"suite.tier {tier!r}: no tiers file {rel}")])
     tiers, problems = load_tiers(root / rel, rel)
     if tiers is None:
         raise SuiteError([p for p in problems if p.severity == "error"])
-    keep = set(tiers.lane(tier, [item.scenario.id for item in chosen]))
+    keep = set(tiers.lane(tier, [h.id for h in picked]))
     if not keep:
         raise SuiteError([Problem(rel, 1, f"tier {tier!r} selects none of the chosen scenarios")])
-    return [item for item in chosen if item.scenario.id in keep]
+    return [h for h in picked if h.id in keep]
 
 
 def build_suite(params: dict[str, Any], root: Path) -> Suite:
-    """Validate, select and resolve; any validation error stops the run (warnings do not)."""
+    """Select, validate and resolve; see the module docstring for what refuses the run."""
     section = params["suite"]
-    paths = section.get("scenarios") or "eval/scenarios"
-    targets = [root / p for p in ([paths] if isinstance(paths, str) else paths)]
+    kind = section.get("kind", "scenarios")
+    if kind != "scenarios":
+        where = {"qa": "agenteval qa / pipelines/qa", "retrieval": "agenteval retrieval / "
+                 "pipelines/retrieval"}.get(kind, "its own command")  # fmt: skip
+        raise SuiteError([Problem("params.yaml", 1, f"suite.kind {kind!r} runs with {where}")])
+    strict = bool(section.get("strict", False))
+    files, missing = select_files(section, root)
     manifest_path = root / section.get("manifest", "eval/corpus/manifest.json")
-    result = validate(targets, root=root, manifest_path=manifest_path)
-    errors = [p for p in result.problems if p.severity == "error"]
-    if errors:
+    result = validate_files(files, root, manifest_path, manifest_required=True, strict=strict)
+    errors = missing + [p for p in result.problems if p.severity == "error"]
+    own = {display(f, root) for f in files}
+    if (strict and errors) or any(p.path not in own for p in errors):
         raise SuiteError(errors)
-    categories, ids = list(section.get("categories") or []), list(section.get("ids") or [])
-    chosen = [item for item in result.scenarios if _selected(item, categories, ids)]
-    unknown = sorted(set(ids) - {item.scenario.id for item in chosen})
-    if unknown:
-        raise SuiteError([Problem("params.yaml", 1, f"suite.ids: unknown scenario(s) {unknown}")])
-    if section.get("tier"):
-        rel = str(section.get("tiers") or "eval/tiers.yaml")
-        chosen = _in_tier(chosen, str(section["tier"]), root, rel)
-    facts = result.manifest.fact_index() if result.manifest else {}
-    items = []
-    for loaded in sorted(chosen, key=lambda it: it.scenario.id):
-        scenario = loaded.scenario
-        wanted = {f for t in scenario.turns if t.ground_truth for f in t.ground_truth.all_fact_ids}
-        missing = [d.path for d in scenario.setup.index_documents if not (root / d.path).is_file()]
-        items.append(
-            SuiteItem(
-                path=loaded.path,
-                digest=digest_of(scenario),
-                scenario=scenario,
-                facts={f: facts[f][1] for f in sorted(wanted) if f in facts},
-                missing_documents=missing,
-            )
-        )
-    iterations = int(section.get("iterations", 1))
-    if iterations < 1:
-        raise SuiteError([Problem("params.yaml", 1, "suite.iterations must be >= 1")])
+    invalid = _invalid(errors, files, root)
+    skipped = {entry.path for entry in invalid}
+    chosen = [it for it in result.scenarios if it.path not in skipped]
+    items = [_item(loaded, result.manifest, root) for loaded in chosen]
+    items.sort(key=lambda item: item.scenario.id)
     return Suite(
-        iterations=iterations,
+        iterations=int(section.get("iterations", 1)),
         seed=int(section.get("seed", 0)),
         scenario_set_digest=digest_of(sorted((i.scenario.id, i.digest) for i in items)),
         corpus_digest=corpus_digest(result.manifest, root),
         items=items,
+        invalid=invalid,
+    )
+
+
+def _invalid(errors: list[Problem], files: list[Path], root: Path) -> list[InvalidScenario]:
+    by_path: dict[str, list[str]] = {}
+    for problem in errors:
+        by_path.setdefault(problem.path, []).append(str(problem))
+    out = []
+    for file in files:
+        name = display(file, root)
+        if name in by_path:
+            head = _head(file)
+            out.append(InvalidScenario(path=name, id=head.id, category=head.category,
+                                       errors=by_path[name]))  # fmt: skip
+    return out
+
+
+def _item(loaded: LoadedScenario, manifest: Manifest | None, root: Path) -> SuiteItem:
+    scenario = loaded.scenario
+    facts = scenario_facts(scenario, manifest)
+    files = scenario_documents(scenario, manifest, root)
+    missing = [d.path for d in scenario.setup.index_documents if not (root / d.path).is_file()]
+    return SuiteItem(
+        path=loaded.path,
+        digest=digest_of(scenario),
+        scenario=scenario,
+        facts=facts,
+        missing_documents=missing,
+        documents=files,
+        ground_truth_digest=ground_truth_digest(facts, files),
+    )
+
+
+def scenario_facts(scenario: Scenario, manifest: Manifest | None) -> dict[str, Fact]:
+    """The manifest facts the scenario's turns name, keyed by fact id, or by
+    '<doc_id>:<fact_id>' when two of its documents use the same fact id."""
+    if manifest is None:
+        return {}
+    found: dict[tuple[str, str], Fact] = {}
+    for turn in scenario.turns:
+        gt = turn.ground_truth
+        for fid in gt.all_fact_ids if gt else []:
+            resolved = resolve_fact(manifest, scenario, gt, fid) if gt else ""
+            if not isinstance(resolved, str):
+                found[(resolved[0], fid)] = resolved[1]
+    shared = {fid for (_doc, fid) in found if sum(f == fid for _d, f in found) > 1}
+    return {
+        (f"{doc}:{fid}" if fid in shared else fid): fact
+        for (doc, fid), fact in sorted(found.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+    }
+
+
+def scenario_documents(
+    scenario: Scenario, manifest: Manifest | None, root: Path
+) -> dict[str, str | None]:
+    """sha256 of the files the scenario indexes and the manifest documents its turns' ground
+    truth names (None when absent): what its transcripts and grades were made from."""
+    where = {doc.id: rel for _key, _i, doc, rel in documents(manifest)} if manifest else {}
+    paths = [d.path for d in scenario.setup.index_documents]
+    paths += [
+        where[t.ground_truth.doc_id]
+        for t in scenario.turns
+        if t.ground_truth and t.ground_truth.doc_id in where
+    ]
+    return {
+        p: (sha256_file(root / p) if (root / p).is_file() else None) for p in sorted(set(paths))
+    }
+
+
+def ground_truth_digest(facts: dict[str, Fact], files: dict[str, str | None]) -> str:
+    return digest_of(
+        {"facts": {k: f.model_dump(mode="json") for k, f in facts.items()}, "documents": files}
     )

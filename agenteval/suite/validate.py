@@ -1,4 +1,9 @@
-"""`agenteval validate`: formats, references and paths of the scenario suite and its corpus."""
+"""`agenteval validate`: formats, references and paths of the scenario suite and its corpus.
+
+Files written for the reference system load unmodified. Where that format is looser than ours
+the problem is a warning that `--strict` makes an error: a setup document known only by a path
+that exists (no manifest entry: no facts, no pin), and the facts of such a document.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +11,12 @@ import re
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from agenteval.corpus.pins import documents, external_paths
-from agenteval.fileio import sha256_file
-from agenteval.schema.corpus import AdversarialDocument, Document, Fact, Manifest
-from agenteval.schema.located import Loc, Located, load_located
-from agenteval.schema.problems import Problem
+from agenteval.corpus.pins import external_paths
+from agenteval.schema.corpus import Fact, Manifest
+from agenteval.schema.located import Located, load_located
+from agenteval.schema.problems import Problem, strictly
 from agenteval.schema.scenario import (
     CapturedFrom,
     GroundTruth,
@@ -23,10 +25,11 @@ from agenteval.schema.scenario import (
     Setup,
     Turn,
 )
+from agenteval.suite.manifest import document_paths, load_manifest
+from agenteval.suite.parse import check_path_inside, display, parse_model, unknown_keys
 from agenteval.suite.tiers import DEFAULT_TIERS, load_tiers
 
 SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DEFAULT_SCENARIOS = Path("eval/scenarios")
 DEFAULT_MANIFEST = Path("eval/corpus/manifest.json")
 # Scenario drafts captured from real sessions live in a `drafts/` folder under the suite. A
@@ -37,18 +40,14 @@ DRAFTS = "drafts"
 # Where each nested mapping's allowed keys come from, for unknown-key warnings.
 _SCENARIO_SHAPE: dict[str, Any] = {
     "": Scenario,
-    "captured_from": CapturedFrom,
     "setup": Setup,
     "setup.index_documents.*": IndexDocument,
     "turns.*": Turn,
     "turns.*.ground_truth": GroundTruth,
+    "captured_from": CapturedFrom,
 }
-_MANIFEST_SHAPE: dict[str, Any] = {
-    "": Manifest,
-    "documents.*": Document,
-    "documents.*.facts.*": Fact,
-    "adversarial_documents.*": AdversarialDocument,
-}
+
+__all__ = ["Validation", "load_manifest", "resolve_fact", "validate", "validate_files"]
 
 
 @dataclass
@@ -70,56 +69,6 @@ class Validation:
         return not any(p.severity == "error" for p in self.problems)
 
 
-def _pattern(loc: Loc) -> str:
-    return ".".join("*" if isinstance(part, int) else part for part in loc)
-
-
-def _unknown_keys(located: Located, shape: dict[str, Any], kind: str) -> list[Problem]:
-    found: list[Problem] = []
-
-    def visit(value: Any, loc: Loc) -> None:
-        model = shape.get(_pattern(loc))
-        if isinstance(value, dict):
-            if model is not None:
-                allowed = set(model.model_fields)
-                for key in value:
-                    if str(key) not in allowed:
-                        msg = f"unknown key {key!r} in {kind} {located.path} (ignored)"
-                        found.append(located.problem((*loc, str(key)), msg, warning=True))
-            for key, child in value.items():
-                visit(child, (*loc, str(key)))
-        elif isinstance(value, list):
-            for index, child in enumerate(value):
-                visit(child, (*loc, index))
-
-    visit(located.data, ())
-    return found
-
-
-def _model_errors(located: Located, exc: ValidationError) -> list[Problem]:
-    problems = []
-    for error in exc.errors():
-        loc = tuple(part for part in error["loc"] if not str(part).startswith("function-"))
-        where = ".".join(str(p) for p in loc) or "file"
-        problems.append(located.problem(loc, f"{where}: {error['msg']}"))
-    return problems
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def parse_model(located: Located, model: type[M], what: str) -> tuple[M | None, list[Problem]]:
-    if not isinstance(located.data, dict):
-        got = type(located.data).__name__
-        return None, [located.problem((), f"a {what} must be a mapping, got {got}")]
-    try:
-        return model.model_validate(located.data), []
-    except ValidationError as exc:
-        return None, _model_errors(located, exc)
-    except (RecursionError, ValueError, TypeError) as exc:
-        return None, [located.problem((), f"cannot read {what}: {type(exc).__name__}")]
-
-
 def _is_draft(file: Path, walked: Path) -> bool:
     return DRAFTS in file.relative_to(walked).parts[:-1]
 
@@ -138,25 +87,6 @@ def scenario_files(paths: Sequence[Path], drafts: list[Path] | None = None) -> l
     return files
 
 
-def check_path_inside(raw: str, root: Path, fetched: Set[str] = frozenset()) -> str | None:
-    """Why `raw` is not an acceptable repository path, or None when it is.
-
-    Paths in `fetched` are materialised by `agenteval fetch`; they may be absent until then
-    (the scenario is reported SKIPPED_NO_DOCUMENT, not invalid).
-    """
-    if not raw.strip():
-        return "path is empty"
-    candidate = Path(raw)
-    if candidate.is_absolute():
-        return f"path {raw!r} is absolute; use a path relative to the repository root"
-    resolved = (root / candidate).resolve()
-    if not resolved.is_relative_to(root.resolve()):
-        return f"path {raw!r} escapes the repository root"
-    if not resolved.is_file() and str(resolved.relative_to(root.resolve())) not in fetched:
-        return f"path {raw!r} does not exist"
-    return None
-
-
 def _check_turns(loaded: LoadedScenario) -> list[Problem]:
     problems = []
     located, scenario = loaded.located, loaded.scenario
@@ -170,36 +100,84 @@ def _check_turns(loaded: LoadedScenario) -> list[Problem]:
     return problems
 
 
-def _check_references(loaded: LoadedScenario, manifest: Manifest | None) -> list[Problem]:
-    if manifest is None:
-        return []
-    doc_ids, facts = manifest.document_ids(), manifest.fact_index()
+def resolve_fact(
+    manifest: Manifest, scenario: Scenario, gt: GroundTruth, fact_id: str
+) -> tuple[str, Fact] | str:
+    """(document id, fact) a turn's fact id names, or why it names none.
+
+    Fact ids are unique per document: the turn's `doc_id` decides; without one, the
+    scenario's own setup documents, then the whole manifest, must hold exactly one."""
+    if gt.doc_id:
+        found = manifest.find_fact(fact_id, gt.doc_id)
+        return found[0] if found else f"fact {fact_id!r} not in document {gt.doc_id!r}"
+    found = manifest.find_fact(fact_id)
+    own = {d.corpus_doc for d in scenario.setup.index_documents if d.corpus_doc}
+    mine = [f for f in found if f[0] in own]
+    if len(mine) == 1 or len(found) == 1:
+        return mine[0] if len(mine) == 1 else found[0]
+    if not found:
+        return f"fact {fact_id!r} not in manifest"
+    docs = ", ".join(sorted(doc for doc, _fact in found))
+    return f"fact {fact_id!r} is in several documents ({docs}): name one with doc_id"
+
+
+def path_only_documents(scenario: Scenario, manifest: Manifest | None, root: Path) -> set[str]:
+    """Setup `corpus_doc` ids with no manifest entry whose file exists (and is no manifest
+    document under another id, which would be a typo): indexed by path."""
+    known = manifest.document_ids() if manifest else set()
+    listed = document_paths(manifest)
+    return {
+        d.corpus_doc
+        for d in scenario.setup.index_documents
+        if d.corpus_doc
+        and d.corpus_doc not in known
+        and (root / d.path).is_file()
+        and Path(d.path).as_posix() not in listed
+    }
+
+
+def _check_references(loaded: LoadedScenario, manifest: Manifest, root: Path) -> list[Problem]:
+    doc_ids, scenario = manifest.document_ids(), loaded.scenario
+    by_path = path_only_documents(scenario, manifest, root)
     located, problems = loaded.located, []
-    for i, doc in enumerate(loaded.scenario.setup.index_documents):
-        if doc.corpus_doc and doc.corpus_doc not in doc_ids:
-            loc = ("setup", "index_documents", i, "corpus_doc")
+    for i, doc in enumerate(scenario.setup.index_documents):
+        loc = ("setup", "index_documents", i, "corpus_doc")
+        if doc.corpus_doc in by_path:
+            msg = (
+                f"corpus_doc {doc.corpus_doc!r} has no manifest entry: indexed from its "
+                "path, with no facts and no pin"
+            )
+            problems.append(located.problem(loc, msg, strict=True))
+        elif doc.corpus_doc and doc.corpus_doc not in doc_ids:
             problems.append(located.problem(loc, f"corpus_doc {doc.corpus_doc!r} not in manifest"))
-    for i, turn in enumerate(loaded.scenario.turns):
+    for i, turn in enumerate(scenario.turns):
         gt = turn.ground_truth
         if gt is None:
             continue
         base = ("turns", i, "ground_truth")
+        if gt.doc_id in by_path:
+            if gt.all_fact_ids:
+                msg = f"facts of {gt.doc_id!r} cannot be looked up: it has no manifest entry"
+                problems.append(located.problem((*base, "doc_id"), msg, strict=True))
+            continue
         if gt.doc_id and gt.doc_id not in doc_ids:
             problems.append(
                 located.problem((*base, "doc_id"), f"doc_id {gt.doc_id!r} not in manifest")
             )
+            continue
         for fid in gt.all_fact_ids:
-            if fid not in facts:
+            found = resolve_fact(manifest, scenario, gt, fid)
+            if isinstance(found, str):
                 ids = gt.fact_ids or []
                 key = (*base, "fact_ids", ids.index(fid)) if fid in ids else (*base, "fact_id")
-                problems.append(located.problem(key, f"fact {fid!r} not in manifest"))
+                problems.append(located.problem(key, found))
     return problems
 
 
-def _check_paths(loaded: LoadedScenario, root: Path, fetched: Set[str]) -> list[Problem]:
+def _check_paths(loaded: LoadedScenario, root: Path, known: Set[str]) -> list[Problem]:
     problems = []
     for i, doc in enumerate(loaded.scenario.setup.index_documents):
-        why = check_path_inside(doc.path, root, fetched)
+        why = check_path_inside(doc.path, root, known)
         if why:
             loc = ("setup", "index_documents", i, "path")
             problems.append(loaded.located.problem(loc, f"setup.index_documents: {why}"))
@@ -210,11 +188,11 @@ def load_scenarios(files: Iterable[Path], root: Path) -> tuple[list[LoadedScenar
     loaded: list[LoadedScenario] = []
     problems: list[Problem] = []
     for file in files:
-        located = load_located(file, _display(file, root))
+        located = load_located(file, display(file, root))
         if isinstance(located, Problem):
             problems.append(located)
             continue
-        problems.extend(_unknown_keys(located, _SCENARIO_SHAPE, "scenario"))
+        problems.extend(unknown_keys(located, _SCENARIO_SHAPE, "scenario"))
         scenario, errs = parse_model(located, Scenario, "scenario")
         problems.extend(errs)
         if scenario is not None:
@@ -238,69 +216,6 @@ def _check_ids(loaded: list[LoadedScenario]) -> list[Problem]:
     return problems
 
 
-def _display(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(path)
-
-
-def load_manifest(path: Path, root: Path) -> tuple[Manifest | None, list[Problem]]:
-    located = load_located(path, _display(path, root))
-    if isinstance(located, Problem):
-        return None, [located]
-    problems = _unknown_keys(located, _MANIFEST_SHAPE, "manifest")
-    manifest, errs = parse_model(located, Manifest, "manifest")
-    if manifest is None:
-        return None, problems + errs
-    problems.extend(_check_manifest(manifest, located, root))
-    return manifest, problems
-
-
-def _check_manifest(manifest: Manifest, located: Located, root: Path) -> list[Problem]:
-    problems: list[Problem] = []
-    seen_docs: set[str] = set()
-    seen_facts: set[str] = set()
-    fetched = external_paths(root)
-    for key, i, doc, rel in documents(manifest):
-        loc = (key, i)
-        if doc.id in seen_docs:
-            problems.append(located.problem((*loc, "id"), f"duplicate document id {doc.id!r}"))
-        seen_docs.add(doc.id)
-        where = (*loc, "path") if getattr(doc, "path", None) else (*loc, "filename")
-        why = check_path_inside(rel, root, fetched)
-        if why:
-            problems.append(located.problem(where, f"document {doc.id}: {why}"))
-        problems.extend(_check_pin(doc, rel, root, located, loc))
-        for j, fact in enumerate(getattr(doc, "facts", [])):
-            if fact.id in seen_facts:
-                msg = f"duplicate fact id {fact.id!r}"
-                problems.append(located.problem((*loc, "facts", j, "id"), msg))
-            seen_facts.add(fact.id)
-    problems.extend(_check_totals(manifest, located))
-    return problems
-
-
-def _check_pin(
-    doc: Document | AdversarialDocument, rel: str, root: Path, located: Located, loc: Loc
-) -> list[Problem]:
-    if doc.sha256 is None:
-        return []
-    if not SHA256.match(doc.sha256):
-        return [located.problem((*loc, "sha256"), "sha256 must be 64 lowercase hex")]
-    path = root / rel
-    if not path.is_file():
-        return []
-    actual = sha256_file(path)
-    if actual == doc.sha256:
-        return []
-    msg = (
-        f"document {doc.id}: {rel} no longer matches its pin (expected {doc.sha256}, "
-        f"got {actual}); if the change is deliberate run `agenteval corpus pin`"
-    )
-    return [located.problem((*loc, "sha256"), msg)]
-
-
 def _check_sources(root: Path) -> list[Problem]:
     """The external corpus pins, when the repository has them."""
     from agenteval.schema.sources import validate_sources
@@ -308,54 +223,66 @@ def _check_sources(root: Path) -> list[Problem]:
     path = root / "eval/sources.yaml"
     if not path.is_file():
         return []
-    return list(validate_sources(path, display=_display(path, root)))
-
-
-def _check_totals(manifest: Manifest, located: Located) -> list[Problem]:
-    problems = []
-    n_docs, n_facts = len(manifest.documents), sum(len(d.facts) for d in manifest.documents)
-    if manifest.total_documents is not None and manifest.total_documents != n_docs:
-        msg = f"total_documents is {manifest.total_documents} but {n_docs} documents are listed"
-        problems.append(located.problem(("total_documents",), msg, warning=True))
-    if manifest.total_facts is not None and manifest.total_facts != n_facts:
-        msg = f"total_facts is {manifest.total_facts} but {n_facts} facts are listed"
-        problems.append(located.problem(("total_facts",), msg, warning=True))
-    return problems
+    return list(validate_sources(path, display=display(path, root)))
 
 
 def _check_tiers(root: Path, ids: set[str]) -> list[Problem]:
     path = root / DEFAULT_TIERS
     if not path.is_file():
         return []
-    return load_tiers(path, _display(path, root), known_ids=ids)[1]
+    return load_tiers(path, display(path, root), known_ids=ids)[1]
 
 
-def validate(
-    paths: Sequence[Path] = (), root: Path | None = None, manifest_path: Path | None = None
+def validate_files(
+    files: Sequence[Path],
+    root: Path,
+    manifest_file: Path,
+    *,
+    manifest_required: bool = False,
+    strict: bool = False,
 ) -> Validation:
-    """Validate scenario files/directories and the manifest; relative paths use `root`."""
-    root = (root or Path.cwd()).resolve()
-    targets = list(paths) or [root / DEFAULT_SCENARIOS]
-    manifest_file = manifest_path or root / DEFAULT_MANIFEST
+    """Validate exactly these scenario files against the manifest (and the sources file)."""
     result = Validation()
-    fetched = external_paths(root)
     result.problems.extend(_check_sources(root))
-    if manifest_file.exists() or manifest_path is not None:
+    if manifest_file.exists() or manifest_required:
         result.manifest, problems = load_manifest(manifest_file, root)
         result.problems.extend(problems)
-    scenario_targets = [p for p in targets if p.resolve() != manifest_file.resolve()]
-    missing = [p for p in scenario_targets if not p.exists()]
-    result.problems.extend(Problem(str(p), 1, "no such file or directory") for p in missing)
-    files = scenario_files([p for p in scenario_targets if p.exists()], result.drafts)
+    known = external_paths(root) | document_paths(result.manifest)
     loaded, problems = load_scenarios(files, root)
     result.problems.extend(problems)
     result.problems.extend(_check_ids(loaded))
     for item in loaded:
         result.problems.extend(_check_turns(item))
-        result.problems.extend(_check_references(item, result.manifest))
-        result.problems.extend(_check_paths(item, root, fetched))
+        if result.manifest is not None:
+            result.problems.extend(_check_references(item, result.manifest, root))
+        result.problems.extend(_check_paths(item, root, known))
     result.scenarios = loaded
+    if strict:
+        result.problems = strictly(result.problems)
+    result.problems.sort(key=lambda p: (p.path, p.line, p.message))
+    return result
+
+
+def validate(
+    paths: Sequence[Path] = (),
+    root: Path | None = None,
+    manifest_path: Path | None = None,
+    strict: bool = False,
+) -> Validation:
+    """Validate scenario files/directories and the manifest; relative paths use `root`."""
+    root = (root or Path.cwd()).resolve()
+    targets = list(paths) or [root / DEFAULT_SCENARIOS]
+    manifest_file = manifest_path or root / DEFAULT_MANIFEST
+    scenario_targets = [p for p in targets if p.resolve() != manifest_file.resolve()]
+    missing = [p for p in scenario_targets if not p.exists()]
+    drafts: list[Path] = []
+    files = scenario_files([p for p in scenario_targets if p.exists()], drafts)
+    result = validate_files(
+        files, root, manifest_file, manifest_required=manifest_path is not None, strict=strict
+    )
+    result.drafts = drafts
+    result.problems.extend(Problem(str(p), 1, "no such file or directory") for p in missing)
     if not paths:  # the whole default suite: its tiers file must name exactly these ids
-        result.problems.extend(_check_tiers(root, {item.scenario.id for item in loaded}))
+        result.problems.extend(_check_tiers(root, {item.scenario.id for item in result.scenarios}))
     result.problems.sort(key=lambda p: (p.path, p.line, p.message))
     return result

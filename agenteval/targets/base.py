@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from agenteval.fileio import sha256_file
 from agenteval.registry import build
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.transcript import Participant, ToolCall, Usage
@@ -48,6 +49,18 @@ class Target(Protocol):
     participant: Participant
 
     async def open_session(self, scenario: Scenario, ctx: SessionContext) -> AgentSession: ...
+
+
+# Retrieval knobs the builtin agent and the chat harness share (`target.params`).
+DEFAULT_KNOBS = {"chunk_size": 400, "top_k": 4, "abstain_threshold": 0.3, "temperature": 0.0}
+
+
+def agent_files_digest(folder: Path, names: tuple[str, ...]) -> dict[str, str | None]:
+    """sha256 of the agent-config files a target reads (None when absent): exactly these, so
+    editing a file another kind of target reads leaves this one's identity alone."""
+    return {
+        name: sha256_file(folder / name) if (folder / name).is_file() else None for name in names
+    }
 
 
 # kind -> "module:factory"; adding a target is adding a module and a line here.

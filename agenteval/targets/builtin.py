@@ -16,13 +16,13 @@ from typing import Any
 import yaml
 
 from agenteval.corpus.retrieval import Index, split_sentences, tokenize
-from agenteval.fileio import code_digest, digest_of, sha256_file
+from agenteval.fileio import code_of, digest_of
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.transcript import Participant, ToolCall
-from agenteval.targets.base import AgentReply, SessionContext
+from agenteval.targets.base import DEFAULT_KNOBS, AgentReply, SessionContext, agent_files_digest
 from agenteval.targets.tools import DocumentTools
 
-DEFAULT_KNOBS = {"chunk_size": 400, "top_k": 4, "abstain_threshold": 0.3, "temperature": 0.0}
+AGENT_FILES = ("replies.yaml",)  # the builtin agent's phrasings; nothing else it reads
 LIST_INTENT = re.compile(
     r"\b(which|what) (documents|docs|files)\b|\blist (the |all |your )?(documents|docs|files)\b"
     r"|\b(documents|files) (do you have|are (available|indexed|loaded))",
@@ -43,21 +43,20 @@ class BuiltinTarget:
         self.root = root
         self.knobs = {**DEFAULT_KNOBS, **(section.get("params") or {})}
         self.agent_dir = root / section.get("agent", "eval/agents/default")
-        replies_file = self.agent_dir / "replies.yaml"
+        replies_file = self.agent_dir / AGENT_FILES[0]
         self.replies: dict[str, str] = yaml.safe_load(replies_file.read_text(encoding="utf-8"))
         self.library = list(section.get("library") or ["eval/corpus/documents"])
+        identity = {
+            "knobs": self.knobs,
+            "files": agent_files_digest(self.agent_dir, AGENT_FILES),
+            "code": code_of(__name__),
+        }
         self.participant = Participant(
             kind="builtin",
             model=section.get("model", "builtin-bm25"),
             protocol="in-process",
-            config_digest=digest_of(
-                {
-                    "knobs": self.knobs,
-                    "files": agent_files_digest(self.agent_dir),
-                    "code": code_digest(),
-                }
-            ),
-            details={"knobs": self.knobs},
+            config_digest=digest_of(identity),
+            details=identity,
         )
 
     async def open_session(self, scenario: Scenario, ctx: SessionContext) -> BuiltinSession:
@@ -66,14 +65,6 @@ class BuiltinTarget:
         )
         rng = random.Random(f"{ctx.seed}:{scenario.id}:{ctx.iteration}")
         return BuiltinSession(tools, self.knobs, self.replies, rng)
-
-
-def agent_files_digest(folder: Path) -> dict[str, str]:
-    if not folder.is_dir():
-        return {}
-    return {
-        str(p.relative_to(folder)): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()
-    }
 
 
 class BuiltinSession:

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from agenteval.fileio import code_digest, digest_of
+from agenteval.fileio import code_of, digest_of
 from agenteval.llm import (
     AssistantMessage,
     BaseChatClient,
@@ -32,11 +32,17 @@ from agenteval.llm.config import EndpointConfig, sum_usage
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.status import Status
 from agenteval.schema.transcript import Participant, ToolCall
-from agenteval.targets.base import AgentReply, SessionContext, SetupFailed
-from agenteval.targets.builtin import DEFAULT_KNOBS, agent_files_digest
+from agenteval.targets.base import (
+    DEFAULT_KNOBS,
+    AgentReply,
+    SessionContext,
+    SetupFailed,
+    agent_files_digest,
+)
 from agenteval.targets.tools import TOOL_NAMES, DocumentTools
 
 DEFAULT_MAX_TOOL_STEPS = 8
+AGENT_FILES = ("system_prompt.md", "tools.yaml")
 TOOL_MODES = ("native", "context")
 ADVERSARIAL_CATEGORY = "adversarial"
 
@@ -93,24 +99,23 @@ class ChatTarget:
             "library": self.library,
         }
         endpoint = self.config.endpoint
+        identity = {
+            "endpoint": self.config.describe(),
+            "harness": harness,
+            "files": agent_files_digest(self.agent_dir, AGENT_FILES),
+            "code": code_of(__name__),
+        }
         self.participant = Participant(
             kind="chat",
             model=endpoint.model,
             protocol=endpoint.protocol,
-            config_digest=digest_of(
-                {
-                    "endpoint": self.config.describe(),
-                    "harness": harness,
-                    "files": agent_files_digest(self.agent_dir),
-                    "code": code_digest(),
-                }
-            ),
-            details={"endpoint": self.config.describe(), "harness": harness},
+            config_digest=digest_of(identity),
+            details=identity,
         )
 
     async def open_session(self, scenario: Scenario, ctx: SessionContext) -> ChatSession:
         tools = DocumentTools(ctx.root, self.library, self.chunk_size, self.top_k)
-        return ChatSession(self, await self.config.client(), tools, scenario, ctx.iteration)
+        return ChatSession(self, await self.config.client(), tools, scenario, ctx)
 
 
 class ChatSession:
@@ -122,13 +127,13 @@ class ChatSession:
         client: BaseChatClient,
         tools: DocumentTools,
         scenario: Scenario,
-        iteration: int,
+        ctx: SessionContext,
     ) -> None:
         self.target = target
         self.client = client
         self.tools = tools
         self.adversarial = scenario.category == ADVERSARIAL_CATEGORY
-        self.iteration = iteration
+        self.iteration, self.seed = ctx.iteration, ctx.seed
         self.offered = {spec.name for spec in target.tool_specs}
         self.messages: list[Message] = [SystemMessage(content=self._system_prompt([]))]
 
@@ -169,7 +174,10 @@ class ChatSession:
         steps = 0
         while True:
             completion = await self.client.complete(
-                self.messages, tools=self.target.tool_specs, iteration=self.iteration
+                self.messages,
+                tools=self.target.tool_specs,
+                iteration=self.iteration,
+                seed=self.seed,
             )
             completions.append(completion)
             self.messages.append(completion.to_message())
@@ -217,7 +225,9 @@ class ChatSession:
                 content=CONTEXT_MESSAGE.format(passages=_passages(results), message=message)
             )
         )
-        completion = await self.client.complete(self.messages, iteration=self.iteration)
+        completion = await self.client.complete(
+            self.messages, iteration=self.iteration, seed=self.seed
+        )
         completions.append(completion)
         self.messages.append(AssistantMessage(content=completion.text))
         return completion.text

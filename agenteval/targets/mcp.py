@@ -35,7 +35,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
-from agenteval.fileio import digest_of
+from agenteval.fileio import code_of, digest_of
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.status import Status
 from agenteval.schema.transcript import Participant, ToolCall, Usage
@@ -123,9 +123,10 @@ class MCPTarget:
                     "tools": self.tools,
                     "arguments": self.arguments,
                     "model": section.get("model"),
+                    "code": code_of(__name__),
                 }
             ),
-            details={"tools": self.tools},
+            details={"tools": self.tools, "code": code_of(__name__)},
         )
 
     async def open_session(self, scenario: Scenario, ctx: SessionContext) -> MCPSession:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from agenteval.corpus.documents import read_text
-from agenteval.corpus.retrieval import Hit, Index, chunk_text
+from agenteval.corpus.retrieval import ChunkedDocument, Hit, Index, chunk_document
 from agenteval.schema.transcript import ToolCall
 
 TOOL_NAMES = ("list_documents", "index_document", "query_documents", "read_document")
@@ -19,11 +20,44 @@ class ToolError(Exception):
     """A tool failed for a reason the agent should see (missing file, bad argument)."""
 
 
+@functools.lru_cache(maxsize=1024)
+def _chunked(path: Path, mtime_ns: int, size: int, chunk_size: int) -> ChunkedDocument:
+    """Read, chunk and tokenize a file once per run: every conversation indexing the same
+    document (each scenario iteration does) reuses it. Keyed on the file's size and mtime,
+    so a file that changes is read again."""
+    return chunk_document(read_text(path), chunk_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(path: Path) -> Path:
+    return path.resolve()
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolve_in(root: Path, library: tuple[Path, ...], path: str) -> Path:
+    """`path` inside `root` (bare names resolved against the library folders); the symlink
+    resolution is cached because every conversation resolves the same few documents."""
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+        if not candidate.exists():
+            for folder in library:  # bare file names resolve against the library
+                if (folder / path).exists():
+                    candidate = folder / path
+                    break
+    resolved = candidate.resolve()
+    if not resolved.is_relative_to(root):
+        raise ToolError(f"access denied: {path} is outside the workspace")
+    if not resolved.is_file():
+        raise ToolError(f"file not found: {path}")
+    return resolved
+
+
 class DocumentTools:
     """list/index/query/read over files inside the repository root; one instance per session."""
 
     def __init__(self, root: Path, library: Sequence[str], chunk_size: int, top_k: int = 4) -> None:
-        self.root = root.resolve()
+        self.root = _resolved(root)
         self.library = [self.root / folder for folder in library]
         self.chunk_size = chunk_size
         self.top_k = top_k
@@ -52,18 +86,8 @@ class DocumentTools:
 
     # -- tools ---------------------------------------------------------------------------
     def resolve(self, path: str) -> Path:
-        candidate = Path(path)
-        if not candidate.is_absolute():
-            candidate = self.root / candidate
-            if not candidate.exists():
-                for folder in self.library:  # bare file names resolve against the library
-                    if (folder / path).exists():
-                        candidate = folder / path
-                        break
-        resolved = candidate.resolve()
-        if not resolved.is_relative_to(self.root):
-            raise ToolError(f"access denied: {path} is outside the workspace")
-        if not resolved.is_file():
+        resolved = _resolve_in(self.root, tuple(self.library), path)
+        if not resolved.is_file():  # resolution is cached; existence is checked every time
             raise ToolError(f"file not found: {path}")
         return resolved
 
@@ -86,9 +110,10 @@ class DocumentTools:
         name = self.relative(resolved)
         if name in self.indexed:
             return {"path": name, "chunk_count": self.indexed[name], "already_indexed": True}
-        chunks = chunk_text(read_text(resolved), self.chunk_size)
-        self.indexed[name] = self.index.add(name, chunks)
-        return {"path": name, "chunk_count": len(chunks)}
+        stat = resolved.stat()
+        document = _chunked(resolved, stat.st_mtime_ns, stat.st_size, self.chunk_size)
+        self.indexed[name] = self.index.add_document(name, document)
+        return {"path": name, "chunk_count": len(document.chunks)}
 
     def query_documents(self, query: str, top_k: int | None = None) -> dict[str, Any]:
         if not isinstance(query, str) or not query.strip():

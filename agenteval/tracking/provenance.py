@@ -75,7 +75,14 @@ def run_params(params: Mapping[str, Any], scrubber: Scrubber, limit: int) -> dic
 
 def provenance_tags(layout: Layout, params: Mapping[str, Any], card: Scorecard) -> dict[str, str]:
     """Who and what produced the numbers: code, agent, judge, simulator, inputs, pipeline."""
-    config = card.config
+    return config_tags(layout, params, card.config)
+
+
+def config_tags(
+    layout: Layout, params: Mapping[str, Any], config: Mapping[str, Any]
+) -> dict[str, str]:
+    """The provenance tags of any run described by a scorecard-shaped `config` (participants
+    under target / judge / simulator, and the suite, corpus and params digests)."""
     tags: dict[str, Any] = {"agenteval.version": __version__}
     for role, fields in (
         ("target", ("kind", "model", "protocol", "config_digest")),

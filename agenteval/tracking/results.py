@@ -43,7 +43,8 @@ def run_metrics(metrics: Mapping[str, Any], card: Scorecard) -> dict[str, float]
 
 def interval_metrics(noise: Mapping[str, Any] | None) -> dict[str, float]:
     """Each headline number's 95% interval from reports/noise.json, as metrics MLflow can
-    chart beside the value: `<name>.half_width`, `.low`, `.high`, plus the paired MDE."""
+    chart beside the value: `<name>.low`, `.high` (and `.half_width` for symmetric intervals),
+    plus the paired MDE. A number without an interval gets none (see `interval_notes`)."""
     if not noise:
         return {}
     groups = {"": noise.get("overall") or {}}
@@ -61,16 +62,36 @@ def interval_metrics(noise: Mapping[str, Any] | None) -> dict[str, float]:
     return flat
 
 
+def interval_notes(noise: Mapping[str, Any] | None) -> dict[str, str]:
+    """Why a headline number has no interval ('too few scenarios ...'), as run tags
+    `agenteval.interval.<name>`: stated, where a metric could only be missing."""
+    if not noise:
+        return {}
+    groups = {"": noise.get("overall") or {}}
+    groups |= {f"category.{c}.": v for c, v in (noise.get("categories") or {}).items()}
+    notes: dict[str, str] = {}
+    for prefix, group in groups.items():
+        for name in ("judged_pass_rate", "avg_score"):
+            entry = group.get(name) or {}
+            if entry.get("value") is not None and entry.get("low") is None and entry.get("note"):
+                notes[mlflow_key(f"agenteval.interval.{prefix}{name}")] = str(entry["note"])
+    return notes
+
+
 def headline(noise: Mapping[str, Any] | None) -> str | None:
-    """`judged pass rate 0.400 ± 0.134 · avg score 7.15 ± 0.64`, for the run's description."""
+    """`judged pass rate 0.400 [0.276, 0.538] · avg score 7.15 [6.52, 7.78]`, for the run's
+    description; a number without an interval says why ('too few scenarios')."""
     overall = (noise or {}).get("overall") or {}
     parts = []
     for name, label, fmt in (("judged_pass_rate", "judged pass rate", ".3f"),
                              ("avg_score", "avg score", ".2f")):  # fmt: skip
         entry = overall.get(name) or {}
         if _finite(entry.get("value")):
-            half = entry.get("half_width")
-            shown = f"{entry['value']:{fmt}}" + (f" ± {half:{fmt}}" if _finite(half) else "")
+            shown = f"{entry['value']:{fmt}}"
+            if _finite(entry.get("low")) and _finite(entry.get("high")):
+                shown += f" [{entry['low']:{fmt}}, {entry['high']:{fmt}}]"
+            elif str(entry.get("note") or "").startswith("too few scenarios"):
+                shown += " (too few scenarios)"
             parts.append(f"{label} {shown}")
     return " · ".join(parts) or None
 
@@ -91,11 +112,14 @@ def log_batched(
     params: Mapping[str, str],
     tags: Mapping[str, str],
     metrics: Mapping[str, float],
+    sql_store: Any = None,
 ) -> None:
     """log_batch in MLflow's per-call limits: one call per 100 params/tags or 1,000 metrics.
 
     One log_metric call per value costs a round trip (~3 ms on sqlite); 1,000 scenarios'
-    metrics would take seconds that way and a fraction of one batched.
+    metrics would take seconds that way and a fraction of one batched. With `sql_store` (a
+    SqlAlchemyStore) the metrics of the new run are inserted in one transaction instead
+    (tracking.sql_metrics): ten times faster again.
     """
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.utils.validation import (
@@ -109,6 +133,11 @@ def log_batched(
     for texts in _chunks(sorted(tags.items()), MAX_PARAMS_TAGS_PER_BATCH):
         client.log_batch(run_id, tags=[RunTag(k, v[:MAX_TAG_VAL_LENGTH]) for k, v in texts])
     now_ms = int(time.time() * 1000)
+    if sql_store is not None:
+        from agenteval.tracking.sql_metrics import insert_metrics
+
+        insert_metrics(sql_store, run_id, dict(sorted(metrics.items())), now_ms)
+        return
     for numbers in _chunks(sorted(metrics.items()), MAX_METRICS_PER_BATCH):
         client.log_batch(run_id, metrics=[Metric(k, v, now_ms, 0) for k, v in numbers])
 

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenteval.fileio import read_json, write_json
+from agenteval.tracking.traces_store import TraceCounts
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
     from agenteval.layout import Layout
+    from agenteval.llm.scrub import Scrubber
     from agenteval.schema.scorecard import Scorecard
 
 RUN_RECORD = "mlflow_run.json"
@@ -33,6 +35,9 @@ class TrackResult:
     experiment_id: str = ""
     run_key: str = ""
     tracking_uri: str = ""  # without credentials
+    # Counted in the store after logging and equal to what was sent (0 when not created).
+    spans_logged: int = 0
+    assessments_logged: int = 0
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,16 @@ class _Destination:
     uri: str
     experiment: str
     run_name: str | None
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The run being filled."""
+
+    client: MlflowClient
+    uri: str
+    experiment_id: str
+    run_id: str
 
 
 def log_evaluation(
@@ -85,13 +100,24 @@ def log_evaluation(
     with mlflow_client(dest.uri) as client:
         experiment_id = ensure_experiment(client, dest.experiment, dest.uri)
         existing = find_run(client, experiment_id, key)
+        sent = TraceCounts()
         if existing is not None:
-            run_id, created, sent = existing, False, 0
+            run_id, created = existing, False
         else:
             run_id = _create_run(client, experiment_id, card, key, basis, dest)
-            sent = _fill_run(client, experiment_id, run_id, layout, params, card, traces)
+            target = _Target(client, dest.uri, experiment_id, run_id)
+            sent = _fill_run(target, layout, params, card, traces)
             created = True
-    result = TrackResult(run_id, created, sent, experiment_id, key, public_uri(dest.uri))
+    result = TrackResult(
+        run_id,
+        created,
+        sent.traces,
+        experiment_id,
+        key,
+        public_uri(dest.uri),
+        spans_logged=sent.spans,
+        assessments_logged=sent.assessments,
+    )
     write_run_record(layout, result)
     return result
 
@@ -124,19 +150,20 @@ def _create_run(
 
 
 def _fill_run(
-    client: MlflowClient,
-    experiment_id: str,
-    run_id: str,
+    target: _Target,
     layout: Layout,
     params: dict[str, Any],
     card: Scorecard,
     traces: bool,
-) -> int:
+) -> TraceCounts:
     """Params, tags, metrics, artifacts, then traces; the run ends FAILED if any step fails,
     so a later attempt logs a fresh run instead of finding this incomplete one."""
     from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
-    from agenteval.tracking import conversations, provenance, results
+    from agenteval.tracking import provenance, results
+    from agenteval.tracking.traces_store import sql_store
+
+    client, run_id = target.client, target.run_id
 
     try:
         from agenteval.report import load_noise
@@ -147,6 +174,7 @@ def _fill_run(
         summary_line = results.headline(noise)
         if summary_line:  # shown as the run's description in the MLflow UI
             tags["mlflow.note.content"] = summary_line
+        tags |= results.interval_notes(noise)
         tags = {key: scrubber.scrub_text(value) for key, value in tags.items()}
         results.log_batched(
             client,
@@ -155,19 +183,39 @@ def _fill_run(
             tags=tags,
             metrics=results.run_metrics(_flat_metrics(layout, card), card)
             | results.interval_metrics(noise),
+            sql_store=sql_store(target.uri),
         )
         results.log_artifacts(client, run_id, layout, card, provenance.known_secret_values(params))
-        sent = 0
-        if traces:
-            found = conversations.load_conversations(
-                layout.suite, layout.transcripts, layout.verdicts, card
-            )
-            sent = conversations.log_conversations(client, experiment_id, run_id, found, scrubber)
+        sent = _log_traces(target, layout, card, scrubber) if traces else TraceCounts()
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
         raise
-    client.set_terminated(run_id, status="FINISHED")
+    from agenteval.scoring import every_unit_errored
+    from agenteval.tracking.store import COMPLETE_TAG
+
+    client.set_tag(run_id, COMPLETE_TAG, "true")
+    # An evaluation that measured nothing because every unit crashed is not a finished run.
+    failed = every_unit_errored(card.scenarios)
+    if failed:
+        client.set_tag(run_id, "agenteval.failure", "every unit ERRORED")
+    client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
     return sent
+
+
+def _log_traces(
+    target: _Target, layout: Layout, card: Scorecard, scrubber: Scrubber
+) -> TraceCounts:
+    """Every turn as a trace, streamed from disk in batches and verified in the store."""
+    from agenteval.tracking.conversations import iter_conversations, turn_records
+    from agenteval.tracking.traces_store import log_traces
+
+    found = iter_conversations(layout.suite, layout.transcripts, layout.verdicts, card)
+    records = (
+        record
+        for conversation in found
+        for record in turn_records(conversation, target.experiment_id, target.run_id, scrubber)
+    )
+    return log_traces(target.uri, target.experiment_id, target.run_id, records)
 
 
 def _flat_metrics(layout: Layout, card: Scorecard) -> dict[str, Any]:

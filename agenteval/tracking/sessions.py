@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agenteval.tracking.conversations import SESSION_KEY
+from agenteval.tracking.records import SESSION_KEY
 from agenteval.tracking.store import TrackingError, mlflow_client, sqlite_path
 
 SEARCH_PAGE = 200

@@ -16,18 +16,19 @@ if TYPE_CHECKING:
 
 DEFAULT_EXPERIMENT = "agenteval"
 RUN_KEY_TAG = "agenteval.run_key"
+# Set once every part of a run is logged; a run FAILED by its own results (every unit
+# ERRORED) carries it, an attempt that broke off while logging does not.
+COMPLETE_TAG = "agenteval.logged"
 SQLITE_PREFIX = "sqlite:///"
 
 # Environment MLflow reads while we log. Telemetry is decided when mlflow is first imported,
 # so it is set before that import and left set; the others are restored afterwards.
 _TELEMETRY_OFF = ("MLFLOW_DISABLE_TELEMETRY", "true")
 _SESSION_ENV = {
-    # The async trace exporter drops traces once its 1,000-item queue is full and reports
-    # nothing; synchronous export makes every trace land before we count them.
-    "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "false",
+    # Params, tags and metrics land before the run is marked FINISHED. Traces do not use
+    # MLflow's exporter at all (its async queue drops traces when full, and a sampling ratio
+    # would thin them): tracking.traces_store writes and then counts them.
     "MLFLOW_ENABLE_ASYNC_LOGGING": "false",
-    # Every turn is evidence: a sampling ratio set for production tracing must not thin it.
-    "MLFLOW_TRACE_SAMPLING_RATIO": "1.0",
 }
 
 
@@ -133,7 +134,7 @@ def _on_connect(dbapi_connection: object, _record: object) -> None:
 
 @contextmanager
 def mlflow_client(uri: str) -> Iterator[MlflowClient]:
-    """An MlflowClient on `uri`, with the fluent APIs (tracing, assessments) pointed there too.
+    """An MlflowClient on `uri`, with MLflow's fluent APIs pointed there too.
 
     The process-wide tracking URI and the environment are restored on exit, so a later call
     for another repository does not inherit this store.
@@ -143,18 +144,14 @@ def mlflow_client(uri: str) -> Iterator[MlflowClient]:
     os.environ.update(_SESSION_ENV)
     tune_sqlite(uri)
     import mlflow
-    import mlflow.tracing
 
     was_set = mlflow.is_tracking_uri_set()  # type: ignore[no-untyped-call]
     previous = mlflow.get_tracking_uri() if was_set else None
     mlflow.set_tracking_uri(uri)
-    # Rebuild the span exporter now that async export is off, even if the URI was unchanged.
-    mlflow.tracing.reset()  # type: ignore[no-untyped-call]
     try:
         yield mlflow.MlflowClient(tracking_uri=uri)
     finally:
         mlflow.set_tracking_uri(previous)  # type: ignore[arg-type]  # None unsets it
-        mlflow.tracing.reset()  # type: ignore[no-untyped-call]
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -184,11 +181,16 @@ def ensure_experiment(client: MlflowClient, name: str, uri: str) -> str:
 
 
 def find_run(client: MlflowClient, experiment_id: str, run_key: str) -> str | None:
-    """The finished run already logged for this run key, if any (failed attempts do not count)."""
-    runs = client.search_runs(
-        [experiment_id],
-        filter_string=f"tags.`{RUN_KEY_TAG}` = '{run_key}' and attributes.status = 'FINISHED'",
-        max_results=1,
-        order_by=["attributes.start_time DESC"],
-    )
-    return str(runs[0].info.run_id) if runs else None
+    """The run already logged in full for this run key, if any: FINISHED, or FAILED because
+    the evaluation itself failed (every unit ERRORED). An attempt that broke off while
+    logging counts for neither, so a later attempt logs afresh."""
+    for complete in ("attributes.status = 'FINISHED'", f"tags.`{COMPLETE_TAG}` = 'true'"):
+        runs = client.search_runs(
+            [experiment_id],
+            filter_string=f"tags.`{RUN_KEY_TAG}` = '{run_key}' and {complete}",
+            max_results=1,
+            order_by=["attributes.start_time DESC"],
+        )
+        if runs:
+            return str(runs[0].info.run_id)
+    return None

@@ -1,0 +1,221 @@
+"""The QA benchmark as steps over files: tasks -> infer -> judge -> score (-> track).
+
+Inference is the scenario engine itself (one-turn conversations, `qa.k` iterations with
+their own seeds); judging reads the stored transcripts only, so a new judge re-grades
+without calling the agent. `agenteval qa` and the stages of pipelines/qa/dvc.yaml share
+these functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agenteval.benchmarks.qa.judge import QAJudge
+from agenteval.benchmarks.qa.metrics import Observation, qa_metrics
+from agenteval.benchmarks.qa.tasks import TaskFileError, build_qa_suite, load_tasks, select
+from agenteval.fileio import digest_of, read_json, write_json
+from agenteval.layout import Layout, load_suite, load_transcript, transcript_path
+from agenteval.params import section_digest
+from agenteval.pipeline import install_scrubber, step_infer
+from agenteval.schema.corpus import Manifest
+from agenteval.schema.problems import Problem
+from agenteval.schema.qa import QATask, QAVerdict
+
+KIND = "qa"
+
+
+def check_kind(params: Mapping[str, Any], kind: str = KIND) -> None:
+    found = (params.get("suite") or {}).get("kind", "scenarios")
+    if found != kind:
+        raise TaskFileError(
+            [Problem("params.yaml", 1, f"suite.kind is {found!r}; this step runs {kind!r}")]
+        )
+
+
+def tasks_file(layout: Layout) -> Path:
+    return layout.data / "tasks.json"
+
+
+def verdicts_dir(layout: Layout) -> Path:
+    return layout.data / "qa_verdicts"
+
+
+def _manifest(root: Path, params: Mapping[str, Any]) -> Manifest | None:
+    path = root / str((params.get("suite") or {}).get("manifest", "eval/corpus/manifest.json"))
+    return Manifest.model_validate(read_json(path)) if path.is_file() else None
+
+
+def step_tasks(params: dict[str, Any], layout: Layout) -> list[QATask]:
+    """Load and select the tasks; write them and the engine's suite (k attempts each)."""
+    check_kind(params)
+    QAJudge(params, layout.root)  # a judge that would be refused stops the run before inference
+    section = params["qa"]
+    source = layout.root / section["tasks"]
+    tasks = load_tasks(source, section.get("format", "jsonl"), layout.root)
+    chosen = select(
+        tasks, list(section.get("levels") or []), list(section.get("ids") or []), section["tasks"]
+    )
+    if int(params["suite"].get("iterations", 1)) != 1:
+        raise TaskFileError(
+            [Problem("params.yaml", 1, "suite.iterations: QA attempts are qa.k; leave it at 1")]
+        )
+    suite = build_qa_suite(
+        chosen,
+        int(section.get("k", 1)),
+        int(params["suite"].get("seed", 0)),
+        layout.root,
+        _manifest(layout.root, params),
+    )
+    write_json(tasks_file(layout), [t.model_dump(mode="json") for t in chosen])
+    write_json(layout.suite, suite)
+    return chosen
+
+
+def load_task_list(layout: Layout) -> list[QATask]:
+    return [QATask.model_validate(t) for t in read_json(tasks_file(layout))]
+
+
+def step_qa_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -> Any:
+    check_kind(params)
+    return step_infer(params, layout, progress)
+
+
+def _stored(path: Path) -> QAVerdict | None:
+    try:
+        return QAVerdict.model_validate(read_json(path))
+    except (OSError, ValueError):
+        return None
+
+
+async def _judge_all(
+    tasks: list[QATask], layout: Layout, judge: QAJudge, attempts: int, concurrency: int
+) -> list[QAVerdict]:
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(task: QATask, attempt: int) -> QAVerdict | None:
+        transcript = load_transcript(layout.transcripts, task.id, attempt)
+        if transcript is None:
+            return None
+        path = transcript_path(verdicts_dir(layout), task.id, attempt)
+        fresh = judge.blank(task, transcript)
+        stored = _stored(path)
+        if (
+            stored is not None
+            and (stored.transcript_digest, stored.task_digest, stored.judge)
+            == (fresh.transcript_digest, fresh.task_digest, fresh.judge)
+            and stored.status != "error"
+        ):
+            return stored  # the same grade of the same answer: never pay twice
+        async with semaphore:
+            verdict = await judge.grade(task, transcript)
+        await asyncio.to_thread(write_json, path, verdict)
+        return verdict
+
+    jobs = [one(t, i) for t in tasks for i in range(attempts)]
+    return [v for v in await asyncio.gather(*jobs) if v is not None]
+
+
+def step_qa_judge(params: dict[str, Any], layout: Layout) -> list[QAVerdict]:
+    check_kind(params)
+    install_scrubber(params)
+    judge = QAJudge(params, layout.root)
+    suite = load_suite(layout)
+    tasks = load_task_list(layout)
+    concurrency = int(params["run"].get("concurrency", 4))
+    return asyncio.run(_judge_all(tasks, layout, judge, suite.iterations, concurrency))
+
+
+@dataclass
+class Scored:
+    metrics: dict[str, Any]
+    verdicts: list[QAVerdict]
+
+
+def load_verdicts(layout: Layout, tasks: list[QATask], attempts: int) -> list[QAVerdict]:
+    found = []
+    for task in tasks:
+        for attempt in range(attempts):
+            stored = _stored(transcript_path(verdicts_dir(layout), task.id, attempt))
+            if stored is not None and stored.task_digest == digest_of(task):
+                found.append(stored)
+    return found
+
+
+def observations(
+    tasks: list[QATask], verdicts: list[QAVerdict], attempts: int
+) -> list[Observation]:
+    """One observation per planned attempt; an attempt never judged is Unavailable."""
+    by_key = {(v.task_id, v.attempt): v for v in verdicts}
+    out = []
+    for task in tasks:
+        for attempt in range(attempts):
+            verdict = by_key.get((task.id, attempt))
+            status = verdict.status if verdict else "unavailable"
+            correct = verdict.correct if verdict else None
+            out.append(Observation(task.id, task.level, attempt, status, correct))
+    return out
+
+
+def step_qa_score(params: dict[str, Any], layout: Layout) -> Scored:
+    """metrics.json, details/<task>.json and summary.md from the stored verdicts."""
+    from agenteval.benchmarks.qa.report import write_details, write_summary
+
+    check_kind(params)
+    suite = load_suite(layout)
+    tasks = load_task_list(layout)
+    verdicts = load_verdicts(layout, tasks, suite.iterations)
+    classes: Counter[str] = Counter(
+        str(v.verdict or ("deferred" if v.status == "unavailable" else v.status)) for v in verdicts
+    )
+    rules = Counter(v.rule for v in verdicts if v.rule)
+    conf = float(params["stats"].get("conf", 0.95))
+    metrics = qa_metrics(
+        observations(tasks, verdicts, suite.iterations), suite.iterations, conf, classes, rules
+    )
+    metrics["attempt_strategy"] = params["qa"].get("attempt_strategy", "independent")
+    metrics["seeds"] = suite.seeds()
+    write_json(layout.metrics, metrics)
+    write_details(layout, tasks, verdicts, suite)
+    write_summary(layout, metrics, tasks, verdicts, suite.iterations)
+    return Scored(metrics, verdicts)
+
+
+def run_qa(params: dict[str, Any], layout: Layout, progress: bool = False) -> Scored:
+    """The whole benchmark into one layout (`agenteval qa`)."""
+    step_tasks(params, layout)
+    step_qa_infer(params, layout, progress)
+    step_qa_judge(params, layout)
+    return step_qa_score(params, layout)
+
+
+def run_config(params: Mapping[str, Any], layout: Layout) -> dict[str, Any]:
+    """Who produced the numbers, in the scorecard's `config` shape (for provenance tags)."""
+    suite = load_suite(layout)
+    tasks = load_task_list(layout)
+    config: dict[str, Any] = {
+        "scenario_set_digest": suite.scenario_set_digest,
+        "corpus_digest": suite.corpus_digest,
+        "params_digest": section_digest(dict(params), "suite", "target", "simulator", "run", KIND),
+    }
+    for task in tasks[:1]:
+        transcript = load_transcript(layout.transcripts, task.id, 0)
+        if transcript is not None:
+            config["target"] = transcript.target.model_dump(mode="json")
+            config["simulator"] = transcript.simulator.model_dump(mode="json")
+    config["judge"] = QAJudge(params, layout.root).participant.model_dump(mode="json")
+    return config
+
+
+def step_qa_track(params: dict[str, Any], layout: Layout, lock: Path | None) -> Any:
+    from agenteval.benchmarks.tracking import log_benchmark
+
+    check_kind(params)
+    artifacts = [layout.reports / "summary.md", layout.reports / "details"]
+    return log_benchmark(
+        layout, params, run_config(params, layout), kind=KIND, lock=lock, artifacts=artifacts
+    )

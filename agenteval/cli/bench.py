@@ -1,0 +1,133 @@
+"""Benchmark commands: `agenteval qa`, `agenteval retrieval`, `agenteval gate RUN --baseline`.
+
+Thin: the benchmarks package does the work (`agenteval.benchmarks.*`). Exit codes: 0 done
+(or the gate holds); 1 the gate fails; 2 invalid input; 3 stopped early and resumable
+(qa), or the baseline is not comparable (gate).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agenteval.cli.common import EXIT_INVALID, EXIT_STOPPED, fail, load_params
+
+EXIT_GATE_FAILED = 1
+EXIT_NOT_COMPARABLE = 3
+
+SetOption = Annotated[
+    list[str] | None, typer.Option("--set", help="Override a params value: key=value.")
+]
+
+
+def _out(out: Path | None, kind: str) -> Path:
+    return out or Path("runs") / f"{kind}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+
+
+def _problems(exc: Exception) -> list[str]:
+    return [str(p) for p in getattr(exc, "problems", [])] or [str(exc)]
+
+
+def qa(
+    k: Annotated[int | None, typer.Option("--k", help="Attempts per task (qa.k).")] = None,
+    set_: SetOption = None,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default runs/qa-<time>).")] = None,
+    params_file: Annotated[Path, typer.Option("--params")] = Path("pipelines/qa/params.yaml"),
+    track: Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow.")] = True,
+) -> None:
+    """Two-stage QA benchmark: the agent answers, then the pre-check and A/B/C judge grade."""
+    from agenteval.benchmarks.qa.steps import run_qa, step_qa_track
+    from agenteval.benchmarks.qa.tasks import TaskFileError
+    from agenteval.layout import Layout
+    from agenteval.llm import QuotaExhausted
+
+    sets = list(set_ or []) + ([f"qa.k={k}"] if k is not None else [])
+    params = load_params(params_file, sets)
+    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "qa"))
+    try:
+        scored = run_qa(params, layout, progress=sys.stderr.isatty())
+    except TaskFileError as exc:
+        fail(_problems(exc))
+    except QuotaExhausted as exc:
+        fail([f"stopped: {exc}", f"resume with: agenteval qa --out {layout.reports}"], EXIT_STOPPED)
+    except (ValueError, OSError) as exc:
+        fail([f"cannot run: {type(exc).__name__}: {exc}"])
+    first = scored.metrics["correct.native@1"]
+    typer.echo(
+        f"correct.native@1 {first['value']} ({first['evaluated']} evaluated, "
+        f"{first['error']} error, {first['unavailable']} unavailable of {first['total']})"
+    )
+    for name in (n for n in scored.metrics if n.startswith("correct.") and n != "correct.native@1"):
+        block = scored.metrics[name]
+        typer.echo(f"{name} {block['value']} ({block['evaluated']} of {block['total']} tasks)")
+    typer.echo(f"reports in {layout.reports}/ (metrics.json, summary.md, details/)")
+    if track:
+        result = step_qa_track(params, layout, None)
+        if result is not None:
+            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
+
+
+def retrieval(
+    set_: SetOption = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Run folder (default runs/retrieval-<time>).")
+    ] = None,
+    params_file: Annotated[Path, typer.Option("--params")] = Path(
+        "pipelines/retrieval/params.yaml"
+    ),
+    baseline: Annotated[
+        Path | None, typer.Option("--gate", help="Gate against this results.json.")
+    ] = None,
+    tolerance: Annotated[float, typer.Option(help="Allowed drop (widened on small sets).")] = 0.02,
+) -> None:
+    """Retrieval benchmark: recall@k, MRR, answers and misses, hard cases (and the gate)."""
+    from agenteval.benchmarks.retrieval.library import LabelError
+    from agenteval.benchmarks.retrieval.steps import step_answer, step_evaluate
+    from agenteval.layout import Layout
+
+    params = load_params(params_file, list(set_ or []))
+    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "retrieval"))
+    try:
+        step_answer(params, layout)
+        results = step_evaluate(params, layout)
+    except LabelError as exc:
+        fail(_problems(exc))
+    except (ValueError, OSError) as exc:
+        fail([f"cannot run: {type(exc).__name__}: {exc}"])
+    for name, scores in results["metrics"].items():
+        typer.echo(f"{name}: recall@5 {scores['recall@5']:.3f}, MRR {scores['mrr']:.3f}")
+    for name, why in results["meta"]["skipped_pipelines"].items():
+        typer.echo(f"{name}: skipped ({why})")
+    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
+    if baseline is not None:
+        benchmark_gate(layout.reports, baseline, tolerance)
+
+
+def benchmark_gate(run: Path, baseline: Path, tolerance: float) -> None:
+    """`agenteval gate RUN --baseline FILE`: exit 1 when recall@5, MRR or accuracy dropped
+    beyond the tolerance, 3 when the baseline was measured with another retriever."""
+    from agenteval.benchmarks import gate as gating
+
+    try:
+        result = gating.gate(gating.load_run(run), gating.load_run(baseline), tolerance)
+    except gating.GateInputError as exc:
+        fail([str(exc)], EXIT_INVALID)
+    except gating.GateRefused as exc:
+        fail([f"not comparable: {exc}"], EXIT_NOT_COMPARABLE)
+    except ValueError as exc:
+        fail([str(exc)], EXIT_INVALID)
+    for line in result.lines():
+        typer.echo(line)
+    if not result.passed:
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(qa)
+    app.command()(retrieval)
+    # `gate RUN --baseline FILE` is the benchmark branch of the one `gate` command
+    # (agenteval.cli.expectations).

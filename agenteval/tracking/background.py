@@ -1,0 +1,161 @@
+"""MLflow made ready while the evaluation runs, for `agenteval run`.
+
+Importing MLflow and opening its store take about 2.5 s of CPU before the first byte is
+logged, as long as the inference of a few hundred conversations. `BackgroundTracker.start`
+launches `python -m agenteval.tracking.background`, which pays that cost on the other core
+while the pipeline runs; `finish(layout, params)` hands it the finished run, and it calls
+the same `log_evaluation` (and the same verification) the `track` stage calls. If the child
+is gone by then, the run is logged in-process instead, so nothing depends on it.
+
+Protocol (JSON lines): parent -> child `{"uri", "experiment"}` then
+`{"root", "data", "reports", "params"}`; child -> parent `{"result": ...}` or
+`{"error": "..."}`. A closed stdin before the second line means: nothing to log, exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+from agenteval.layout import Layout
+from agenteval.tracking.run import TrackResult, log_evaluation
+from agenteval.tracking.store import (
+    DEFAULT_EXPERIMENT,
+    TrackingError,
+    repository_root,
+    resolve_tracking_uri,
+)
+
+
+class BackgroundTracker:
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+
+    @classmethod
+    def start(cls, params: dict[str, Any], root: Path) -> BackgroundTracker | None:
+        """A warming child for this run's store; None when tracking is off."""
+        section = params.get("tracking") or {}
+        if not section.get("enabled", True):
+            return None
+        uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
+        experiment = section.get("experiment") or DEFAULT_EXPERIMENT
+        env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agenteval.tracking.background"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        tracker = cls(process)
+        if not tracker._send({"uri": uri, "experiment": experiment}):
+            tracker.cancel()
+            return None
+        return tracker
+
+    def _send(self, message: dict[str, Any]) -> bool:
+        stdin = self.process.stdin
+        try:
+            assert stdin is not None
+            stdin.write(json.dumps(message) + "\n")
+            stdin.flush()
+            return True
+        except (OSError, ValueError):  # the child is gone
+            return False
+
+    def finish(self, layout: Layout, params: dict[str, Any]) -> TrackResult | None:
+        """Log the finished run through the warmed child (in-process if it is gone)."""
+        request = {
+            "root": str(layout.root),
+            "data": str(layout.data),
+            "reports": str(layout.reports),
+            "params": params,
+        }
+        if not self._send(request):
+            self.cancel()
+            return log_evaluation(layout, params)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        answer = _last_json_line(self.process.stdout)
+        self.process.wait()
+        if answer is None:  # the child died without answering: log here instead
+            return log_evaluation(layout, params)
+        if "error" in answer:
+            raise TrackingError(str(answer["error"]))
+        found = answer.get("result")
+        return TrackResult(**found) if found else None
+
+    def cancel(self) -> None:
+        """Nothing to log (the run failed before it could be tracked)."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def _last_json_line(stream: IO[str]) -> dict[str, Any] | None:
+    found = None
+    for line in stream:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found = value
+    return found
+
+
+def warm(uri: str, experiment: str) -> None:
+    """Import what log_evaluation needs and open the store (MLflow caches it per URI)."""
+    import pandas  # noqa: F401  (the scenario table is written as parquet)
+    import pyarrow  # noqa: F401
+    from mlflow.tracing.client import TracingClient
+
+    from agenteval.tracking import conversations, records, results, sql_traces  # noqa: F401
+    from agenteval.tracking.store import ensure_experiment, mlflow_client
+
+    with mlflow_client(uri) as client:
+        ensure_experiment(client, experiment, uri)
+    TracingClient(uri)
+    records._mlflow()
+
+
+def main() -> int:
+    # Not niced: on a machine whose cores are busy with other work, a niced child starves
+    # and the run waits for it at the end (measured with bench/peer_inspect.py).
+    first = sys.stdin.readline()
+    if not first:
+        return 0
+    setup = json.loads(first)
+    # A store that cannot be opened now fails again in log_evaluation, with its message.
+    with contextlib.suppress(Exception):
+        warm(setup["uri"], setup["experiment"])
+    line = sys.stdin.readline()
+    if not line:
+        return 0  # cancelled: nothing to log
+    request = json.loads(line)
+    layout = Layout(Path(request["root"]), Path(request["data"]), Path(request["reports"]))
+    try:
+        result = log_evaluation(layout, request["params"])
+    except TrackingError as exc:
+        print(json.dumps({"error": str(exc)}), flush=True)
+        return 1
+    except Exception as exc:  # a store that refuses us: the parent reports it, exit 1
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        return 1
+    print(json.dumps({"result": asdict(result) if result else None}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything is committed and the answer is sent: skip the interpreter's teardown of
+    # MLflow, SQLAlchemy and pandas (~0.8 s), which the parent would otherwise wait for.
+    os._exit(code)

@@ -1,0 +1,208 @@
+"""Benchmark: agenteval and inspect_ai side by side, same items, same loopback endpoint.
+
+Run from the repository root with the venv active:  python bench/peer_inspect.py
+Options: --items 500  --concurrency 32  --latency 0.05  --repeats 3
+
+inspect_ai is never a project dependency: the script creates its own virtual environment
+(.cache/bench/inspect_ai-<version>/, reused by later runs) with inspect_ai and openai pinned
+below, from the package registry. Both harnesses talk to one OpenAI-compatible loopback
+endpoint (bench/loopback.py, its own process, `latency` per request) at the same
+concurrency, on the same N items, each as its own command line process, timed from start
+to exit:
+
+- agenteval: `agenteval run` on N generated single-turn scenarios with the `chat` target
+  (one query_documents call, then the answer: two requests per item), the code judge, the
+  reports, and MLflow tracking on (the default: params, metrics, artifacts and one trace
+  per item with its spans, feedback and expectations, counted back in the store) or off
+  (`tracking.enabled=false`). The sqlite store exists before the clock starts.
+- inspect_ai: `inspect eval` of a task with the same N questions, `generate()` and an
+  `includes()` scorer, `--model openai/bench-model -M responses_api=false` (chat
+  completions, as the endpoint speaks), `--max-connections` = concurrency, `--display
+  plain`, writing its usual .eval log: one request per item.
+
+Each repeat runs the three in turn; the table shows medians. wall/ideal divides by
+requests x latency / concurrency, the time the endpoint alone imposes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import loopback
+import workload
+
+ROOT = workload.ROOT
+SCRIPT = "python bench/peer_inspect.py"
+INSPECT_PINS = ("inspect_ai==0.3.285", "openai==3.57.0")
+VENV = ROOT / ".cache" / "bench" / ("-".join(p.replace("==", "-") for p in INSPECT_PINS))
+QUESTION = "Question {i}: what are the opening hours on weekdays?"  # as workload.SCENARIO
+
+TASK = """
+import os
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate
+
+
+@task
+def bench():
+    n = int(os.environ["BENCH_ITEMS"])
+    samples = [Sample(input={question!r}.format(i=i), target="9:00 to 17:00") for i in range(n)]
+    return Task(dataset=samples, solver=generate(), scorer=includes())
+"""
+
+
+def inspect_env() -> Path:
+    """The pinned inspect_ai environment, created on first use; returns its `inspect`."""
+    command = VENV / "bin" / "inspect"
+    marker = VENV / "pins.txt"
+    if command.exists() and marker.is_file() and marker.read_text() == "\n".join(INSPECT_PINS):
+        return command
+    print(f"creating {VENV} with {' '.join(INSPECT_PINS)} (once)", flush=True)
+    venv.create(VENV, with_pip=True, clear=True)
+    pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", *INSPECT_PINS]
+    subprocess.run(pip, check=True)
+    marker.write_text("\n".join(INSPECT_PINS))
+    return command
+
+
+def run_timed(cmd: list[str], cwd: Path, env: dict[str, str], port: int) -> dict[str, Any]:
+    before = loopback.fetch_stats(port)["served"]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        tail = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        raise SystemExit(f"{' '.join(cmd[:4])} failed:\n{tail}")
+    return {"wall_s": wall, "requests": loopback.fetch_stats(port)["served"] - before,
+            "output": done.stdout + done.stderr}  # fmt: skip
+
+
+def agenteval_project(folder: Path, items: int, port: int, concurrency: int) -> Path:
+    root = workload.generated_root(folder, items)
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    for section, values in workload.chat_overrides(port, concurrency, ["library"]).items():
+        params[section] = {**params[section], **values}
+    params["tracking"]["uri"] = f"sqlite:///{folder / 'mlflow.db'}"
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    workload.prepare_store(params["tracking"]["uri"])
+    return root
+
+
+def run_agenteval(root: Path, port: int, tracking: bool, round_: int) -> dict[str, Any]:
+    agenteval = str(Path(sys.executable).parent / "agenteval")
+    out = root.parent / f"run-{'on' if tracking else 'off'}-{round_}"
+    cmd = [agenteval, "run", "--out", str(out), "--no-progress"]
+    if not tracking:
+        cmd += ["--set", "tracking.enabled=false"]
+    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
+    result = run_timed(cmd, root, env, port)
+    if tracking and "MLflow: logged run" not in result["output"]:
+        raise SystemExit(f"agenteval did not log to MLflow:\n{result['output'][-2000:]}")
+    return result
+
+
+def run_inspect(inspect: Path, folder: Path, items: int, port: int, c: int) -> dict[str, Any]:
+    (folder / "task.py").write_text(TASK.format(question=QUESTION), encoding="utf-8")
+    env = dict(os.environ, OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1",
+               OPENAI_API_KEY="bench-not-a-key", BENCH_ITEMS=str(items),
+               INSPECT_LOG_DIR=str(folder / "logs"))  # fmt: skip
+    cmd = [
+        str(inspect),
+        "eval",
+        "task.py",
+        "--model",
+        "openai/bench-model",
+        "-M",
+        "responses_api=false",
+        "--max-connections",
+        str(c),
+        "--display",
+        "plain",
+    ]
+    result = run_timed(cmd, folder, env, port)
+    if f"Samples: {items}/{items}" not in result["output"]:
+        raise SystemExit(f"inspect did not finish every sample:\n{result['output'][-2000:]}")
+    return result
+
+
+def summarise(runs: list[dict[str, Any]], items: int, args: argparse.Namespace) -> dict[str, Any]:
+    wall = statistics.median(r["wall_s"] for r in runs)
+    requests = runs[0]["requests"]
+    ideal = requests * args.latency / args.concurrency
+    walls = [r["wall_s"] for r in runs]
+    return {"wall_s": wall, "per_item_ms": wall / items * 1000, "requests": requests,
+            "ideal_s": ideal, "ratio": wall / ideal, "walls": walls}  # fmt: skip
+
+
+def report(rows: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
+    machine = f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {workload.load_average()}"
+    print(f"\n{args.items} items, concurrency {args.concurrency}, endpoint latency "
+          f"{args.latency * 1000:.0f} ms, median of {args.repeats} ({machine})")  # fmt: skip
+    print(f"{'harness':34s}{'wall':>9s}{'per item':>11s}{'requests':>10s}{'ideal':>8s}"
+          f"{'wall/ideal':>12s}   walls")  # fmt: skip
+    for name, row in rows.items():
+        walls = " ".join(f"{w:.1f}" for w in row["walls"])
+        print(f"{name:34s}{row['wall_s']:8.2f}s{row['per_item_ms']:9.1f}ms{row['requests']:10d}"
+              f"{row['ideal_s']:7.2f}s{row['ratio']:11.2f}x   {walls}")  # fmt: skip
+    on, off, peer = rows["agenteval, tracking on"], rows["agenteval, tracking off"], rows[INSPECT]
+    print(f"\nagenteval tracking on / off, wall:      {on['wall_s'] / off['wall_s']:.2f}x "
+          f"(target <= 1.5)")  # fmt: skip
+    print(
+        f"inspect_ai / agenteval (tracking on), per item: "
+        f"{peer['per_item_ms'] / on['per_item_ms']:.2f}x (target >= 4)"
+    )
+    print(f"rerun: {SCRIPT} --items {args.items} --concurrency {args.concurrency} "
+          f"--repeats {args.repeats}")  # fmt: skip
+
+
+INSPECT = f"inspect_ai {INSPECT_PINS[0].split('==')[1]}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=500)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    inspect = inspect_env()
+    server, port = loopback.start_server(args.latency, tools=True)
+    runs: dict[str, list[dict[str, Any]]] = {INSPECT: [], "agenteval, tracking off": [],
+                                              "agenteval, tracking on": []}  # fmt: skip
+    try:
+        with tempfile.TemporaryDirectory(prefix="agenteval-peer-") as tmp:
+            folder = Path(tmp)
+            (folder / "inspect").mkdir()
+            root = agenteval_project(folder / "agenteval", args.items, port, args.concurrency)
+            for round_ in range(args.repeats):
+                runs[INSPECT].append(
+                    run_inspect(inspect, folder / "inspect", args.items, port, args.concurrency)
+                )
+                runs["agenteval, tracking off"].append(run_agenteval(root, port, False, round_))
+                runs["agenteval, tracking on"].append(run_agenteval(root, port, True, round_))
+                line = ", ".join(f"{k} {v[-1]['wall_s']:.1f} s" for k, v in runs.items())
+                print(f"round {round_ + 1}: {line} ({workload.load_average()})", flush=True)
+    finally:
+        loopback.stop_server(server)
+    report({name: summarise(r, args.items, args) for name, r in runs.items()}, args)
+    print(json.dumps({name: [r["wall_s"] for r in r_] for name, r_ in runs.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

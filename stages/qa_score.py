@@ -1,0 +1,22 @@
+"""Stage `score` of pipelines/qa: metrics.json, details/<task>.json and summary.md."""
+
+from __future__ import annotations
+
+import sys
+
+from agenteval.benchmarks.qa.steps import step_qa_score
+from stages.common import variant_layout, variant_params
+
+
+def main() -> int:
+    scored = step_qa_score(variant_params("qa"), variant_layout("qa"))
+    first = scored.metrics["correct.native@1"]
+    print(
+        f"score: correct.native@1 {first['value']} "
+        f"({first['evaluated']} evaluated of {first['total']})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

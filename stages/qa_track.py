@@ -1,0 +1,29 @@
+"""Stage `track` of pipelines/qa: one MLflow run -> reports/mlflow_run.json."""
+
+from __future__ import annotations
+
+import sys
+
+from agenteval.benchmarks.qa.steps import step_qa_track
+from agenteval.tracking.store import TrackingError
+from stages.common import variant_dir, variant_layout, variant_params
+
+
+def main() -> int:
+    try:
+        result = step_qa_track(
+            variant_params("qa"), variant_layout("qa"), variant_dir("qa") / "dvc.lock"
+        )
+    except TrackingError as exc:
+        print(f"track: {exc}", file=sys.stderr)
+        return 1
+    if result is None:
+        print("track: tracking.enabled is false; nothing logged")
+    else:
+        verb = "logged" if result.created else "already logged as"
+        print(f"track: {verb} run {result.run_id} in {result.tracking_uri}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""The retrieval benchmark on the shipped labels, offline: rankings scored with ranx, answers
+with their miss classes, the hard cases, labels verified on every run, and the gate.
+
+One module-scoped run (about 30 s, most of it numba compiling ranx's kernels once).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenteval.benchmarks.gate import GateRefused, gate, load_run, tolerance_for
+from agenteval.benchmarks.retrieval.library import LabelError, Span, load_questions, verify_quotes
+from agenteval.benchmarks.retrieval.pipelines import dense_unavailable
+from agenteval.benchmarks.retrieval.steps import results_path, step_answer, step_evaluate
+from agenteval.corpus.index_cache import IndexCache
+from agenteval.layout import Layout
+from agenteval.params import DEFAULTS, deep_merge
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINES = [
+    {"name": "bm25", "kind": "bm25", "chunk_size": 400},
+    {"name": "bm25-800", "kind": "bm25", "chunk_size": 800},
+    {"name": "dense", "kind": "dense", "model": "all-MiniLM-L6-v2"},
+]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, dict[str, Any]]:
+    if not (ROOT / "data/corpora/gnu_licenses/gpl-3.0.txt").is_file():
+        subprocess.run(
+            [sys.executable, "-m", "agenteval", "fetch", "--offline"], cwd=ROOT, check=True
+        )
+    out = tmp_path_factory.mktemp("retrieval")
+    layout = Layout.run_dir(ROOT, out)
+    params = deep_merge(DEFAULTS, {"suite": {"kind": "retrieval"}})
+    params["retrieval"]["pipelines"] = PIPELINES
+    step_answer(params, layout)
+    return layout, step_evaluate(params, layout)
+
+
+def test_rankings_are_scored_with_ranx_and_paired(run: tuple[Layout, dict[str, Any]]) -> None:
+    layout, results = run
+    assert results["meta"]["questions"] == 33
+    for name in ("bm25", "bm25-800"):
+        scores = results["metrics"][name]
+        values = [scores[f"recall@{k}"] for k in (1, 3, 5, 10, 20)]
+        assert values == sorted(values) and 0 < scores["mrr"] <= values[-1] <= 1
+        assert scores["doc_recall@5"] >= scores["recall@5"] - 1e-9
+    tests = {(t["metric"], t["test"]) for t in results["paired_tests"]}
+    assert tests == {("recall@5", "student"), ("mrr", "student")}
+    assert all(0 <= t["p_value"] <= 1 for t in results["paired_tests"])
+    on_disk = json.loads(results_path(layout).read_text())
+    assert on_disk["per_question"]["gpl3_cure"]["pipelines"]["bm25"]["hit_rank"] is not None
+    assert (layout.reports / "summary.md").read_text().startswith("# Retrieval benchmark")
+
+
+def test_dense_runs_or_is_skipped_with_the_reason(run: tuple[Layout, dict[str, Any]]) -> None:
+    _, results = run
+    why = dense_unavailable()
+    if why is None:
+        assert results["metrics"]["dense"]["recall@20"] > 0
+        assert results["meta"]["pipelines"]["dense"]["embedder"] == "all-MiniLM-L6-v2"
+    else:
+        assert results["meta"]["skipped_pipelines"]["dense"] == why
+        assert "dense" not in results["metrics"]
+
+
+def test_every_wrong_answer_is_a_retrieval_or_generation_miss(
+    run: tuple[Layout, dict[str, Any]],
+) -> None:
+    _, results = run
+    answers = results["answers"]
+    assert answers["total"] == 33 and answers["correct"] + answers["wrong"] > 20
+    assert answers["retrieval_miss"] + answers["generation_miss"] == answers["wrong"]
+    for row in results["per_question"].values():
+        answer = row["answer"]
+        if answer["outcome"] == "wrong":
+            assert answer["miss"] == ("generation" if answer["evidence_seen"] else "retrieval")
+        else:
+            assert answer["miss"] is None
+
+
+def test_hard_cases_report_status_against_their_condition(
+    run: tuple[Layout, dict[str, Any]],
+) -> None:
+    _, results = run
+    cases = {c["case"]: c for c in results["hard_cases"]}
+    assert set(cases) == {
+        "document replaced after indexing",
+        "identical copy under another name",
+        "corrupted index cache",
+        "instruction planted in a document",
+    }
+    assert all(c["status"] in ("pass", "fail", "measured", "skipped") for c in cases.values())
+    assert all(c["condition"] for c in cases.values())
+    assert cases["document replaced after indexing"]["status"] == "pass"
+    corrupted = cases["corrupted index cache"]["measured"]
+    assert corrupted["rankings_match_clean"] and len(corrupted["reloaded"]) == 4
+    assert all(v.startswith("rebuilt") for v in corrupted["reloaded"].values())
+    shares = cases["identical copy under another name"]["measured"]["copy_share_of_top5"]
+    assert set(shares) >= {"bm25", "bm25-800"} and max(shares.values()) <= 0.2
+
+
+def test_a_quote_not_in_the_extracted_text_raises_with_its_line(tmp_path: Path) -> None:
+    labels = tmp_path / "questions.yaml"
+    labels.write_text(
+        "questions:\n"
+        "  - id: ok\n    question: q?\n    document: eval/corpus/documents/ledgerline_client.py\n"
+        "    quote: Every request uses a default timeout of 15 seconds.\n    answer: 15 seconds\n"
+        "  - id: wrong\n    question: q?\n"
+        "    document: eval/corpus/documents/ledgerline_client.py\n"
+        "    quote: Every request uses a default timeout of 50 seconds.\n    answer: 50 seconds\n",
+        encoding="utf-8",
+    )
+    questions, located = load_questions(labels)
+    with pytest.raises(LabelError) as caught:
+        verify_quotes(questions, located, ROOT)
+    (problem,) = caught.value.problems
+    assert (problem.path, problem.line) == (str(labels), 10)
+    assert "wrong: quote not found" in problem.message
+
+
+def test_hit_rule_is_half_of_the_quote() -> None:
+    quote = Span("d", 100, 200)
+    assert quote.covered_by(Span("d", 150, 400)) and not quote.covered_by(Span("d", 151, 400))
+    assert not quote.covered_by(Span("other", 0, 1000))
+
+
+def test_index_cache_serves_only_trusted_entries(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.txt"
+    doc.write_text("One sentence here. Another sentence there.", encoding="utf-8")
+    cache = IndexCache(tmp_path / "cache", 400)
+    assert cache.load(doc, "doc.txt").source == "built"
+    assert cache.load(doc, "doc.txt").source == "cache"
+    entry = cache.entry_path("doc.txt")
+    record = json.loads(entry.read_text())
+    record["payload"]["chunks"] = ["Served from a tampered cache."]
+    entry.write_text(json.dumps(record))
+    loaded = cache.load(doc, "doc.txt")
+    assert loaded.source.startswith("rebuilt: signature") and "tampered" not in loaded.chunks[0]
+    IndexCache(tmp_path / "cache", 400)._key = None  # a fresh process reads the same key
+    assert IndexCache(tmp_path / "cache", 400).load(doc, "doc.txt").source == "cache"
+
+
+# -- the gate -----------------------------------------------------------------------------
+def regressed(results: dict[str, Any], questions: list[str]) -> dict[str, Any]:
+    """The same run with the bm25 evidence of `questions` pushed out of the top 5."""
+    worse = copy.deepcopy(results)
+    n = len(worse["per_question"])
+    for q in questions:
+        rank = worse["per_question"][q]["pipelines"]["bm25"]["hit_rank"]
+        assert rank is not None and rank <= 5
+        worse["per_question"][q]["pipelines"]["bm25"]["hit_rank"] = 9
+        worse["metrics"]["bm25"]["recall@5"] -= 1 / n
+        worse["metrics"]["bm25"]["mrr"] -= (1 / rank - 1 / 9) / n
+    return worse
+
+
+def hits(results: dict[str, Any]) -> list[str]:
+    rows = results["per_question"].items()
+    return [q for q, r in rows if (r["pipelines"]["bm25"]["hit_rank"] or 99) <= 1]
+
+
+def test_gate_passes_one_flip_fails_two_and_lists_them(run: tuple[Layout, dict[str, Any]]) -> None:
+    _, results = run
+    assert gate(results, results).passed
+    assert tolerance_for(33, 0.02) == pytest.approx(1.5 / 33)
+    one = gate(regressed(results, hits(results)[:1]), results)
+    assert one.passed and [f["question"] for f in one.flipped] == hits(results)[:1]
+    two = gate(regressed(results, hits(results)[:2]), results)
+    assert not two.passed and len(two.flipped) == 2
+    assert any(not c["ok"] and c["name"] == "bm25 recall@5" for c in two.checks)
+
+
+def test_gate_refuses_another_retriever_and_needs_passing_hard_cases(
+    run: tuple[Layout, dict[str, Any]],
+) -> None:
+    _, results = run
+    other = copy.deepcopy(results)
+    other["meta"]["pipelines"]["bm25"]["chunk_size"] = 256
+    with pytest.raises(GateRefused, match="another retriever or embedder"):
+        gate(other, results)
+    broken = copy.deepcopy(results)
+    passing = next(c for c in broken["hard_cases"] if c["status"] == "pass")
+    passing["status"] = "fail"
+    assert not gate(broken, results).passed
+
+
+def test_gate_command_exit_codes(run: tuple[Layout, dict[str, Any]], tmp_path: Path) -> None:
+    layout, results = run
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(results))
+    worse = tmp_path / "worse.json"
+    worse.write_text(json.dumps(regressed(results, hits(results)[:3])))
+    assert load_run(layout.reports)["kind"] == "retrieval"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "agenteval", "gate", *args], cwd=ROOT,
+                              capture_output=True, text=True)  # fmt: skip
+
+    assert cli(str(layout.reports), "--baseline", str(baseline)).returncode == 0
+    failed = cli(str(worse), "--baseline", str(baseline))
+    assert failed.returncode == 1 and "flipped" in failed.stdout
+    other = json.loads(json.dumps(results))
+    other["meta"]["pipelines"]["bm25"]["dedup"] = False
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    refused = cli(str(tmp_path / "other.json"), "--baseline", str(baseline))
+    assert refused.returncode == 3 and "not comparable" in refused.stderr
+    missing = cli(str(tmp_path / "nothing"), "--baseline", str(baseline))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
