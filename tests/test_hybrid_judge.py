@@ -175,6 +175,26 @@ def test_an_invalid_json_judge_is_errored_after_the_reasks(suite: dict[str, Suit
     assert score_scenario(info, "COMPLETED", verdict, ScoringRules()).status == "ERRORED"
 
 
+def test_an_invalid_json_judge_still_fails_a_code_certain_wrong_answer(
+    suite: dict[str, SuiteItem],
+) -> None:
+    item = suite[ONE_TURN]
+    info = ScenarioInfo(item.scenario.id, item.scenario.category, None, 1)
+    with OpenAIServer(reply_fn=invalid_json()) as server:
+        params = judge_params(server, "hybrid", max_attempts=2)
+        wrong = grade(params, item, transcript(item, ["It was $41,000."]))
+        llm = grade(judge_params(server, "llm", max_attempts=2), item,
+                    transcript(item, ["It was $41,000."]))  # fmt: skip
+    # The model never gave a valid grade, but no grade could pass a figure that far off.
+    assert wrong.status == "FAIL" and wrong.raw_reply is not None
+    assert "code settled the FAIL" in (wrong.error or "") and "invalid after 2" in wrong.error
+    (override,) = wrong.overrides
+    assert (override.rule, override.llm_score, override.code_score) == ("wrong_value", None, 0.0)
+    assert wrong.turns[0].judged_by["correctness"] == "code"
+    assert score_scenario(info, "COMPLETED", wrong, ScoringRules()).status == "FAIL"
+    assert llm.status == "ERRORED"  # the llm judge has no binding findings to fall back on
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
