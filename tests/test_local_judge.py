@@ -1,10 +1,11 @@
 """SmolLM2-135M as a hybrid judge on two held controls (the `local_model` lane, ~3 min).
 
 A 135M model is a weak judge, so nothing here asserts what it thinks. What must hold
-whatever it says: every control ends judged, or ERRORED after the re-asks (the verdict keeps
-the raw reply); and the code-certain control is never passed: the code finding binds. The full
-held figures are measured with `agenteval controls` (see the README) and reported as
-they are.
+whatever it says: every control ends judged (by the model, or by code alone where the
+model's reply stayed invalid and a certain finding fails the turn), or ERRORED after the
+re-asks (the verdict keeps the raw reply); and the code-certain control is never passed:
+the code finding binds. The full held figures are measured with `agenteval controls` (see
+the README) and reported as they are.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def test_local_model_as_hybrid_judge_never_passes_a_code_certain_control() -> No
         print(f"\n{outcome.id}: label {outcome.label}, judge {graded.verdict} ({graded.score})")
         if graded.verdict == "deferred":
             assert graded.deferral and graded.deferral.startswith("ERRORED: JudgeOutputError")
+        elif graded.scores["personality"] is None:
+            # The model's reply stayed invalid; a certain code finding settled the FAIL.
+            assert outcome.certain and graded.verdict == "fail"
         else:
-            assert graded.score is not None and graded.scores["personality"] is not None
+            assert graded.score is not None
     assert outcomes[0].certain and outcomes[0].first.verdict != "pass"
