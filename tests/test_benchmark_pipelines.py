@@ -86,10 +86,10 @@ def test_qa_run_is_tracked_with_provenance_once(tmp_path: Path) -> None:
     assert first.created and not again.created and again.run_id == first.run_id
     run = MlflowClient(tracking_uri=params["tracking"]["uri"]).get_run(first.run_id)
     tags = run.data.tags
-    assert tags["agenteval.suite.kind"] == "qa" and tags["agenteval.target.model"] == "builtin-bm25"
-    assert tags["agenteval.judge.kind"] == "qa-precheck" and len(tags["agenteval.git.commit"]) == 40
-    assert tags["agenteval.scenario_set_digest"] and tags["agenteval.corpus_digest"]
-    assert "agenteval.sha256.eval/prompts/judge_qa.md" in tags
+    assert tags["suite.kind"] == "qa" and tags["agent.model"] == "builtin-bm25"
+    assert tags["judge.kind"] == "qa-precheck" and len(tags["mlflow.source.git.commit"]) == 40
+    assert tags["suite.digest"] and tags["corpus.digest"]
+    assert "prompt.judge_qa.sha256" in tags
     assert "correct.pass_at_2.value" in run.data.metrics and "qa.k" in run.data.params
 
 

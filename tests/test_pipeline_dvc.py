@@ -100,11 +100,11 @@ def test_repro_logs_one_mlflow_run_with_provenance(repo: Path) -> None:
     (run,) = runs(repo)
     tags, params = run.data.tags, run.data.params
     card = json.loads((repo / "reports/scorecard.json").read_text())
-    for field in ("scenario_set_digest", "corpus_digest", "params_digest"):
-        assert tags[f"agenteval.{field}"] == card["config"][field]
-    assert tags["agenteval.target.model"] == "builtin-bm25"
-    assert tags["agenteval.judge.kind"] == "code" and len(tags["agenteval.dvc_lock_digest"]) == 64
-    assert len(tags["agenteval.git.commit"]) == 40
+    for tag, field in (("suite", "scenario_set"), ("corpus", "corpus"), ("params", "params")):
+        assert tags[f"{tag}.digest"] == card["config"][f"{field}_digest"][:8]
+    assert tags["agent.model"] == "builtin-bm25"
+    assert tags["judge.kind"] == "code" and len(tags["dvc.lock.digest"]) == 8
+    assert len(tags["mlflow.source.git.commit"]) == 40
     assert params["target.kind"] == "builtin" and "judge.pass_threshold" in params
     assert run.data.metrics["total"] == card["summary"]["total"]
     record = json.loads((repo / "reports/mlflow_run.json").read_text())
@@ -158,7 +158,7 @@ def test_exp_run_with_another_model_is_a_second_comparable_run(repo: Path) -> No
     changed = {k for k in old.data.params.keys() | new.data.params.keys()
                if old.data.params.get(k) != new.data.params.get(k)}  # fmt: skip
     assert changed == {"target.model", "target.params.top_k"}
-    assert new.data.tags.get("agenteval.dvc.exp_name")
+    assert new.data.tags.get("dvc.exp")
     assert set(old.data.metrics) >= {"pass_rate", "avg_score"} <= set(new.data.metrics)
     diff = json.loads(
         sh(

@@ -20,7 +20,7 @@ import yaml
 # Before anything imports mlflow: its telemetry client is decided at import time.
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
-from agenteval.fileio import read_json, write_json
+from agenteval.fileio import read_json, sha256_file, write_json
 from agenteval.layout import Layout
 from agenteval.params import load_params
 from agenteval.pipeline import run_all
@@ -34,6 +34,7 @@ from agenteval.tracking.provenance import run_key
 from agenteval.tracking.run import TrackResult, log_evaluation
 from agenteval.tracking.store import (
     TrackingError,
+    mlflow_client,
     public_uri,
     repository_root,
     resolve_tracking_uri,
@@ -43,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ["false_premise", "incident_followups"]
 KEY_ENV = "MY_KEY"
 SECRET = "sk-test-Q7vLx2mN9pR4tW8yZ3bC6dF1"
+SESSION = "mlflow.trace.session"
 ISOLATED_ENV = ("MLFLOW_TRACKING_URI", "DVC_ROOT", "DVC_EXP_NAME", "DVC_EXP_BASELINE_REV")
 
 
@@ -111,25 +113,82 @@ def test_run_has_params_provenance_and_metrics(logged: Logged) -> None:
     assert params["target.params.top_k"] == "4" and params["run.concurrency"] == "4"
     card = Scorecard.model_validate(read_json(logged.layout.scorecard))
     assert tags["agenteval.run_key"] == logged.result.run_key
-    assert tags["agenteval.target.model"] == card.config["target"]["model"]
-    assert tags["agenteval.target.protocol"] == "in-process"
-    assert tags["agenteval.judge.kind"] == "code"
-    assert tags["agenteval.judge.config_digest"] == card.config["judge"]["config_digest"]
-    assert tags["agenteval.simulator.kind"] == "scripted"
-    for field in ("scenario_set_digest", "corpus_digest", "params_digest"):
-        assert tags[f"agenteval.{field}"] == card.config[field]
-    assert len(tags["agenteval.sha256.eval/agents/default/system_prompt.md"]) == 64
-    assert len(tags["agenteval.dvc_lock_digest"]) == 64
+    config = card.config
+    assert tags["agent.model"] == config["target"]["model"] == "builtin-bm25"
+    assert tags["agent.kind"] == "builtin" and tags["agent.protocol"] == "in-process"
+    assert tags["agent.digest"] == config["target"]["config_digest"][:8]
+    assert tags["judge.kind"] == "code"
+    assert tags["judge.digest"] == config["judge"]["config_digest"][:8]
+    assert tags["simulator.kind"] == "scripted"
+    for tag, field in (("suite", "scenario_set"), ("corpus", "corpus"), ("params", "params")):
+        assert tags[f"{tag}.digest"] == config[f"{field}_digest"][:8]
+    prompt = ROOT / "eval/agents/default/system_prompt.md"
+    assert tags["agent.system_prompt.sha256"] == sha256_file(prompt)[:8]
+    assert tags["prompt.judge_turn.sha256"] == sha256_file(ROOT / "eval/prompts/judge_turn.md")[:8]
+    assert len(tags["dvc.lock.digest"]) == 8
+    # Readable in the UI: every tag a person reads fits in one chip (key: value, ~38 chars).
+    machinery = ("agenteval.run_key", "mlflow.", "interval.")
+    shown = {k: v for k, v in tags.items() if not k.startswith(machinery)}
+    assert max(len(f"{k}: {v}") for k, v in shown.items()) <= 38, shown
     if (ROOT / ".git").exists() and shutil.which("git"):
-        assert len(tags["agenteval.git.commit"]) == 40
-        assert tags["agenteval.git.dirty"] in ("true", "false")
+        assert len(tags["mlflow.source.git.commit"]) == 40
+        assert tags["git.commit"] == tags["mlflow.source.git.commit"][:8]
+        assert tags["git.dirty"] in ("true", "false")
+    agent = f"builtin-bm25-{config['target']['config_digest'][:8]}"  # its LoggedModel's name
+    assert run.info.run_name == f"{agent} · code judge · 2 scenarios"
     flat = read_json(logged.layout.metrics)
     for key, value in flat.items():
         assert metrics[key] == pytest.approx(value), key
-    for result in card.scenarios:
-        prefix = f"scenario.{result.id}.{result.iteration}"
-        assert metrics[f"{prefix}.score"] == pytest.approx(result.score)
-        assert metrics[f"{prefix}.pass"] == (1.0 if result.status == "PASS" else 0.0)
+    # Per-scenario values are rows of scenarios.parquet, not metrics.
+    assert not [key for key in metrics if key.startswith("scenario.")]
+    intervals = {f"{name}.{part}" for name in ("judged_pass_rate", "avg_score")
+                 for part in ("low", "high", "half_width")}  # fmt: skip
+    extra = {key for key in set(metrics) - set(flat) if not key.startswith("mde.")}
+    assert extra <= intervals, extra
+
+
+def test_provenance_json_holds_every_full_digest(logged: Logged, tmp_path: Path) -> None:
+    mlflow_client = client(logged.uri)
+    path = mlflow_client.download_artifacts(logged.result.run_id, "provenance.json", tmp_path)
+    record = read_json(Path(path))
+    card = Scorecard.model_validate(read_json(logged.layout.scorecard))
+    assert record["agent"]["config_digest"] == card.config["target"]["config_digest"]
+    assert record["agent"]["details"]["knobs"]["top_k"] == 4
+    assert len(record["agent"]["code_digest"]) == 64
+    assert record["judge"]["config_digest"] == card.config["judge"]["config_digest"]
+    assert record["digests"]["scenario_set"] == card.config["scenario_set_digest"]
+    prompt = "eval/agents/default/system_prompt.md"
+    assert record["files"][prompt] == sha256_file(ROOT / prompt)
+    assert SECRET not in json.dumps(record)
+
+
+def test_the_agent_is_a_logged_model_with_the_headline_metrics(logged: Logged) -> None:
+    store = client(logged.uri)
+    run = store.get_run(logged.result.run_id)
+    card = Scorecard.model_validate(read_json(logged.layout.scorecard))
+    (model,) = store.search_logged_models(
+        experiment_ids=[logged.result.experiment_id], filter_string="model_type = 'agent'"
+    )
+    digest = card.config["target"]["config_digest"]
+    assert model.name == f"builtin-bm25-{digest[:8]}" and model.source_run_id == run.info.run_id
+    assert model.tags["agent.config_digest"] == digest
+    assert model.params["model"] == "builtin-bm25" and model.params["knobs.top_k"] == "4"
+    assert len(model.params["code_digest"]) == 64
+    assert [m.model_id for m in run.inputs.model_inputs] == [model.model_id]
+    linked = {m.key: m for m in model.metrics}
+    assert set(linked) >= {"judged_pass_rate", "avg_score", "pass_rate"}
+    assert linked["avg_score"].value == pytest.approx(run.data.metrics["avg_score"])
+    (dataset,) = [d.dataset for d in run.inputs.dataset_inputs]
+    assert dataset.digest == card.config["scenario_set_digest"][:8]
+    assert {m.dataset_name for m in linked.values()} == {dataset.name}
+    (evaluation,) = store.search_datasets(experiment_ids=[logged.result.experiment_id])
+    assert evaluation.name == dataset.name
+    assert evaluation.tags["suite.digest"] == card.config["scenario_set_digest"]
+    with mlflow_client(logged.uri):  # records load through the fluent store
+        records = evaluation.to_df()
+    assert sorted(r["scenario_id"] for r in records["inputs"]) == sorted(SCENARIOS)
+    traces = run_traces(logged)
+    assert {t.info.trace_metadata["mlflow.modelId"] for t in traces} == {model.model_id}
 
 
 def test_artifacts_include_reports_and_scenario_table(logged: Logged, tmp_path: Path) -> None:
@@ -142,6 +201,7 @@ def test_artifacts_include_reports_and_scenario_table(logged: Logged, tmp_path: 
         "summary.md",
         "metrics.json",
         "noise.json",
+        "provenance.json",
         "scenarios.parquet",
     }
     local = mlflow_client.download_artifacts(logged.result.run_id, "scenarios.parquet", tmp_path)
@@ -150,7 +210,8 @@ def test_artifacts_include_reports_and_scenario_table(logged: Logged, tmp_path: 
     assert sorted(table["id"]) == sorted(SCENARIOS) and len(table) == len(card.scenarios)
     for result in card.scenarios:
         row = table[table["id"] == result.id].iloc[0]
-        assert row["session"] == f"{result.id}/{result.iteration}"
+        session = f"{result.id}.{result.iteration}.{logged.result.run_key[:12]}"
+        assert row["session"] == session and row["root_cause"] == result.root_cause
         assert row["status"] == result.status and row["category"] == result.category
         assert row["score"] == pytest.approx(result.score)
         assert row["n_turns"] == len(result.turns)
@@ -165,7 +226,8 @@ def test_one_trace_per_turn_grouped_into_sessions(logged: Logged) -> None:
     traces = run_traces(logged)
     assert logged.result.traces_logged == len(traces) == sum(len(t.turns) for t in records)
     sessions = Counter(t.info.trace_metadata["mlflow.trace.session"] for t in traces)
-    assert sessions == {f"{t.scenario_id}/{t.iteration}": len(t.turns) for t in records}
+    key = logged.result.run_key[:12]
+    assert sessions == {f"{t.scenario_id}.{t.iteration}.{key}": len(t.turns) for t in records}
     by_turn = {
         (t.info.tags["agenteval.scenario_id"], int(t.info.tags["agenteval.turn"])): t
         for t in traces
@@ -202,7 +264,11 @@ def test_judge_scores_are_feedback_with_the_judge_as_source(logged: Logged) -> N
                 if t.info.tags["agenteval.scenario_id"] == verdict.scenario_id
                 and t.info.tags["agenteval.turn"] == str(turn.turn)
             )
-            feedback = {a.name: a for a in trace.info.assessments if isinstance(a, Feedback)}
+            feedback = {
+                a.name: a
+                for a in trace.info.assessments
+                if isinstance(a, Feedback) and SESSION not in (a.metadata or {})
+            }
             judged = {d: s for d, s in turn.scores.items() if s is not None}
             assert set(feedback) == set(judged)  # not-judged dimensions are skipped
             for dimension, score in judged.items():
@@ -215,6 +281,34 @@ def test_judge_scores_are_feedback_with_the_judge_as_source(logged: Logged) -> N
             expected += len(judged)
             seen += len(feedback)
     assert seen == expected > 0
+
+
+def test_each_session_carries_its_scenario_outcome(logged: Logged) -> None:
+    """Session-level feedback (MLflow's multi-turn convention: on the session's first trace,
+    metadata mlflow.trace.session): status, pass, score, the judge's root cause and verdict."""
+    from mlflow.entities import Feedback
+
+    card = Scorecard.model_validate(read_json(logged.layout.scorecard))
+    traces = run_traces(logged)
+    for result in card.scenarios:
+        session = f"{result.id}.{result.iteration}.{logged.result.run_key[:12]}"
+        own = [t for t in traces if t.info.trace_metadata[SESSION] == session]
+        assert len(own) == len(result.turns)
+        found = {
+            (t.info.tags["agenteval.turn"], a.name): a
+            for t in own
+            for a in t.info.assessments
+            if isinstance(a, Feedback) and (a.metadata or {}).get(SESSION) == session
+        }
+        assert {turn for turn, _ in found} == {"1"}  # all on the first turn
+        named = {name: a for _, name in found for a in [found[("1", name)]]}
+        assert named["scenario_status"].value == result.status == "FAIL"
+        assert named["scenario_pass"].value is False
+        assert named["scenario_score"].value == pytest.approx(result.score)
+        assert named["root_cause"].value == result.root_cause
+        assert named["root_cause"].source.source_id.startswith("code:-:")
+        assert named["judge_verdict"].value == "JUDGED"
+        assert named["scenario_status"].source.source_id == "agenteval.scoring"
 
 
 def test_ground_truth_is_logged_as_expectations(logged: Logged) -> None:
@@ -302,6 +396,15 @@ def test_lost_traces_fail_loudly_and_leave_no_reusable_run(
     assert retry is not None and retry.created
     statuses = sorted(r.info.status for r in client(uri).search_runs([retry.experiment_id]))
     assert statuses == ["FAILED", "FINISHED"]
+    # The failed attempt's traces are gone: the retry's sessions (same run key) hold each
+    # turn once, not the attempt's turns as well.
+    traces = client(uri).search_traces(
+        locations=[retry.experiment_id], include_spans=False, max_results=500
+    )
+    card = Scorecard.model_validate(read_json(logged.layout.scorecard))
+    key = retry.run_key[:12]
+    expected = {f"{r.id}.{r.iteration}.{key}": len(r.turns) for r in card.scenarios}
+    assert Counter(t.info.trace_metadata[SESSION] for t in traces) == expected
 
 
 def test_disabled_tracking_does_nothing(tmp_path: Path) -> None:
@@ -416,7 +519,8 @@ def test_thousand_scenarios_log_every_metric(
     result = log_evaluation(layout, params, uri=uri, experiment="scale", traces=False)
     assert result is not None and result.created
     metrics = client(uri).get_run(result.run_id).data.metrics
-    assert len(metrics) == len(read_json(layout.metrics)) + 2 * 1000
+    # metrics.json and the headline intervals; the 1,000 scenario rows are a table artifact
+    assert set(metrics) >= set(read_json(layout.metrics)) and len(metrics) < 100
 
 
 def test_headline_numbers_carry_their_intervals(logged: Logged) -> None:
@@ -427,8 +531,8 @@ def test_headline_numbers_carry_their_intervals(logged: Logged) -> None:
     metrics, tags = run.data.metrics, run.data.tags
     assert rate["low"] is None and rate["note"].startswith("too few scenarios")
     assert "judged_pass_rate.low" not in metrics and "judged_pass_rate.half_width" not in metrics
-    assert tags["agenteval.interval.judged_pass_rate"] == rate["note"]
-    assert tags["agenteval.interval.avg_score"].startswith("too few scenarios")
+    assert tags["interval.judged_pass_rate"] == rate["note"]
+    assert tags["interval.avg_score"].startswith("too few scenarios")
     assert "(too few scenarios)" in tags["mlflow.note.content"]
     assert tags["mlflow.note.content"].startswith("judged pass rate")
 
@@ -453,7 +557,7 @@ def test_interval_metrics_and_headline_from_a_bounded_interval() -> None:
     )
     flat = noise_report(make_card({s: "P" for s in "abcde"}), resamples=0)
     assert "avg_score.low" not in interval_metrics(flat)  # every score equal: no interval
-    assert interval_notes(flat)["agenteval.interval.avg_score"].startswith("no spread")
+    assert interval_notes(flat)["interval.avg_score"].startswith("no spread")
 
 
 def cli_run(tmp_path: Path, uri: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -500,3 +604,20 @@ def test_a_store_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "MLflow logging failed:" in done.stderr and "Traceback" not in done.stderr
     assert (tmp_path / "run" / "scorecard.json").is_file()  # the evaluation itself is kept
+
+
+def test_a_run_that_judged_no_scenario_measured_nothing() -> None:
+    from agenteval.schema.scorecard import ScenarioResult
+    from agenteval.tracking.run import nothing_measured
+
+    def results(*statuses: str) -> list[ScenarioResult]:
+        return [ScenarioResult(id=f"s{i}", category="c", status=s, score=None, turns=[])
+                for i, s in enumerate(statuses)]  # fmt: skip
+
+    assert nothing_measured(results("ERRORED", "ERRORED")) == "every unit ERRORED"
+    assert nothing_measured(results("TIMEOUT", "INFRA_ERROR", "TIMEOUT")) == (
+        "nothing judged: 1 INFRA_ERROR, 2 TIMEOUT"
+    )
+    assert nothing_measured([]) == "no scenario was evaluated"
+    assert nothing_measured(results("TIMEOUT", "FAIL")) is None  # one judged scenario counts
+    assert nothing_measured(results("BLOCKED_BY_ARCHITECTURE")) is None

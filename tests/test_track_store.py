@@ -88,7 +88,7 @@ def conversation(sid: str, status: str = "COMPLETED") -> Conversation:
         for t in (1, 2)
     }
     result = ScenarioResult(id=sid, category="bench", status="PASS", score=8.0, turns=[])
-    return Conversation(result, transcript, item, verdicts, JUDGE)
+    return Conversation(result, transcript, item, verdicts, JUDGE, f"{sid}.0.runkey")
 
 
 def some_records(experiment_id: str, run_id: str) -> list[TraceRecord]:
@@ -150,12 +150,13 @@ def test_traces_read_back_whole_through_the_public_api(tmp_path: Path) -> None:
     uri, experiment_id, run_id = new_store(tmp_path / "store")
     records = some_records(experiment_id, run_id)
     sent = log_traces(uri, experiment_id, run_id, records, batch=3)  # two batches
-    assert sent == TraceCounts(traces=4, spans=8, assessments=4 * (2 + 4))
+    # per turn 2 scores + 4 expectations; per session status, pass and score on turn 1
+    assert sent == TraceCounts(traces=4, spans=8, assessments=4 * (2 + 4) + 2 * 3)
     traces = MlflowClient(uri).search_traces(locations=[experiment_id], run_id=run_id)
     assert len(traces) == 4
     by_name = {t.info.tags["mlflow.traceName"]: t for t in traces}
     first = by_name["alpha turn 1"]
-    assert first.info.trace_metadata["mlflow.trace.session"] == "alpha/0"
+    assert first.info.trace_metadata["mlflow.trace.session"] == "alpha.0.runkey"
     assert first.info.request_preview == "Question 1 — in Zürich?"
     assert first.info.token_usage == {"input_tokens": 100, "output_tokens": 7, "total_tokens": 107}
     root = next(s for s in first.data.spans if s.parent_id is None)
@@ -167,7 +168,8 @@ def test_traces_read_back_whole_through_the_public_api(tmp_path: Path) -> None:
     ]
     assert root.attributes["agenteval.setup"][0]["name"] == "index_document"
     feedback = {a.name: a.value for a in first.info.assessments if isinstance(a, Feedback)}
-    assert feedback == {"correctness": 8.0, "tool_selection": 10.0}  # not-judged is absent
+    outcome = {"scenario_status": "PASS", "scenario_pass": True, "scenario_score": 8.0}
+    assert feedback == {"correctness": 8.0, "tool_selection": 10.0} | outcome  # no not-judged
     expected = {a.name: a.value for a in first.info.assessments if isinstance(a, Expectation)}
     assert expected["expected_phrases"] == ["Zürich"]
     failed = by_name["beta turn 2"]

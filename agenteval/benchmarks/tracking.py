@@ -122,9 +122,9 @@ def _fill(
 
     scrubber = provenance.secret_scrubber(params)
     tags = provenance.config_tags(layout, params, config)
-    tags["agenteval.suite.kind"] = kind
+    tags["suite.kind"] = kind
     if lock is not None and lock.is_file():
-        tags["agenteval.dvc_lock_digest"] = sha256_file(lock)
+        tags["dvc.lock.digest"] = sha256_file(lock)[: provenance.SHORT]
     flat: dict[str, str] = {}
     for name in (*BASE_SECTIONS, kind):
         for key, value in flatten(params.get(name) or {}, name).items():

@@ -2,8 +2,11 @@
 
 Each turn's trace holds the user message as input, the agent's reply as output and every tool
 call as a TOOL child span. The judge's dimension scores are attached to it as feedback, the
-scenario's ground truth as expectations, so MLflow's session view, trace search and
-assessment filters work on agenteval runs as on any traced chat application.
+scenario's ground truth as expectations, and the first turn's trace carries the scenario's
+status, score and the judge's root cause as session-level feedback, so MLflow's session
+view, trace search and assessment filters work on agenteval runs as on any traced chat
+application. Session ids are unique per run (`records.session_id`): a scenario evaluated
+by three runs is three sessions of its own turns, never one session of all of them.
 
 Conversations are read one at a time (`iter_conversations`) and turned into finished trace
 records (`turn_records`); `tracking.traces_store` writes them in batches.
@@ -23,8 +26,10 @@ from agenteval.llm.scrub import Scrubber
 from agenteval.schema.scorecard import ScenarioResult, Scorecard
 from agenteval.schema.suite import Suite, SuiteItem
 from agenteval.schema.transcript import Transcript, TranscriptTurn
+from agenteval.schema.verdict import Verdict
 from agenteval.tracking import assessments
 from agenteval.tracking.records import (
+    MODEL_ID_KEY,
     SESSION_KEY,
     SOURCE_RUN_KEY,
     TOKEN_USAGE_KEY,
@@ -33,6 +38,7 @@ from agenteval.tracking.records import (
     TraceRecord,
     TraceSpec,
     build_trace,
+    session_id,
 )
 
 MS = 1_000_000  # nanoseconds
@@ -45,14 +51,12 @@ class Conversation:
     item: SuiteItem | None
     verdict_turns: dict[int, Any]  # turn -> TurnVerdict
     judge: Any  # the verdict's judge Participant, None when not judged
-
-    @property
-    def session(self) -> str:
-        return f"{self.result.id}/{self.result.iteration}"
+    session: str  # unique per run: see records.session_id
+    verdict: Verdict | None = None
 
 
 def iter_conversations(
-    suite_path: Path, transcripts: Path, verdicts: Path, card: Scorecard
+    suite_path: Path, transcripts: Path, verdicts: Path, card: Scorecard, run_key: str
 ) -> Iterator[Conversation]:
     """Every scenario iteration of the scorecard that has at least one recorded turn, read
     from disk one at a time so a 10,000-conversation run never sits in memory at once."""
@@ -66,16 +70,23 @@ def iter_conversations(
         verdict = load_verdict(verdicts, result.id, result.iteration)
         turns = {t.turn: t for t in verdict.turns} if verdict else {}
         judge = verdict.judge if verdict else None
-        yield Conversation(result, transcript, items.get(result.id), turns, judge)
+        session = session_id(run_key, result.id, result.iteration)
+        yield Conversation(result, transcript, items.get(result.id), turns, judge, session, verdict)
 
 
 def turn_records(
-    conversation: Conversation, experiment_id: str, run_id: str, scrub: Scrubber
+    conversation: Conversation,
+    experiment_id: str,
+    run_id: str,
+    scrub: Scrubber,
+    model_id: str | None = None,
 ) -> list[TraceRecord]:
-    """One finished trace per turn, with its tool spans, feedback and expectations."""
+    """One finished trace per turn, with its tool spans, feedback and expectations; the first
+    turn's trace also carries the scenario's outcome as session-level feedback. `model_id`
+    links every trace to the agent's LoggedModel."""
     records = []
     for turn, start_ns, end_ns in _timeline(conversation.transcript):
-        spec = _trace_spec(conversation, turn, experiment_id, run_id, scrub)
+        spec = _trace_spec(conversation, turn, experiment_id, run_id, scrub, model_id)
         root, tools = _spans(conversation, turn, start_ns, end_ns, scrub)
         records.append(build_trace(spec, root, tools))
     return records
@@ -106,7 +117,12 @@ def _start_ns(started_at: str | None) -> int:
 
 
 def _trace_spec(
-    c: Conversation, turn: TranscriptTurn, experiment_id: str, run_id: str, scrub: Scrubber
+    c: Conversation,
+    turn: TranscriptTurn,
+    experiment_id: str,
+    run_id: str,
+    scrub: Scrubber,
+    model_id: str | None,
 ) -> TraceSpec:
     result = c.result
     found = []
@@ -114,6 +130,12 @@ def _trace_spec(
     if c.judge is not None and verdict_turn is not None:
         found += assessments.feedback(c.judge, verdict_turn, scrub)
     found += assessments.expectations(c.item, turn.turn, scrub)
+    if turn is c.transcript.turns[0]:
+        found += assessments.session_feedback(result, c.verdict, c.session, scrub)
+    metadata = {SESSION_KEY: c.session, USER_KEY: c.transcript.simulator.kind,
+                SOURCE_RUN_KEY: run_id}  # fmt: skip
+    if model_id:
+        metadata[MODEL_ID_KEY] = model_id
     return TraceSpec(
         name=f"{result.id} turn {turn.turn}",
         experiment_id=experiment_id,
@@ -124,11 +146,7 @@ def _trace_spec(
             "agenteval.category": result.category,
             "agenteval.status": result.status,
         },
-        metadata={
-            SESSION_KEY: c.session,
-            USER_KEY: c.transcript.simulator.kind,
-            SOURCE_RUN_KEY: run_id,
-        },
+        metadata=metadata,
         request_preview=scrub.scrub_text(turn.user_message),
         response_preview=scrub.scrub_text(turn.response),
         assessments=found,

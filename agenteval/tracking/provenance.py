@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -26,12 +26,13 @@ if TYPE_CHECKING:
 PARAM_SECTIONS = ("suite", "target", "simulator", "judge", "run")
 TRACK_STAGE = "track"
 PROMPTS_DIR = Path("eval/prompts")
+# Hex characters of a digest shown in a run tag; provenance.json keeps the whole digest.
+SHORT = 8
+PROVENANCE_FILE = "provenance.json"
 # DVC sets these for stage commands run by `dvc exp run` (workspace and queued alike).
-DVC_EXP_ENV = {
-    "DVC_EXP_NAME": "agenteval.dvc.exp_name",
-    "DVC_EXP_BASELINE_REV": "agenteval.dvc.baseline_rev",
-}
+DVC_EXP_ENV = {"DVC_EXP_NAME": "exp_name", "DVC_EXP_BASELINE_REV": "baseline_rev"}
 _KEY_CHARS = re.compile(r"[^\w\-./ ]")
+_BAD_NAME_CHARS = re.compile(r"[/:.%\"'\s]+")  # what MLflow refuses in a LoggedModel name
 
 
 def mlflow_key(name: str) -> str:
@@ -74,7 +75,7 @@ def run_params(params: Mapping[str, Any], scrubber: Scrubber, limit: int) -> dic
 
 
 def provenance_tags(layout: Layout, params: Mapping[str, Any], card: Scorecard) -> dict[str, str]:
-    """Who and what produced the numbers: code, agent, judge, simulator, inputs, pipeline."""
+    """Who and what produced the numbers, as short run tags (see `headline_tags`)."""
     return config_tags(layout, params, card.config)
 
 
@@ -83,27 +84,105 @@ def config_tags(
 ) -> dict[str, str]:
     """The provenance tags of any run described by a scorecard-shaped `config` (participants
     under target / judge / simulator, and the suite, corpus and params digests)."""
-    tags: dict[str, Any] = {"agenteval.version": __version__}
-    for role, fields in (
-        ("target", ("kind", "model", "protocol", "config_digest")),
-        ("judge", ("kind", "model", "protocol", "config_digest")),
-        ("simulator", ("kind", "model")),
-    ):
-        participant = config.get(role) or {}
-        for field in fields:
-            tags[f"agenteval.{role}.{field}"] = participant.get(field)
-    for field in ("scenario_set_digest", "corpus_digest", "params_digest"):
-        tags[f"agenteval.{field}"] = config.get(field)
+    return headline_tags(provenance_record(layout, params, config))
+
+
+def provenance_record(
+    layout: Layout, params: Mapping[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Everything that produced the numbers, in full: logged as the run's provenance.json.
+
+    The run tags (`headline_tags`) repeat the parts a person looks for, with digests cut to
+    SHORT characters; this record keeps every full digest, file path and code digest.
+    """
     lock = layout.root / "dvc.lock"
-    tags["agenteval.dvc_lock_digest"] = sha256_file(lock) if lock.is_file() else None
-    for env, tag in DVC_EXP_ENV.items():
-        tags[tag] = os.environ.get(env)
     git = git_state(layout.root)
-    tags["agenteval.git.commit"] = tags["mlflow.source.git.commit"] = git.get("commit")
-    tags["agenteval.git.dirty"] = git.get("dirty")
-    for path, digest in prompt_digests(layout.root, params).items():
-        tags[mlflow_key(f"agenteval.sha256.{path}")] = digest
+    return {
+        "agenteval_version": __version__,
+        "agent": _participant(config.get("target")),
+        "judge": _participant(config.get("judge")),
+        "simulator": _participant(config.get("simulator")),
+        "digests": {
+            "scenario_set": config.get("scenario_set_digest"),
+            "corpus": config.get("corpus_digest"),
+            "params": config.get("params_digest"),
+            "dvc_lock": sha256_file(lock) if lock.is_file() else None,
+        },
+        "files": prompt_digests(layout.root, params),
+        "git": git or None,
+        "dvc": {field: os.environ.get(env) for env, field in DVC_EXP_ENV.items()},
+    }
+
+
+def _participant(found: Any) -> dict[str, Any]:
+    """kind, model, protocol, config digest, and the digest of its code (details.code)."""
+    participant = dict(found or {})
+    code = (participant.get("details") or {}).get("code")
+    participant["code_digest"] = digest_of(code) if code else None
+    return participant
+
+
+def headline_tags(record: Mapping[str, Any]) -> dict[str, str]:
+    """Short tag names a person can read in the MLflow UI, values short enough to show whole.
+
+    `agent.*`, `judge.*`, `simulator.*` name the participants (`.digest`: configuration
+    digest), `suite.digest` / `corpus.digest` / `params.digest` / `dvc.lock.digest` the
+    inputs, `prompt.<name>.sha256` and `agent.<file>.sha256` each prompt and agent file,
+    `git.*` and `dvc.*` where the run came from. Every digest is its first SHORT characters;
+    provenance.json holds them whole.
+    """
+    tags: dict[str, Any] = {"agenteval.version": record.get("agenteval_version")}
+    for role in ("agent", "judge", "simulator"):
+        participant = record.get(role) or {}
+        for field in ("kind", "model", "protocol"):
+            tags[f"{role}.{field}"] = participant.get(field)
+        tags[f"{role}.digest"] = _short(participant.get("config_digest"))
+    tags["agent.code.digest"] = _short((record.get("agent") or {}).get("code_digest"))
+    digests = record.get("digests") or {}
+    for name, key in (("suite", "scenario_set"), ("corpus", "corpus"), ("params", "params"),
+                      ("dvc.lock", "dvc_lock")):  # fmt: skip
+        tags[f"{name}.digest"] = _short(digests.get(key))
+    tags |= file_tags(record.get("files") or {})
+    git = record.get("git") or {}
+    tags["git.commit"] = _short(git.get("commit"))
+    tags["mlflow.source.git.commit"] = git.get("commit")
+    tags["git.dirty"] = git.get("dirty")
+    dvc = record.get("dvc") or {}
+    tags["dvc.exp"] = dvc.get("exp_name")
+    tags["dvc.baseline"] = _short(dvc.get("baseline_rev"))
     return {key: str(value) for key, value in tags.items() if value is not None}
+
+
+def _short(digest: Any) -> str | None:
+    return str(digest)[:SHORT] if digest else None
+
+
+def file_tags(files: Mapping[str, str]) -> dict[str, str]:
+    """`prompt.judge_turn.sha256` for eval/prompts/judge_turn.md, `agent.system_prompt.sha256`
+    for a file of the agent's folder (its path inside the folder, suffix dropped unless two
+    files would share a name)."""
+    names: dict[str, list[str]] = {}
+    for path in files:
+        names.setdefault(_file_tag(path, keep_suffix=False), []).append(path)
+    tags = {}
+    for name, paths in names.items():
+        for path in paths:
+            key = name if len(paths) == 1 else _file_tag(path, keep_suffix=True)
+            tags[mlflow_key(key)] = files[path][:SHORT]
+    return tags
+
+
+def _file_tag(path: str, *, keep_suffix: bool) -> str:
+    posix = PurePosixPath(path)
+    if posix.parent == PurePosixPath(PROMPTS_DIR.as_posix()):
+        role, inner = "prompt", PurePosixPath(posix.name)
+    else:
+        # eval/agents/<name>/<file...>: the agent folder's own path is in params.
+        parts = posix.parts
+        role, inner = "agent", PurePosixPath(*parts[3:]) if len(parts) > 3 else posix
+    if not keep_suffix:
+        inner = inner.with_suffix("")
+    return f"{role}.{'.'.join(inner.parts)}.sha256"
 
 
 def git_state(root: Path) -> dict[str, str]:
@@ -195,3 +274,45 @@ def _tree_digest(folder: Path) -> str | None:
         return None
     files = sorted(p for p in folder.rglob("*.json") if p.is_file())
     return digest_of({p.relative_to(folder).as_posix(): sha256_file(p) for p in files})
+
+
+def suite_label(config: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """`56 scenarios`, `smoke: 12 scenarios ×3`: which scenario set, how many times."""
+    count = len(config.get("scenarios") or {})
+    label = f"{count} scenario{'s' if count != 1 else ''}"
+    tier = (params.get("suite") or {}).get("tier")
+    if tier:
+        label = f"{tier}: {label}"
+    iterations = int(config.get("iterations") or 1)
+    return label + (f" ×{iterations}" if iterations > 1 else "")
+
+
+def participant_label(participant: Mapping[str, Any] | None, role: str) -> str:
+    """`code judge`, `llm gpt-4o judge`."""
+    found = participant or {}
+    kind, model = found.get("kind") or "?", found.get("model")
+    return f"{kind} {model} {role}" if model else f"{kind} {role}"
+
+
+def agent_version_name(agent: Mapping[str, Any] | None) -> str:
+    """`builtin-bm25-68a6aeba`: the agent's model (or kind) and its configuration digest, the
+    name of its LoggedModel ("Agent versions") and the first part of every run name."""
+    found = agent or {}
+    base = str(found.get("model") or found.get("kind") or "agent")
+    digest = str(found.get("config_digest") or "")[:SHORT]
+    name = _BAD_NAME_CHARS.sub("-", f"{base}-{digest}" if digest else base).strip("-")
+    return name or "agent"
+
+
+def run_name(config: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """The agent version, the judge and the suite (and the DVC experiment, when there is
+    one): `builtin-bm25-68a6aeba · code judge · 56 scenarios`."""
+    name = " · ".join(
+        (
+            agent_version_name(config.get("target")),
+            participant_label(config.get("judge"), "judge"),
+            suite_label(config, params),
+        )
+    )
+    exp = os.environ.get("DVC_EXP_NAME")
+    return f"{name} [{exp}]" if exp else name

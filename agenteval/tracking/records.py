@@ -24,7 +24,16 @@ METADATA_CHARS = 250  # MAX_CHARS_IN_TRACE_INFO_METADATA
 SESSION_KEY = "mlflow.trace.session"
 USER_KEY = "mlflow.trace.user"
 SOURCE_RUN_KEY = "mlflow.sourceRun"
+MODEL_ID_KEY = "mlflow.modelId"  # links a trace to a LoggedModel (the agent version)
+SESSION_RUN_CHARS = 12  # characters of the run key in a session id
 TOKEN_USAGE_KEY = "mlflow.chat.tokenUsage"  # span attribute MLflow totals per trace
+
+
+def session_id(run_key: str, scenario_id: str, iteration: int) -> str:
+    """`false_premise.0.7189ff3c0721`: the scenario, its iteration and the run key, so every
+    run's conversation is its own session. Only characters that are safe in the path of the
+    MLflow UI's session page (a `/` there is "Page Not Found")."""
+    return f"{scenario_id}.{iteration}.{run_key[:SESSION_RUN_CHARS]}"
 
 
 @dataclass

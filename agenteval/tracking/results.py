@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agenteval.schema.scorecard import Scorecard
-from agenteval.schema.status import JUDGED_STATUSES, Status
 from agenteval.tracking.provenance import mlflow_key
 
 if TYPE_CHECKING:
@@ -18,6 +17,7 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
     from agenteval.layout import Layout
+    from agenteval.tracking.models import EvaluationLinks
 
 T = TypeVar("T")
 REPORT_FILES = ("scorecard.json", "summary.md", "metrics.json", "noise.json")
@@ -25,56 +25,56 @@ TABLE_NAME = "scenarios.parquet"
 REDACTED = "[REDACTED]"
 
 
-def run_metrics(metrics: Mapping[str, Any], card: Scorecard) -> dict[str, float]:
-    """Everything in metrics.json, plus each scenario iteration's score and pass (1/0).
+# The numbers a run is compared by: linked to the agent's LoggedModel and the scenario set,
+# so MLflow's model comparison lines agents up on them (with their intervals).
+HEADLINE_METRICS = ("judged_pass_rate", "avg_score", "pass_rate")
+INTERVAL_PARTS = ("low", "high", "half_width")
 
-    Per-scenario keys let the MLflow UI compare one scenario across runs; unmeasured
-    iterations have no score and no pass, and are left out rather than logged as NaN.
-    """
-    flat = {mlflow_key(k): float(v) for k, v in metrics.items() if _finite(v)}
-    for result in card.scenarios:
-        prefix = mlflow_key(f"scenario.{result.id}.{result.iteration}")
-        if result.score is not None and _finite(result.score):
-            flat[f"{prefix}.score"] = float(result.score)
-        if result.status in JUDGED_STATUSES:
-            flat[f"{prefix}.pass"] = 1.0 if result.status == Status.PASS else 0.0
-    return flat
+
+def run_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """Everything in metrics.json (the names `dvc metrics show` uses). Per-scenario values
+    are rows of scenarios.parquet, not metrics: hundreds of them would bury the headline."""
+    return {mlflow_key(k): float(v) for k, v in metrics.items() if _finite(v)}
 
 
 def interval_metrics(noise: Mapping[str, Any] | None) -> dict[str, float]:
-    """Each headline number's 95% interval from reports/noise.json, as metrics MLflow can
-    chart beside the value: `<name>.low`, `.high` (and `.half_width` for symmetric intervals),
-    plus the paired MDE. A number without an interval gets none (see `interval_notes`)."""
+    """The overall 95% interval of each headline number from reports/noise.json, as metrics
+    MLflow can chart beside the value: `<name>.low`, `.high` (and `.half_width` for symmetric
+    intervals), plus the paired MDE. A number without an interval gets none (see
+    `interval_notes`); per-category intervals stay in noise.json."""
     if not noise:
         return {}
-    groups = {"": noise.get("overall") or {}}
-    groups |= {f"category.{c}.": v for c, v in (noise.get("categories") or {}).items()}
+    overall = noise.get("overall") or {}
     flat: dict[str, float] = {}
-    for prefix, group in groups.items():
-        for name in ("judged_pass_rate", "avg_score"):
-            interval = group.get(name) or {}
-            for part in ("half_width", "low", "high"):
-                if _finite(interval.get(part)):
-                    flat[mlflow_key(f"{prefix}{name}.{part}")] = float(interval[part])
+    for name in ("judged_pass_rate", "avg_score"):
+        interval = overall.get(name) or {}
+        for part in INTERVAL_PARTS:
+            if _finite(interval.get(part)):
+                flat[mlflow_key(f"{name}.{part}")] = float(interval[part])
     for name, entry in (noise.get("mde") or {}).items():
         if isinstance(entry, Mapping) and _finite(entry.get("mde")):
             flat[mlflow_key(f"mde.{name}")] = float(entry["mde"])
     return flat
 
 
+def model_metric_keys(metrics: Mapping[str, float]) -> set[str]:
+    """The headline numbers and their intervals: the metrics linked to the agent's model."""
+    wanted = set(HEADLINE_METRICS)
+    wanted |= {f"{name}.{part}" for name in HEADLINE_METRICS for part in INTERVAL_PARTS}
+    return wanted & set(metrics)
+
+
 def interval_notes(noise: Mapping[str, Any] | None) -> dict[str, str]:
     """Why a headline number has no interval ('too few scenarios ...'), as run tags
-    `agenteval.interval.<name>`: stated, where a metric could only be missing."""
+    `interval.<name>`: stated, where a metric could only be missing."""
     if not noise:
         return {}
-    groups = {"": noise.get("overall") or {}}
-    groups |= {f"category.{c}.": v for c, v in (noise.get("categories") or {}).items()}
+    overall = noise.get("overall") or {}
     notes: dict[str, str] = {}
-    for prefix, group in groups.items():
-        for name in ("judged_pass_rate", "avg_score"):
-            entry = group.get(name) or {}
-            if entry.get("value") is not None and entry.get("low") is None and entry.get("note"):
-                notes[mlflow_key(f"agenteval.interval.{prefix}{name}")] = str(entry["note"])
+    for name in ("judged_pass_rate", "avg_score"):
+        entry = overall.get(name) or {}
+        if entry.get("value") is not None and entry.get("low") is None and entry.get("note"):
+            notes[mlflow_key(f"interval.{name}")] = str(entry["note"])
     return notes
 
 
@@ -113,13 +113,15 @@ def log_batched(
     tags: Mapping[str, str],
     metrics: Mapping[str, float],
     sql_store: Any = None,
+    links: EvaluationLinks | None = None,
 ) -> None:
     """log_batch in MLflow's per-call limits: one call per 100 params/tags or 1,000 metrics.
 
     One log_metric call per value costs a round trip (~3 ms on sqlite); 1,000 scenarios'
     metrics would take seconds that way and a fraction of one batched. With `sql_store` (a
     SqlAlchemyStore) the metrics of the new run are inserted in one transaction instead
-    (tracking.sql_metrics): ten times faster again.
+    (tracking.sql_metrics): ten times faster again. With `links.model_id` the headline
+    metrics (`model_metric_keys`) are also the agent model's metrics, on the scenario set.
     """
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.utils.validation import (
@@ -133,25 +135,42 @@ def log_batched(
     for texts in _chunks(sorted(tags.items()), MAX_PARAMS_TAGS_PER_BATCH):
         client.log_batch(run_id, tags=[RunTag(k, v[:MAX_TAG_VAL_LENGTH]) for k, v in texts])
     now_ms = int(time.time() * 1000)
+    linked = model_metric_keys(metrics) if links is not None and links.model_id else set()
     if sql_store is not None:
         from agenteval.tracking.sql_metrics import insert_metrics
 
-        insert_metrics(sql_store, run_id, dict(sorted(metrics.items())), now_ms)
+        ordered = dict(sorted(metrics.items()))
+        insert_metrics(sql_store, run_id, ordered, now_ms, links=links, linked=linked)
         return
     for numbers in _chunks(sorted(metrics.items()), MAX_METRICS_PER_BATCH):
-        client.log_batch(run_id, metrics=[Metric(k, v, now_ms, 0) for k, v in numbers])
+        batch = [
+            Metric(k, v, now_ms, 0, **_link_fields(links if k in linked else None))
+            for k, v in numbers
+        ]
+        client.log_batch(run_id, metrics=batch)
 
 
-def scenario_table(card: Scorecard) -> pd.DataFrame:
-    """One row per scenario iteration; `session` joins it to the MLflow trace sessions."""
+def _link_fields(links: EvaluationLinks | None) -> dict[str, str | None]:
+    if links is None:
+        return {}
+    return {"model_id": links.model_id, "dataset_name": links.dataset_name,
+            "dataset_digest": links.dataset_digest}  # fmt: skip
+
+
+def scenario_table(card: Scorecard, run_key: str) -> pd.DataFrame:
+    """One row per scenario iteration (the per-scenario values, kept out of the metrics);
+    `session` joins it to the MLflow trace sessions of the run."""
     import pandas as pd
 
+    from agenteval.tracking.records import session_id
+
     dims = _dimensions(card)
-    columns = ["session", "id", "iteration", "category", "severity", "status", "score", "n_turns"]
+    columns = ["session", "id", "iteration", "category", "severity", "status", "score",
+               "n_turns", "root_cause"]  # fmt: skip
     rows: list[dict[str, Any]] = []
     for result in card.scenarios:
         row: dict[str, Any] = {
-            "session": f"{result.id}/{result.iteration}",
+            "session": session_id(run_key, result.id, result.iteration),
             "id": result.id,
             "iteration": result.iteration,
             "category": result.category,
@@ -159,6 +178,7 @@ def scenario_table(card: Scorecard) -> pd.DataFrame:
             "status": result.status,
             "score": result.score,
             "n_turns": len(result.turns),
+            "root_cause": result.root_cause,
         }
         for dim in dims:
             row[f"dim_{dim}"] = _mean([t.scores.get(dim) for t in result.turns])
@@ -190,18 +210,32 @@ def log_artifacts(
     layout: Layout,
     card: Scorecard,
     secrets: Iterable[str],
+    *,
+    run_key: str,
+    provenance: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """Upload the reports and the scenario table; returns the artifact names logged."""
+    """Upload the reports, provenance.json and the scenario table; returns the names logged."""
+    from agenteval.fileio import json_text
+    from agenteval.tracking.provenance import PROVENANCE_FILE
+
     secrets = list(secrets)
     logged: list[str] = []
     with tempfile.TemporaryDirectory(prefix="agenteval-mlflow-") as tmp:
+        if provenance is not None:
+            text = json_text(provenance)
+            for secret in secrets:
+                text = text.replace(secret, REDACTED)
+            record = Path(tmp) / PROVENANCE_FILE
+            record.write_text(text, encoding="utf-8")
+            client.log_artifact(run_id, str(record))
+            logged.append(PROVENANCE_FILE)
         for name in REPORT_FILES:
             path = layout.reports / name
             if path.is_file():
                 client.log_artifact(run_id, str(_redacted(path, Path(tmp), secrets)))
                 logged.append(name)
         table = Path(tmp) / TABLE_NAME
-        scenario_table(card).to_parquet(table, index=False)
+        scenario_table(card, run_key).to_parquet(table, index=False)
         client.log_artifact(run_id, str(table))
         logged.append(TABLE_NAME)
     return logged

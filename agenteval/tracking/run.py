@@ -9,7 +9,7 @@ inside the call, so importing this module stays cheap.
 
 from __future__ import annotations
 
-import os
+import contextlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,11 +18,14 @@ from agenteval.fileio import read_json, write_json
 from agenteval.tracking.traces_store import TraceCounts
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from mlflow import MlflowClient
 
     from agenteval.layout import Layout
     from agenteval.llm.scrub import Scrubber
-    from agenteval.schema.scorecard import Scorecard
+    from agenteval.schema.scorecard import ScenarioResult, Scorecard
+    from agenteval.tracking.models import EvaluationLinks
 
 RUN_RECORD = "mlflow_run.json"
 
@@ -55,6 +58,7 @@ class _Target:
     uri: str
     experiment_id: str
     run_id: str
+    run_key: str
 
 
 def log_evaluation(
@@ -104,8 +108,8 @@ def log_evaluation(
         if existing is not None:
             run_id, created = existing, False
         else:
-            run_id = _create_run(client, experiment_id, card, key, basis, dest)
-            target = _Target(client, dest.uri, experiment_id, run_id)
+            run_id = _create_run(client, experiment_id, card, params, (key, basis), dest)
+            target = _Target(client, dest.uri, experiment_id, run_id, key)
             sent = _fill_run(target, layout, params, card, traces)
             created = True
     result = TrackResult(
@@ -136,14 +140,15 @@ def _create_run(
     client: MlflowClient,
     experiment_id: str,
     card: Scorecard,
-    key: str,
-    basis: str,
+    params: dict[str, Any],
+    keyed: tuple[str, str],
     dest: _Destination,
 ) -> str:
+    from agenteval.tracking.provenance import run_name
     from agenteval.tracking.store import RUN_KEY_TAG
 
-    model = (card.config.get("target") or {}).get("model") or "agent"
-    name = dest.run_name or os.environ.get("DVC_EXP_NAME") or f"{model}-{key[:8]}"
+    key, basis = keyed
+    name = dest.run_name or run_name(card.config, params)
     tags = {RUN_KEY_TAG: key, f"{RUN_KEY_TAG}.basis": basis}
     run = client.create_run(experiment_id, run_name=name, tags=tags)
     return str(run.info.run_id)
@@ -156,8 +161,9 @@ def _fill_run(
     card: Scorecard,
     traces: bool,
 ) -> TraceCounts:
-    """Params, tags, metrics, artifacts, then traces; the run ends FAILED if any step fails,
-    so a later attempt logs a fresh run instead of finding this incomplete one."""
+    """Params, tags, the agent model and scenario dataset, metrics, artifacts, then traces;
+    the run ends FAILED if any step fails (its traces removed), so a later attempt logs a
+    fresh run instead of finding this incomplete one."""
     from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
     from agenteval.tracking import provenance, results
@@ -170,52 +176,121 @@ def _fill_run(
 
         noise = load_noise(card, layout.reports)
         scrubber = provenance.secret_scrubber(params)
-        tags = provenance.provenance_tags(layout, params, card)
+        record = scrubber.scrub(provenance.provenance_record(layout, params, card.config))
+        tags = provenance.headline_tags(record)
         summary_line = results.headline(noise)
         if summary_line:  # shown as the run's description in the MLflow UI
             tags["mlflow.note.content"] = summary_line
         tags |= results.interval_notes(noise)
         tags = {key: scrubber.scrub_text(value) for key, value in tags.items()}
+        links = _evaluation_links(target, layout, params, record, scrubber)
         results.log_batched(
             client,
             run_id,
             params=provenance.run_params(params, scrubber, MAX_PARAM_VAL_LENGTH),
             tags=tags,
-            metrics=results.run_metrics(_flat_metrics(layout, card), card)
+            metrics=results.run_metrics(_flat_metrics(layout, card))
             | results.interval_metrics(noise),
             sql_store=sql_store(target.uri),
+            links=links,
         )
-        results.log_artifacts(client, run_id, layout, card, provenance.known_secret_values(params))
-        sent = _log_traces(target, layout, card, scrubber) if traces else TraceCounts()
+        secrets = provenance.known_secret_values(params)
+        results.log_artifacts(
+            client, run_id, layout, card, secrets, run_key=target.run_key, provenance=record
+        )
+        sent = _log_traces(target, layout, card, scrubber, links) if traces else TraceCounts()
     except BaseException:
+        _discard_traces(target)
         client.set_terminated(run_id, status="FAILED")
         raise
-    from agenteval.scoring import every_unit_errored
-    from agenteval.tracking.store import COMPLETE_TAG
+    from agenteval.tracking.store import COMPLETE_TAG, FAILURE_TAG
 
     client.set_tag(run_id, COMPLETE_TAG, "true")
-    # An evaluation that measured nothing because every unit crashed is not a finished run.
-    failed = every_unit_errored(card.scenarios)
-    if failed:
-        client.set_tag(run_id, "agenteval.failure", "every unit ERRORED")
-    client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+    # An evaluation that judged no scenario (every unit crashed, timed out, ...) is logged in
+    # full but is not a finished run.
+    failure = nothing_measured(card.scenarios)
+    if failure:
+        client.set_tag(run_id, FAILURE_TAG, failure)
+    client.set_terminated(run_id, status="FAILED" if failure else "FINISHED")
     return sent
 
 
+def nothing_measured(results: Sequence[ScenarioResult]) -> str | None:
+    """Why an evaluation measured nothing — no scenario was judged (PASS, FAIL or BLOCKED) —
+    or None when something was: a run like that is FAILED, never a green "Finished"."""
+    from agenteval.schema.status import JUDGED_STATUSES
+    from agenteval.scoring import every_unit_errored
+
+    if any(r.status in JUDGED_STATUSES for r in results):
+        return None
+    if every_unit_errored(results):
+        return "every unit ERRORED"
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[str(result.status)] = counts.get(str(result.status), 0) + 1
+    found = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return f"nothing judged: {found}" if found else "no scenario was evaluated"
+
+
+def _evaluation_links(
+    target: _Target,
+    layout: Layout,
+    params: dict[str, Any],
+    record: dict[str, Any],
+    scrubber: Scrubber,
+) -> EvaluationLinks:
+    """The agent's LoggedModel and the scenario set's dataset, both named as run inputs."""
+    from agenteval.schema.suite import Suite
+    from agenteval.tracking.models import EvaluationLinks, agent_version, scenario_dataset
+
+    client, experiment_id, run_id = target.client, target.experiment_id, target.run_id
+    agent = record.get("agent") or {}
+    model_id = agent_version(
+        client, experiment_id, run_id, agent, params.get("target") or {}, scrubber
+    )
+    items = []
+    if layout.suite.is_file():
+        items = Suite.model_validate(read_json(layout.suite)).items
+    digest = (record.get("digests") or {}).get("scenario_set")
+    found = scenario_dataset(client, experiment_id, run_id, items, digest, scrubber)
+    name, short = found or (None, None)
+    return EvaluationLinks(model_id, name, short)
+
+
 def _log_traces(
-    target: _Target, layout: Layout, card: Scorecard, scrubber: Scrubber
+    target: _Target,
+    layout: Layout,
+    card: Scorecard,
+    scrubber: Scrubber,
+    links: EvaluationLinks,
 ) -> TraceCounts:
     """Every turn as a trace, streamed from disk in batches and verified in the store."""
     from agenteval.tracking.conversations import iter_conversations, turn_records
     from agenteval.tracking.traces_store import log_traces
 
-    found = iter_conversations(layout.suite, layout.transcripts, layout.verdicts, card)
+    found = iter_conversations(
+        layout.suite, layout.transcripts, layout.verdicts, card, target.run_key
+    )
     records = (
         record
         for conversation in found
-        for record in turn_records(conversation, target.experiment_id, target.run_id, scrubber)
+        for record in turn_records(
+            conversation, target.experiment_id, target.run_id, scrubber, links.model_id
+        )
     )
     return log_traces(target.uri, target.experiment_id, target.run_id, records)
+
+
+def _discard_traces(target: _Target) -> None:
+    """Delete what a failed attempt wrote of its traces: the retry has the same run key, so
+    its sessions would otherwise show this attempt's turns as well. Best effort: the error
+    that failed the attempt is the one reported."""
+    from agenteval.tracking.traces_store import run_trace_ids
+
+    with contextlib.suppress(Exception):  # the caller re-raises the original failure
+        ids = run_trace_ids(target.uri, target.experiment_id, target.run_id)
+        for start in range(0, len(ids), 100):
+            target.client.delete_traces(target.experiment_id, trace_ids=ids[start : start + 100])
 
 
 def _flat_metrics(layout: Layout, card: Scorecard) -> dict[str, Any]:

@@ -10,21 +10,35 @@ checks against log_batch itself. Keys are validated with MLflow's own rule first
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
 from agenteval.tracking.store import TrackingError
 
 if TYPE_CHECKING:
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
+    from agenteval.tracking.models import EvaluationLinks
+
 
 def insert_metrics(
-    store: SqlAlchemyStore, run_id: str, metrics: Mapping[str, float], timestamp_ms: int
+    store: SqlAlchemyStore,
+    run_id: str,
+    metrics: Mapping[str, float],
+    timestamp_ms: int,
+    *,
+    links: EvaluationLinks | None = None,
+    linked: Collection[str] = (),
 ) -> None:
-    """Every metric at step 0 and `timestamp_ms`; raises TrackingError if the store then
-    holds a different number of them for the run."""
-    from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric
+    """Every metric at step 0 and `timestamp_ms`; the `linked` ones also as metrics of the
+    LoggedModel `links.model_id` on the dataset `links` names (the `logged_model_metrics`
+    rows log_batch writes for a Metric with a model_id). Raises TrackingError if the store
+    then holds a different number of them for the run."""
+    from mlflow.store.tracking.dbmodels.models import (
+        SqlLatestMetric,
+        SqlLoggedModelMetric,
+        SqlMetric,
+    )
     from mlflow.utils.validation import _validate_metric
     from sqlalchemy import func, insert, select
 
@@ -49,7 +63,38 @@ def insert_metrics(
         store._check_run_is_active(run)  # type: ignore[no-untyped-call]
         session.execute(insert(SqlMetric.__table__), rows)
         session.execute(insert(SqlLatestMetric.__table__), rows)
+        model_rows = _model_rows(rows, run.experiment_id, links, set(linked))
+        if model_rows:
+            session.execute(insert(SqlLoggedModelMetric.__table__), model_rows)
     with store.ManagedSessionMaker() as session:
         stored = session.execute(count).scalar_one()
     if stored != len(rows):
         raise TrackingError(f"MLflow stored {stored} metric(s) of {len(rows)} for run {run_id}")
+
+
+def _model_rows(
+    rows: list[dict[str, Any]],
+    experiment_id: Any,
+    links: EvaluationLinks | None,
+    linked: set[str],
+) -> list[dict[str, Any]]:
+    """The logged_model_metrics rows SqlAlchemyStore._log_model_metrics writes (the value
+    sanitized the same way, NaN stored as 0, no dataset uuid)."""
+    if links is None or not links.model_id:
+        return []
+    return [
+        {
+            "model_id": links.model_id,
+            "metric_name": row["key"],
+            "metric_timestamp_ms": row["timestamp"],
+            "metric_step": row["step"],
+            "metric_value": row["value"],
+            "experiment_id": experiment_id,
+            "run_id": row["run_uuid"],
+            "dataset_uuid": None,
+            "dataset_name": links.dataset_name,
+            "dataset_digest": links.dataset_digest,
+        }
+        for row in rows
+        if row["key"] in linked
+    ]

@@ -19,6 +19,10 @@ RUN_KEY_TAG = "agenteval.run_key"
 # Set once every part of a run is logged; a run FAILED by its own results (every unit
 # ERRORED) carries it, an attempt that broke off while logging does not.
 COMPLETE_TAG = "agenteval.logged"
+FAILURE_TAG = "agenteval.failure"  # why a run that was logged in full is FAILED
+# The MLflow UI shows an experiment of this kind with its GenAI tabs (traces, sessions,
+# agent versions, datasets, evaluation runs) without asking the user what it is.
+EXPERIMENT_KIND = ("mlflow.experimentKind", "genai_development")
 SQLITE_PREFIX = "sqlite:///"
 
 # Environment MLflow reads while we log. Telemetry is decided when mlflow is first imported,
@@ -165,7 +169,9 @@ def ensure_experiment(client: MlflowClient, name: str, uri: str) -> str:
     found = client.get_experiment_by_name(name)
     if found is None:
         try:
-            return client.create_experiment(name, artifact_location=artifact_location(uri))
+            return client.create_experiment(
+                name, artifact_location=artifact_location(uri), tags=dict([EXPERIMENT_KIND])
+            )
         except MlflowException:
             # A parallel experiment run may have created it between the lookup and here.
             found = client.get_experiment_by_name(name)
@@ -177,6 +183,8 @@ def ensure_experiment(client: MlflowClient, name: str, uri: str) -> str:
             f"(`mlflow experiments restore --experiment-id {found.experiment_id}`) "
             "or choose another tracking.experiment"
         )
+    if EXPERIMENT_KIND[0] not in found.tags:  # made before agenteval tagged its experiments
+        client.set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
     return str(found.experiment_id)
 
 

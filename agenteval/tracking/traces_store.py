@@ -93,6 +93,25 @@ class ApiTraceWriter:
                 return found
 
 
+def run_trace_ids(uri: str, experiment_id: str, run_id: str) -> list[str]:
+    """Ids of every trace of the run in the store."""
+    from mlflow.tracing.client import TracingClient
+
+    client, ids, token = TracingClient(uri), [], None
+    while True:
+        page = client.search_traces(
+            locations=[experiment_id],
+            run_id=run_id,
+            include_spans=False,
+            max_results=SEARCH_PAGE,
+            page_token=token,
+        )
+        ids += [trace.info.trace_id for trace in page]
+        token = page.token
+        if not token:
+            return ids
+
+
 def sql_store(uri: str) -> Any:
     """The SqlAlchemyStore behind `uri`, or None for any other kind of store."""
     from mlflow.tracing.client import TracingClient
