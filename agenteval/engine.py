@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +44,11 @@ class Unit:
     item: SuiteItem
     iteration: int
     seed: int
+
+
+# How an executor runs a unit elsewhere: its transcript and the reason the run must stop,
+# if the unit found one (quota, credentials, run budget).
+Dispatch = Callable[[Unit], Awaitable[tuple[Transcript, str | None]]]
 
 
 class BudgetExceeded(Exception):
@@ -93,31 +99,25 @@ def is_quota(exc: BaseException) -> bool:
     return isinstance(exc, QuotaExhausted)
 
 
-class Inference:
+class UnitRunner:
+    """Runs one unit of work: the conversation under its time limit and budgets. It writes
+    no file, so any process holding the same target and simulator can run a unit (an
+    executor's worker); `Inference` decides which units run and stores what they return."""
+
     def __init__(
         self,
-        suite: Suite,
         target: Target,
         simulator: Simulator,
-        out: Path,
         root: Path,
         *,
-        concurrency: int = 4,
         timeout_s: float = 900,
         budget_usd_per_scenario: float | None = None,
         budget_usd_total: float | None = None,
-        retry_statuses: frozenset[str] = frozenset(),
-        on_done: Callable[[Transcript], None] | None = None,
     ) -> None:
-        self.suite, self.target, self.simulator = suite, target, simulator
-        self.out, self.root = out, root
-        self.concurrency = max(1, concurrency)
+        self.target, self.simulator, self.root = target, simulator, root
         self.timeout_s = timeout_s
         self.budget_scenario = budget_usd_per_scenario
         self.budget_total = budget_usd_total
-        # Stored units that ended with one of these are run once more by this invocation
-        # (a resume or a repro): the failure may have been transient.
-        self.retry_statuses = retry_statuses
         # Wall-clock times of an in-process agent (the builtin) measure this machine, not an
         # agent, and are the one thing that would make the offline pipeline's outputs differ
         # between two runs (or a fresh clone and the committed dvc.lock): not recorded.
@@ -125,82 +125,6 @@ class Inference:
         self.spent_usd = 0.0
         # Set when the run must stop (quota, credentials, run budget): later units are NOT_RUN.
         self.stop_reason: str | None = None
-        self.on_done = on_done or (lambda _t: None)
-
-    def units(self) -> list[Unit]:
-        seeds = self.suite.seeds()
-        return [
-            Unit(item, i, seeds[i])
-            for item in self.suite.items
-            for i in range(self.suite.iterations)
-        ]
-
-    def stored(self, unit: Unit) -> Transcript | None:
-        """The stored transcript of this exact unit, scenario content, agent configuration and
-        documents, whatever its status; None when there is none or it is stale."""
-        path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
-        if not path.is_file():
-            return None
-        try:
-            stored = Transcript.model_validate(read_json(path))
-        except (ValueError, ValidationError, OSError):
-            return None  # a corrupt file is re-run, never trusted
-        same = (
-            stored.scenario_digest == unit.item.digest
-            and stored.target.same_as(self.target.participant)
-            and stored.simulator.same_as(self.simulator.participant)
-            and stored.seed == unit.seed
-            and self.same_documents(stored, unit.item)
-        )
-        return stored if same else None
-
-    def retryable(self, stored: Transcript) -> bool:
-        """Run it again: a resumable stop, or a status that may succeed now (run.retry_statuses).
-        Anything else, COMPLETED above all, is final and reused as it is."""
-        return stored.resumable or stored.status in self.retry_statuses
-
-    def same_documents(self, stored: Transcript, item: SuiteItem) -> bool:
-        """Every document the stored conversation read still has the bytes it had."""
-        if any(stored.documents.get(path, "?") != sha for path, sha in item.documents.items()):
-            return False
-        return all(
-            item.documents[path] == sha
-            if path in item.documents
-            else file_sha(self.root, path) == sha
-            for path, sha in stored.documents.items()
-        )
-
-    def journal(self) -> Path:
-        """Where finished units wait for their batch's fsync (data/.transcripts.journal)."""
-        return self.out.parent / f".{self.out.name}.journal"
-
-    async def run(self) -> list[Transcript]:
-        # Finished transcripts are committed in groups: one journal fsync per batch instead
-        # of one per file, and a journal left by a crash is replayed before anything is read.
-        async with group_commit(self.journal()) as writer:
-            return await self._run_all(writer)
-
-    async def _run_all(self, writer: GroupCommitWriter) -> list[Transcript]:
-        semaphore = asyncio.Semaphore(self.concurrency)
-
-        async def guarded(unit: Unit) -> Transcript:
-            before = self.stored(unit)
-            done = None if before is None or self.retryable(before) else before
-            if done is None:
-                async with semaphore:
-                    done = self.not_run(unit) if self.stop_reason else await self.run_unit(unit)
-                if not self.timed:
-                    untimed(done)
-                if before is not None:
-                    record_retry(done, before)
-                path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
-                # Scrubbing, the journal fsync and the rename happen off the event loop, a
-                # batch at a time, so other conversations keep their requests in flight.
-                await writer.write(path, done)
-            self.on_done(done)
-            return done
-
-        return list(await asyncio.gather(*(guarded(u) for u in self.units())))
 
     def new_transcript(self, unit: Unit) -> Transcript:
         return Transcript(
@@ -283,16 +207,21 @@ class Inference:
         if cost is None:
             return
         transcript.cost_usd = round((transcript.cost_usd or 0.0) + cost, 8)
-        self.spent_usd += cost
-        if self.budget_total is not None and self.spent_usd >= self.budget_total:
-            reason = f"run budget ${self.budget_total:g} reached (spent ${self.spent_usd:.4f})"
+        spent = self.add_spent(cost)
+        if self.budget_total is not None and spent >= self.budget_total:
+            reason = f"run budget ${self.budget_total:g} reached (spent ${spent:.4f})"
             self.stop_reason = self.stop_reason or reason
             raise BudgetExceeded(reason)
         if self.budget_scenario is not None and transcript.cost_usd >= self.budget_scenario:
-            spent = transcript.cost_usd
             raise BudgetExceeded(
-                f"scenario budget ${self.budget_scenario:g} reached (${spent:.4f})"
+                f"scenario budget ${self.budget_scenario:g} reached (${transcript.cost_usd:.4f})"
             )
+
+    def add_spent(self, cost: float) -> float:
+        """Add a reply's cost to the run's spending; the run's total so far. (A runner in an
+        executor's worker keeps that total where every worker adds to it.)"""
+        self.spent_usd += cost
+        return self.spent_usd
 
     async def _converse(self, unit: Unit, transcript: Transcript) -> None:
         scenario = unit.item.scenario
@@ -320,3 +249,164 @@ class Inference:
                 self.charge(transcript, reply.usage.cost_usd if reply.usage else None)
         finally:
             await session.close()
+
+
+class Inference:
+    """Every unit of a suite: stored results reused, the rest run (by this process, or by
+    `dispatch`: an executor's workers) and each written once, in groups, to `out`."""
+
+    def __init__(
+        self,
+        suite: Suite,
+        target: Target,
+        simulator: Simulator,
+        out: Path,
+        root: Path,
+        *,
+        concurrency: int = 4,
+        timeout_s: float = 900,
+        budget_usd_per_scenario: float | None = None,
+        budget_usd_total: float | None = None,
+        retry_statuses: frozenset[str] = frozenset(),
+        on_done: Callable[[Transcript], None] | None = None,
+        dispatch: Dispatch | None = None,
+    ) -> None:
+        self.suite, self.target, self.simulator = suite, target, simulator
+        self.out, self.root = out, root
+        self.concurrency = max(1, concurrency)
+        self.runner = UnitRunner(
+            target,
+            simulator,
+            root,
+            timeout_s=timeout_s,
+            budget_usd_per_scenario=budget_usd_per_scenario,
+            budget_usd_total=budget_usd_total,
+        )
+        # Stored units that ended with one of these are run once more by this invocation
+        # (a resume or a repro): the failure may have been transient.
+        self.retry_statuses = retry_statuses
+        self.on_done = on_done or (lambda _t: None)
+        self.dispatch = dispatch
+        # Transcripts written by this invocation, per (scenario, iteration, seed): every
+        # count is 1, whatever an executor retried (tests and executors read it).
+        self.writes: Counter[tuple[str, int, int]] = Counter()
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self.runner.stop_reason
+
+    @stop_reason.setter
+    def stop_reason(self, reason: str | None) -> None:
+        self.runner.stop_reason = reason
+
+    def units(self) -> list[Unit]:
+        seeds = self.suite.seeds()
+        return [
+            Unit(item, i, seeds[i])
+            for item in self.suite.items
+            for i in range(self.suite.iterations)
+        ]
+
+    def stored(self, unit: Unit) -> Transcript | None:
+        """The stored transcript of this exact unit, scenario content, agent configuration and
+        documents, whatever its status; None when there is none or it is stale."""
+        path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
+        if not path.is_file():
+            return None
+        try:
+            stored = Transcript.model_validate(read_json(path))
+        except (ValueError, ValidationError, OSError):
+            return None  # a corrupt file is re-run, never trusted
+        same = self.mismatch(unit, stored) is None and self.same_documents(stored, unit.item)
+        return stored if same else None
+
+    def mismatch(self, unit: Unit, transcript: Transcript) -> str | None:
+        """Why `transcript` is not this unit's conversation with this run's agent and
+        simulator (scenario content, seed, configuration and code digests); None if it is."""
+        key = (transcript.scenario_id, transcript.iteration, transcript.seed)
+        if key != (unit.item.scenario.id, unit.iteration, unit.seed):
+            return f"it is the conversation of {key}"
+        if transcript.scenario_digest != unit.item.digest:
+            return "it ran other scenario content"
+        for role, mine, theirs in (
+            ("agent", self.target.participant, transcript.target),
+            ("simulator", self.simulator.participant, transcript.simulator),
+        ):
+            if not theirs.same_as(mine):
+                return (
+                    f"its {role} has another configuration or code "
+                    f"(digest {theirs.config_digest}, here {mine.config_digest})"
+                )
+        return None
+
+    def retryable(self, stored: Transcript) -> bool:
+        """Run it again: a resumable stop, or a status that may succeed now (run.retry_statuses).
+        Anything else, COMPLETED above all, is final and reused as it is."""
+        return stored.resumable or stored.status in self.retry_statuses
+
+    def same_documents(self, stored: Transcript, item: SuiteItem) -> bool:
+        """Every document the stored conversation read still has the bytes it had."""
+        if any(stored.documents.get(path, "?") != sha for path, sha in item.documents.items()):
+            return False
+        return all(
+            item.documents[path] == sha
+            if path in item.documents
+            else file_sha(self.root, path) == sha
+            for path, sha in stored.documents.items()
+        )
+
+    def journal(self) -> Path:
+        """Where finished units wait for their batch's fsync (data/.transcripts.journal)."""
+        return self.out.parent / f".{self.out.name}.journal"
+
+    async def run(self) -> list[Transcript]:
+        # Finished transcripts are committed in groups: one journal fsync per batch instead
+        # of one per file, and a journal left by a crash is replayed before anything is read.
+        async with group_commit(self.journal()) as writer:
+            return await self._run_all(writer)
+
+    async def _run_all(self, writer: GroupCommitWriter) -> list[Transcript]:
+        semaphore = asyncio.Semaphore(self.concurrency)
+
+        async def guarded(unit: Unit) -> Transcript:
+            before = self.stored(unit)
+            done = None if before is None or self.retryable(before) else before
+            if done is None:
+                async with semaphore:
+                    done = (
+                        self.runner.not_run(unit) if self.stop_reason else await self.execute(unit)
+                    )
+                if not self.runner.timed:
+                    untimed(done)
+                if before is not None:
+                    record_retry(done, before)
+                path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
+                # Scrubbing, the journal fsync and the rename happen off the event loop, a
+                # batch at a time, so other conversations keep their requests in flight.
+                await writer.write(path, done)
+                self.writes[unit.item.scenario.id, unit.iteration, unit.seed] += 1
+            self.on_done(done)
+            return done
+
+        return list(await asyncio.gather(*(guarded(u) for u in self.units())))
+
+    async def execute(self, unit: Unit) -> Transcript:
+        """Run one unit here, or through `dispatch`; a dispatched result is stored only when
+        it is this unit's, by this run's agent and simulator (a worker on another machine
+        may run other code)."""
+        if self.dispatch is None:
+            return await self.runner.run_unit(unit)
+        try:
+            done, stop = await self.dispatch(unit)
+        except Exception as exc:  # the executor lost the unit for good (retries exhausted)
+            done = self.runner.new_transcript(unit)
+            done.status, done.error = Status.INFRA_ERROR, f"executor: {exc}"
+            return done
+        refused = self.mismatch(unit, done)
+        if refused is not None:
+            done = self.runner.new_transcript(unit)
+            done.status, done.resumable = Status.INFRA_ERROR, True
+            done.error = f"refused a worker's result: {refused}"
+            stop = f"a worker runs another agent or code than this run: {refused}"
+        self.stop_reason = self.stop_reason or stop
+        return done

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -91,9 +92,31 @@ def check_params(
             (("target", "params", k), f"unknown key (builtin knobs: {knobs})")
             for k in sorted(_builtin_extras(model))
         ]
+        errors += _missing_packages(model)
     if errors:
         lines = [_where(loc, located, keys) + what for loc, what in errors]
         raise ParamsError("\n".join(lines))
+
+
+def _missing_packages(model: Params) -> list[tuple[tuple[Any, ...], str]]:
+    # Looked up, never imported: Ray takes seconds to import and the check runs on every load.
+    if model.run.executor == "ray" and importlib.util.find_spec("ray") is None:
+        return [(("run", "executor"), "ray is not installed here: pip install -e '.[ray]'")]
+    return []
+
+
+# Where the units run, not what they measure: left out of the params digest, so a run on a
+# Ray cluster and the same run in one process carry one configuration (and one scorecard).
+PLACEMENT_KEYS = {"run": ("executor", "ray")}
+
+
+def without_placement(params: Mapping[str, Any]) -> dict[str, Any]:
+    """`params` without the keys that only say where units run (PLACEMENT_KEYS)."""
+    kept = dict(params)
+    for section, keys in PLACEMENT_KEYS.items():
+        if isinstance(kept.get(section), Mapping):
+            kept[section] = {k: v for k, v in kept[section].items() if k not in keys}
+    return kept
 
 
 def _builtin_extras(model: Params) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from agenteval import fileio
 from agenteval.engine import Inference
+from agenteval.executors import ExecutionReport
 from agenteval.fileio import read_json, write_json
 from agenteval.judges.base import make_judge
 from agenteval.judging import run_judging
@@ -50,6 +51,8 @@ def step_suite(params: dict[str, Any], layout: Layout) -> Suite:
 class InferResult:
     transcripts: list[Transcript]
     stop_reason: str | None  # why the run stopped early (quota, credentials, run budget)
+    execution: ExecutionReport | None = None  # where the units ran, which ran again
+    writes: dict[tuple[str, int, int], int] | None = None  # transcripts written, per unit
 
 
 def install_scrubber(params: dict[str, Any]) -> None:
@@ -71,7 +74,9 @@ def _optional_float(value: Any) -> float | None:
 
 
 def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -> InferResult:
-    """Run the agent on every unit, holding its backend's lock (see agenteval.runlock)."""
+    """Run the agent on every unit, holding its backend's lock (see agenteval.runlock), on
+    the executor `run.executor` names."""
+    from agenteval.executors import open_executor
     from agenteval.runlock import endpoint_key, eval_lock
 
     install_scrubber(params)
@@ -80,23 +85,32 @@ def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -
     simulator = make_simulator(params, layout.root)
     run = params["run"]
     total = len(suite.items) * suite.iterations
+    options: dict[str, Any] = {
+        "timeout_s": float(run.get("timeout_s", 900)),
+        "budget_usd_per_scenario": _optional_float(run.get("budget_usd_per_scenario")),
+        "budget_usd_total": _optional_float(run.get("budget_usd_total")),
+    }
     lock = eval_lock(endpoint_key(params["target"]), str(layout.transcripts))
-    with lock, progress_bar("agent", total, progress) as tick:
+    with (
+        lock,
+        progress_bar("agent", total, progress) as tick,
+        open_executor(params, layout.root, options) as executor,
+    ):
         engine = Inference(
             suite,
             target,
             simulator,
             layout.transcripts,
             layout.root,
-            concurrency=int(run.get("concurrency", 4)),
-            timeout_s=float(run.get("timeout_s", 900)),
-            budget_usd_per_scenario=_optional_float(run.get("budget_usd_per_scenario")),
-            budget_usd_total=_optional_float(run.get("budget_usd_total")),
+            concurrency=executor.slots,
             retry_statuses=frozenset(run.get("retry_statuses") or ()),
             on_done=tick,
+            dispatch=executor.dispatch,
+            **options,
         )
         transcripts = asyncio.run(engine.run())
-    return InferResult(transcripts, engine.stop_reason)
+        report = executor.report()
+    return InferResult(transcripts, engine.stop_reason, report, dict(engine.writes))
 
 
 def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -> int:
@@ -173,6 +187,7 @@ def _quota_stops_judging() -> Iterator[None]:
 class RunResult:
     scorecard: Scorecard
     stop_reason: str | None
+    execution: ExecutionReport | None = None
 
 
 def run_all(params: dict[str, Any], layout: Layout, progress: bool = False) -> Scorecard:
@@ -191,4 +206,4 @@ def run_evaluation(params: dict[str, Any], layout: Layout, progress: bool = Fals
     card = step_score(params, layout)
     step_stats(params, layout)
     step_report(layout)
-    return RunResult(card, inferred.stop_reason)
+    return RunResult(card, inferred.stop_reason, inferred.execution)

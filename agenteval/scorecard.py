@@ -8,7 +8,7 @@ from typing import Any
 
 from agenteval import __version__
 from agenteval.layout import load_transcript, load_verdict
-from agenteval.params import section_digest
+from agenteval.params import section_digest, without_placement
 from agenteval.schema.params import AgentLimits
 from agenteval.schema.scorecard import (
     Calibration,
@@ -48,7 +48,9 @@ def _config(
         "judge": judge | {"rules": rules.describe()},
         "scenario_set_digest": suite.scenario_set_digest,
         "corpus_digest": suite.corpus_digest,
-        "params_digest": section_digest(params, "suite", "target", "simulator", "judge", "run"),
+        "params_digest": section_digest(
+            without_placement(params), "suite", "target", "simulator", "judge", "run"
+        ),
         "iterations": suite.iterations,
         "seed": suite.seed,
         "seeds": suite.seeds(),

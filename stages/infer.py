@@ -17,6 +17,8 @@ def main() -> int:
         return 3
     completed = sum(t.status == "COMPLETED" for t in result.transcripts)
     print(f"infer: {completed}/{len(result.transcripts)} conversation(s) completed")
+    if result.execution is not None and result.execution.executor != "local":
+        print(f"infer: {result.execution.line()}")
     if result.stop_reason:
         # Finished transcripts are kept (the stage output persists): rerunning resumes.
         print(f"infer: stopped early: {result.stop_reason}", file=sys.stderr)

@@ -120,6 +120,8 @@ def run(
         f"judged pass rate {s.judged_pass_rate}, avg score {s.avg_score}"
     )
     typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
+    if result.execution is not None and result.execution.executor != "local":
+        typer.echo(result.execution.line())
     _track(params, layout, tracker)
     _finish(result.scorecard, out)
     if result.stop_reason:

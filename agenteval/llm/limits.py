@@ -2,7 +2,9 @@
 
 Several roles (agent, user simulator, judge) may share one endpoint, each through its own
 client; the bound is keyed by the endpoint, not the client, so `run.concurrency` limits
-what the server sees no matter how many clients point at it.
+what the server sees no matter how many clients point at it. When units run in several
+processes (`run.executor: ray`), each worker process `share`s the bound with the others:
+every slot is then taken from one limiter per endpoint for the whole run.
 """
 
 from __future__ import annotations
@@ -10,9 +12,16 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Protocol
 
 LimitKey = tuple[str, str, str]  # (protocol, base_url, model)
+
+
+class SharedSlots(Protocol):
+    """Slots of a bound that holds across processes (see agenteval.executors)."""
+
+    def slot(self, key: LimitKey, limit: int) -> AbstractAsyncContextManager[None]: ...
 
 
 class EndpointLimits:
@@ -29,6 +38,11 @@ class EndpointLimits:
         self._by_loop: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[LimitKey, tuple[int, asyncio.Semaphore]]
         ] = weakref.WeakKeyDictionary()
+        self.shared: SharedSlots | None = None
+
+    def share(self, shared: SharedSlots | None) -> None:
+        """Take every slot from `shared` (None: from this process's semaphores again)."""
+        self.shared = shared
 
     def semaphore(self, key: LimitKey, limit: int) -> asyncio.Semaphore:
         if limit < 1:
@@ -47,6 +61,12 @@ class EndpointLimits:
 
     @asynccontextmanager
     async def slot(self, key: LimitKey, limit: int) -> AsyncIterator[None]:
+        if limit < 1:
+            raise ValueError("concurrency must be at least 1")
+        if self.shared is not None:
+            async with self.shared.slot(key, limit):
+                yield
+            return
         async with self.semaphore(key, limit):
             yield
 

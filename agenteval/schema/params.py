@@ -184,8 +184,39 @@ def _default_retries() -> list[RetryStatus]:
     return ["INFRA_ERROR", "ERRORED", "TIMEOUT"]
 
 
+class RayParams(_Section):
+    """`run.executor: ray`: where the Ray instance is and how units are placed on it."""
+
+    address: str | None = Field(
+        None,
+        description="null: start a Ray instance on this machine for the run; 'auto': join the "
+        "cluster this machine belongs to (`ray start`); 'ray://HEAD:10001': a cluster through "
+        "Ray Client. Every node needs agenteval installed and the repository at the same path.",
+    )
+    num_cpus: int | None = Field(
+        None, ge=1, description="CPUs of the instance started here (null: this machine's)."
+    )
+    cpus_per_unit: float = Field(
+        1.0,
+        gt=0,
+        description="CPU a unit of work reserves; 0.25 runs four I/O-bound model conversations "
+        "per CPU.",
+    )
+    max_retries: int = Field(
+        3, ge=0, description="Times a unit is run again after the process running it died."
+    )
+
+
 class RunParams(_Section):
-    concurrency: int = Field(4, ge=1, description="Requests in flight per endpoint.")
+    executor: Literal["local", "ray"] = Field(
+        "local",
+        description="local: the units run in this process's event loop; ray: each unit is a "
+        "Ray task (pip install -e '.[ray]'), written here exactly once.",
+    )
+    ray: RayParams = Field(default_factory=RayParams)
+    concurrency: int = Field(
+        4, ge=1, description="Requests in flight per endpoint (with ray: across all workers)."
+    )
     timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
     budget_usd_per_scenario: float | None = Field(None, gt=0)
     budget_usd_total: float | None = Field(None, gt=0)
