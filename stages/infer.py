@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import sys
 
+from agenteval.llm.config import DEFAULT_CACHE_DIR
 from agenteval.pipeline import step_infer
 from agenteval.runlock import EvalLocked
-from stages.common import layout, params, show_progress
+from stages.common import layout, params, root, show_progress
 
 
 def main() -> int:
+    # The default response cache is a (persisted) output of this stage in dvc.yaml, so that
+    # `dvc push` carries it. It must exist even when nothing called a model (the builtin
+    # agent, `run.cache: false`, or a `run.cache_dir` elsewhere): DVC saves it as an empty
+    # directory then.
+    (root() / DEFAULT_CACHE_DIR).mkdir(parents=True, exist_ok=True)
     try:
         result = step_infer(params(), layout(), progress=show_progress())
     except EvalLocked as exc:

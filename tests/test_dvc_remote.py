@@ -1,5 +1,6 @@
 """A DVC remote shares a run: `dvc push` here, `dvc pull` in a teammate's clone, and the
-teammate's `dvc repro` reproduces the reports byte for byte without one model request.
+teammate's `dvc repro` reproduces the reports byte for byte without one model request. The
+response cache travels too, so even a re-inference from scratch asks the model nothing.
 
 The run is a real model run (the `chat` target on a local OpenAI-compatible server), so
 "without calling any model" is counted by the server, not assumed.
@@ -10,17 +11,20 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import yaml
 from servers.common import Reply
 from servers.openai_server import OpenAIServer
 from test_pipeline_dvc import IGNORE, ROOT, sh
 
+from agenteval.llm.config import DEFAULT_CACHE_DIR
+from agenteval.schema.params import RunParams
+
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 SCENARIOS = ["false_premise", "incident_followups"]
+RESPONSE_CACHE = Path(DEFAULT_CACHE_DIR)
 
 
 def write_params(repo: Path, base_url: str) -> None:
-    import yaml
-
     path = repo / "params.yaml"
     params = yaml.safe_load(path.read_text())
     params["suite"]["ids"] = SCENARIOS
@@ -60,7 +64,31 @@ def test_a_teammate_pulls_the_run_and_reproduces_it_without_a_model(tmp_path: Pa
         assert sorted(p.name for p in (theirs / "data/transcripts").rglob("*.json")) == sorted(
             p.name for p in (mine / "data/transcripts").rglob("*.json")
         )
+        assert any((theirs / RESPONSE_CACHE).rglob("*.json"))  # the response cache came too
         sh(["dvc", "repro"], theirs)
         assert server.request_count == asked  # the teammate's repro asked the model nothing
-    assert reports(theirs) == reports(mine)
-    assert (theirs / "dvc.lock").read_bytes() == (mine / "dvc.lock").read_bytes()
+        assert reports(theirs) == reports(mine)
+        assert (theirs / "dvc.lock").read_bytes() == (mine / "dvc.lock").read_bytes()
+
+        # Inference from scratch: every conversation is run again, and the pulled response
+        # cache answers every request...
+        shutil.rmtree(theirs / "data/transcripts")
+        sh(["dvc", "repro", "-s", "infer"], theirs)
+        with_cache = server.request_count - asked
+        # ...which only the cache can do: without it the same re-inference asks the model.
+        shutil.rmtree(theirs / "data/transcripts")
+        shutil.rmtree(theirs / RESPONSE_CACHE)
+        sh(["dvc", "repro", "-s", "infer"], theirs)
+        without_cache = server.request_count - asked - with_cache
+        print(f"model requests: run {asked}, re-inference with the pulled cache {with_cache}, "
+              f"without it {without_cache}")  # fmt: skip
+        assert with_cache == 0 and without_cache > 0
+
+
+def test_the_pushed_response_cache_is_the_default_one() -> None:
+    """dvc.yaml names the cache literally (DVC templating cannot express a null cache_dir):
+    it must be the directory the model clients write by default."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    outs = [next(iter(out)) if isinstance(out, dict) else out for out in stages["infer"]["outs"]]
+    assert str(RESPONSE_CACHE) in outs
+    assert RunParams().cache_dir == DEFAULT_CACHE_DIR

@@ -458,6 +458,15 @@ def test_run_key_follows_dvc_lock_only_when_it_describes_the_files(
     # Our own entry is ignored; any upstream change (here infer's params) gives a new key.
     assert key_with({**lock["stages"], "track": {"outs": []}})[0] == base
     assert key_with({**lock["stages"], "infer": {"cmd": "x"}})[0] != base
+    # The response cache is an infer output only to travel with `dvc push`: new replies in
+    # it (an LLM judge's, saved by the next repro) leave the evaluation's key alone.
+    cache = {"path": ".cache/agenteval/llm", "md5": "c" * 32 + ".dir"}
+    infer = {**lock["stages"]["infer"], "outs": [{"path": "data/transcripts", "md5": "t"}]}
+    with_cache = {**infer, "outs": [cache, *infer["outs"]]}
+    assert (
+        key_with({**lock["stages"], "infer": with_cache})[0]
+        == key_with({**lock["stages"], "infer": infer})[0]
+    )
     # A lock that recorded another scorecard is stale for these files: keyed on them instead.
     stale = {**lock["stages"], "score": {"outs": [{"path": "reports/scorecard.json", "md5": "1"}]}}
     assert key_with(stale)[1] == "files"

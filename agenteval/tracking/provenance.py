@@ -15,6 +15,7 @@ import yaml
 
 from agenteval import __version__
 from agenteval.fileio import digest_of, sha256_file
+from agenteval.llm.config import DEFAULT_CACHE_DIR
 from agenteval.llm.scrub import MIN_SECRET_LEN, SECRET_ENV_NAME, Scrubber
 from agenteval.params import flatten, section_digest
 from agenteval.schema.scorecard import Scorecard
@@ -249,7 +250,23 @@ def _lock_stages(layout: Layout) -> dict[str, Any] | None:
     if not isinstance(stages, dict) or not _lock_describes(stages, layout):
         return None
     # Our own entry changes after we log (it records mlflow_run.json), so it is left out.
-    return {name: entry for name, entry in stages.items() if name != TRACK_STAGE}
+    return {
+        name: _without_response_cache(entry)
+        for name, entry in stages.items()
+        if name != TRACK_STAGE
+    }
+
+
+def _without_response_cache(entry: Any) -> Any:
+    """The stage entry minus the response cache, an `infer` output only so that `dvc push`
+    carries it: it stores replies, it is no result. Replies an LLM judge caches after infer
+    saved it change its hash at the next repro, and the same evaluation must keep its key."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("outs"), list):
+        return entry
+    outs = [
+        o for o in entry["outs"] if not (isinstance(o, dict) and o.get("path") == DEFAULT_CACHE_DIR)
+    ]
+    return {**entry, "outs": outs}
 
 
 def _lock_describes(stages: dict[str, Any], layout: Layout) -> bool:
