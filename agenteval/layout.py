@@ -46,6 +46,11 @@ class Layout:
         return self.data / "verdicts"
 
     @property
+    def controls(self) -> Path:
+        """Verdicts on the labelled controls mixed into the judge stage, and their labels."""
+        return self.data / "controls"
+
+    @property
     def scorecard(self) -> Path:
         return self.reports / "scorecard.json"
 
@@ -72,7 +77,10 @@ def load_transcript(folder: Path, scenario_id: str, iteration: int) -> Transcrip
 
 
 def load_verdict(folder: Path, scenario_id: str, iteration: int) -> Verdict | None:
-    path = transcript_path(folder, scenario_id, iteration)
+    return load_verdict_file(transcript_path(folder, scenario_id, iteration))
+
+
+def load_verdict_file(path: Path) -> Verdict | None:
     try:
         return Verdict.model_validate(read_json(path))
     except (OSError, ValueError, ValidationError):

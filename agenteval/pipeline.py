@@ -114,10 +114,14 @@ def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -
 
 
 def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -> int:
+    """Grade the stored transcripts, with judge.controls_per_run labelled controls mixed in."""
     install_scrubber(params)
     suite = load_suite(layout)
     judge = make_judge(params, layout.root)
-    total = len(suite.items) * suite.iterations
+    from agenteval.controls.inrun import mix
+
+    controls = mix(params, layout.root, layout.controls)
+    total = len(suite.items) * suite.iterations + len(controls)
     with progress_bar("judge", total, progress) as tick, _quota_stops_judging():
         verdicts = asyncio.run(
             run_judging(
@@ -127,13 +131,16 @@ def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -
                 judge,
                 concurrency=int(params["run"].get("concurrency", 4)),
                 on_done=tick,
+                extra=controls,
             )
         )
     return len(verdicts)
 
 
 def step_score(params: dict[str, Any], layout: Layout) -> Scorecard:
-    card = build_scorecard(load_suite(layout), layout.transcripts, layout.verdicts, params)
+    card = build_scorecard(
+        load_suite(layout), layout.transcripts, layout.verdicts, params, layout.controls
+    )
     write_json(layout.scorecard, card)
     write_json(layout.metrics, metrics_of(card))
     return card
@@ -190,6 +197,9 @@ def run_all(params: dict[str, Any], layout: Layout, progress: bool = False) -> S
 
 def run_evaluation(params: dict[str, Any], layout: Layout, progress: bool = False) -> RunResult:
     """The whole evaluation; a stopped inference is still judged and reported as it stands."""
+    from agenteval.controls.inrun import check
+
+    check(params, layout.root)  # mixed-in controls' files, before the agent runs
     step_suite(params, layout)
     inferred = step_infer(params, layout, progress)
     step_judge(params, layout, progress)

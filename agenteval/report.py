@@ -154,6 +154,51 @@ def _scenario_line(rows: list[ScenarioResult], card: Scorecard) -> list[str]:
     return lines
 
 
+def _est(e: Any, fmt: str = ".3f") -> str:
+    if e is None or e.value is None:
+        return "n/a"
+    if e.low is None:
+        return format(e.value, fmt)
+    return f"{e.value:{fmt}} [{e.low:{fmt}}, {e.high:{fmt}}]"
+
+
+def _judge_checks(card: Scorecard) -> list[str]:
+    """Overrides, in-run calibration and self-consistency: how far to trust this judge."""
+    s, cal, sc = card.summary, card.calibration, card.self_consistency
+    if not (s.overrides or s.disagreements or cal or sc):
+        return []
+    rules = ", ".join(f"{r} {n}" for r, n in card.overrides_by_rule.items())
+    lines = ["", "## Judge checks", "",
+             f"- Scores overridden by certain code findings: {s.overrides}"
+             + (f" ({rules})" if rules else "")
+             + f" · judge-vs-code disagreements that stood: {s.disagreements}"]  # fmt: skip
+    if cal is not None:
+        gate = "meets the controls gate" if cal.passed else "MISSES the controls gate: "
+        lines.append(
+            f"- Calibration on {cal.controls} labelled {cal.split} controls judged inside this "
+            f"run, unannounced: agreement {_est(cal.agreement)}, false-pass rate "
+            f"{_est(cal.false_pass_rate, '.0%')} ({cal.false_passes} wrong replies passed), "
+            f"coverage {_pct(cal.coverage)}; {gate}{'; '.join(cal.misses)}"
+        )
+    if sc is not None:
+        kept = "majority" if sc.majority else "first"
+        flips = _est_values(sc.flip_rate, sc.flip_rate_low, sc.flip_rate_high)
+        lines.append(
+            f"- Self-consistency over {sc.repeats} judgings of each transcript ({kept} verdict "
+            f"kept): flip rate {flips} ({sc.flips} of {sc.items}), score SEM "
+            f"{_num(sc.score_sem)}" + ("" if sc.passed else f"; {'; '.join(sc.misses)}")
+        )
+    return lines
+
+
+def _est_values(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if low is None or high is None:
+        return f"{value:.0%}"
+    return f"{value:.0%} [{low:.0%}, {high:.0%}]"
+
+
 def _invalid(card: Scorecard) -> list[str]:
     if not card.invalid:
         return []
@@ -165,7 +210,8 @@ def _invalid(card: Scorecard) -> list[str]:
 
 
 def summary_markdown(card: Scorecard, noise: dict[str, Any] | None = None) -> str:
-    lines = _header(card, noise) + _invalid(card) + _categories(card, noise)
+    lines = _header(card, noise) + _invalid(card) + _judge_checks(card)
+    lines += _categories(card, noise)
     lines += ["", "## Scenarios", ""]
     grouped: dict[str, list[ScenarioResult]] = {}
     for result in card.scenarios:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,13 @@ from agenteval import __version__
 from agenteval.layout import load_transcript, load_verdict
 from agenteval.params import section_digest, without_placement
 from agenteval.schema.params import AgentLimits
-from agenteval.schema.scorecard import PassCount, ScenarioResult, Scorecard
+from agenteval.schema.scorecard import (
+    Calibration,
+    PassCount,
+    ScenarioResult,
+    Scorecard,
+    SelfConsistency,
+)
 from agenteval.schema.status import COMPLETED, Status
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
@@ -81,8 +88,14 @@ def _limits(params: dict[str, Any]) -> AgentLimits:
 
 
 def build_scorecard(
-    suite: Suite, transcripts_dir: Path, verdicts_dir: Path, params: dict[str, Any]
+    suite: Suite,
+    transcripts_dir: Path,
+    verdicts_dir: Path,
+    params: dict[str, Any],
+    controls_dir: Path | None = None,
 ) -> Scorecard:
+    """The scorecard; `controls_dir` holds the verdicts on controls mixed into the judge
+    stage (judge.controls_per_run), reported as the run's calibration, never as results."""
     rules = ScoringRules.from_params(params["judge"])
     limits = _limits(params)
     results: list[ScenarioResult] = []
@@ -123,7 +136,43 @@ def build_scorecard(
         dimension_means=dimension_means(results),
         usage=_usage(transcripts),
         invalid=list(suite.invalid),
+        overrides_by_rule=dict(sorted(Counter(r for x in results for r in x.overrides).items())),
+        calibration=_calibration(controls_dir, params),
+        self_consistency=self_consistency_of(verdicts, params),
     )
+
+
+def _calibration(controls_dir: Path | None, params: dict[str, Any]) -> Calibration | None:
+    """The judge on the controls mixed into this run's judge stage, if any were."""
+    if controls_dir is None or "controls" not in params:
+        return None
+    from agenteval.controls.inrun import calibration
+
+    return calibration(controls_dir, params)
+
+
+def self_consistency_of(verdicts: list[Verdict], params: dict[str, Any]) -> SelfConsistency | None:
+    """Flip rate and score SEM over the run's repeated judgings (judge.repeats >= 2)."""
+    sampled = [v for v in verdicts if len(v.samples) >= 2]
+    if not sampled:
+        return None
+    from agenteval.controls.agreement import self_consistency
+
+    section = params.get("controls") or {}
+    found = self_consistency(
+        [[s.status for s in v.samples] for v in sampled],
+        [[s.score for s in v.samples] for v in sampled],
+        float(section.get("conf", 0.95)),
+    )
+    if found is None:
+        return None
+    wanted = section.get("min_self_consistency")
+    same = found["identical_verdicts"]
+    misses = []
+    if wanted is not None and same is not None and same < wanted:
+        misses.append(f"self-consistency {same:.3f} < {wanted} (identical verdicts over repeats)")
+    majority = bool((params.get("judge") or {}).get("majority"))
+    return SelfConsistency(**found, majority=majority, passed=not misses, misses=misses)
 
 
 def pass_counts(results: list[ScenarioResult]) -> dict[str, PassCount]:
@@ -152,4 +201,33 @@ def metrics_of(card: Scorecard) -> dict[str, float | int]:
         if card.usage.get(key) is not None:
             flat[f"usage.{key}"] = card.usage[key]
     flat["invalid_scenario_files"] = len(card.invalid)
+    for rule, count in card.overrides_by_rule.items():
+        flat[f"overrides.{rule}"] = count
+    return flat | judge_check_metrics(card)
+
+
+def judge_check_metrics(card: Scorecard) -> dict[str, float | int]:
+    """The run's judge checks as flat numbers: in-run calibration and self-consistency."""
+    flat: dict[str, float | int] = {}
+    cal = card.calibration
+    if cal is not None:
+        flat |= {"calibration.controls": cal.controls, "calibration.judged": cal.judged,
+                 "calibration.false_passes": cal.false_passes,
+                 "calibration.false_fails": cal.false_fails,
+                 "calibration.gate_passed": int(cal.passed)}  # fmt: skip
+        for name, est in (("agreement", cal.agreement), ("false_pass_rate", cal.false_pass_rate)):
+            for part in ("value", "low", "high"):
+                value = getattr(est, part)
+                if value is not None:
+                    flat[f"calibration.{name}" + ("" if part == "value" else f".{part}")] = value
+        if cal.coverage is not None:
+            flat["calibration.coverage"] = cal.coverage
+    sc = card.self_consistency
+    if sc is not None:
+        flat["consistency.repeats"] = sc.repeats
+        flat["consistency.gate_passed"] = int(sc.passed)
+        for key in ("flip_rate", "flip_rate_low", "flip_rate_high", "score_sem"):
+            value = getattr(sc, key)
+            if value is not None:
+                flat[f"consistency.{key}"] = value
     return flat

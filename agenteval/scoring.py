@@ -61,6 +61,28 @@ PRECISION_TABLE: tuple[tuple[float, float], ...] = (
 # The automatic-zero rule: when the ground truth gives a specific figure, a reply further
 # off than this scores 0 on correctness. The precision table is a cap within this limit.
 AUTO_ZERO_DEVIATION = 0.05
+# Code findings that are certain, by the rule that produced them (the code judge names the
+# rule in TurnVerdict.findings). In a hybrid judge the code's score for that dimension is a
+# ceiling the model's score cannot exceed: code proves a reply wrong (or a figure only so
+# close), never that everything else in it is right.
+BINDING_FINDINGS: dict[str, str] = {
+    "wrong_value": "a committed figure more than the automatic-zero deviation off",
+    "wrong_identifier": "a committed year, date, time, version or identifier that differs",
+    "wrong_name": "a different person or entity named",
+    "alternatives": "several candidate values offered without committing to one",
+    "negated": "the expected value named only to be denied",
+    "abstain_guess": "a value guessed on a turn whose answer is not in the documents",
+    "lazy_refusal": "a refusal without querying the documents",
+    "precision": "a figure within the automatic-zero deviation, capped by the precision table",
+    "forbidden_tool": "a forbidden tool called",
+    "tool_loop": "the same tool call repeated into a loop",
+}
+# Dimensions a turn may leave out (null) because they do not apply to it; the others must
+# be scored. Left out, they drop from the weighted mean instead of inflating it with a 10.
+OPTIONAL_DIMENSIONS: tuple[str, ...] = ("context_retention", "error_recovery")
+# In a scenario of this severity a judge's FAIL stands even when the numbers would pass:
+# the rubric calls a hallucination or a missed main objective there a failure regardless.
+CRITICAL_SEVERITY = "critical"
 
 
 def numeric_cap(deviation: float) -> float:
@@ -134,6 +156,13 @@ def turn_passes(
     return correctness >= rules.min_correctness and score >= rules.pass_threshold
 
 
+def fails_alone(dimension: str, score: float, rules: ScoringRules) -> bool:
+    """Whether this one score fails a turn even when every other dimension is perfect."""
+    scores: dict[str, float | None] = dict.fromkeys(DIMENSIONS, SCORE_MAX)
+    scores[dimension] = score
+    return not turn_passes(scores, turn_score(scores, rules), rules)
+
+
 # A BLOCKED scenario did not succeed either: it never raises an average above a FAIL's.
 CAPPED_STATUSES = frozenset({Status.FAIL, Status.BLOCKED_BY_ARCHITECTURE})
 
@@ -169,6 +198,13 @@ def score_scenario(
     `blocked_by` is the evidence (from the agent's declared limits, see
     :mod:`agenteval.suite.audit`) that the scenario is impossible for this agent."""
 
+    checks: dict[str, Any] = {}
+    if verdict is not None:
+        checks = {
+            "overrides": [o.rule for o in verdict.overrides],
+            "disagreements": len(verdict.disagreements),
+        }
+
     def result(status: Status, **extra: Any) -> ScenarioResult:
         return ScenarioResult(
             id=info.id,
@@ -178,7 +214,7 @@ def score_scenario(
             scenario_digest=info.digest,
             ground_truth_digest=info.ground_truth,
             status=status,
-            **({"score": None} | extra),
+            **({"score": None} | checks | extra),
         )
 
     if transcript_status != "COMPLETED":
@@ -203,7 +239,7 @@ def score_scenario(
     passed = score >= rules.pass_threshold and all(
         (tr.scores["correctness"] or 0.0) >= rules.min_correctness for tr, _ in counted
     )
-    status, warnings = _derive_status(verdict.status, passed, blocked_by)
+    status, warnings = _derive_status(verdict.status, passed, info.severity, blocked_by)
     cause = verdict.root_cause
     if status == Status.BLOCKED_BY_ARCHITECTURE:
         cause = "blocked by architecture: " + "; ".join(blocked_by)
@@ -245,9 +281,10 @@ def _verdict_problem(verdict: Verdict, expected_turns: int) -> str | None:
 
 
 def _derive_status(
-    reported: str, passed: bool, blocked_by: Sequence[str] = ()
+    reported: str, passed: bool, severity: str | None = None, blocked_by: Sequence[str] = ()
 ) -> tuple[Status, list[str]]:
-    """BLOCKED only from evidence: the agent's declared limits, never a judge's say-so."""
+    """BLOCKED only from evidence: the agent's declared limits, never a judge's say-so. A
+    judge's FAIL in a critical scenario stands whatever the numbers say."""
     if blocked_by:
         # Never upgraded automatically: a human decides whether the limit really bound.
         note = ["BLOCKED_BY_ARCHITECTURE meets every pass rule: review it"] if passed else []
@@ -257,6 +294,8 @@ def _derive_status(
             "judge reported BLOCKED_BY_ARCHITECTURE without evidence from the agent's declared "
             "limits (target.limits): scored FAIL"
         ]
+    if reported == Status.FAIL and passed and severity == CRITICAL_SEVERITY:
+        return Status.FAIL, [f"judge said FAIL in a {CRITICAL_SEVERITY} scenario: it stands"]
     status = Status.PASS if passed else Status.FAIL
     if reported in (Status.PASS, Status.FAIL) and reported != status:
         return status, [f"judge said {reported}; the rules give {status}"]
@@ -321,6 +360,8 @@ def summarize(results: Sequence[ScenarioResult], rules: ScoringRules) -> Summary
         judged_pass_rate=overall.judged_pass_rate,
         avg_score=overall.avg_score,
         discrepancies=sum(t.discrepancy for r in results for t in r.turns),
+        overrides=sum(len(r.overrides) for r in results),
+        disagreements=sum(r.disagreements for r in results),
         by_category={c: _category(rs, rules) for c, rs in sorted(by_category.items())},
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from agenteval.controls.load import ControlsError
 from agenteval.judging import JudgingStopped
 from agenteval.pipeline import step_judge
 from stages.common import layout, params, show_progress
@@ -12,6 +13,10 @@ from stages.common import layout, params, show_progress
 def main() -> int:
     try:
         count = step_judge(params(), layout(), progress=show_progress())
+    except ControlsError as exc:  # judge.controls_per_run reads them
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 2
     except JudgingStopped as exc:
         print(f"judge: {exc}; verdicts so far are kept: resume with `dvc repro`", file=sys.stderr)
         return 3

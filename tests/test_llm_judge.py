@@ -120,8 +120,10 @@ def test_valid_json_gives_a_full_llm_verdict(
     assert verdict.status == "PASS" and verdict.error is None
     assert verdict.judge_attempts == 3 == server.request_count
     for turn in verdict.turns:
+        # The first turn has nothing earlier to retain: context retention does not apply.
+        scored = [d for d in DIMENSIONS if not (turn.turn == 1 and d == "context_retention")]
         assert set(turn.scores) == set(DIMENSIONS) and turn.judged_by == dict.fromkeys(
-            DIMENSIONS, "llm"
+            scored, "llm"
         )
         assert turn.reported_score == 9.25 and turn.reasons["correctness"] == "correctness: matches"
     assert verdict.disagreements == []
@@ -206,10 +208,12 @@ def test_self_judge_is_refused_unless_allowed(server: OpenAIServer) -> None:
     assert LLMJudge(params, ROOT).participant.kind == "llm"
 
 
-def test_anthropic_judge_is_asked_for_json_in_the_prompt(suite: dict[str, SuiteItem]) -> None:
+def test_anthropic_judge_without_structured_output_is_asked_in_the_prompt(
+    suite: dict[str, SuiteItem],
+) -> None:
     item = suite[TWO_TURNS]
     with AnthropicServer(reply_fn=judge_fn()) as fake:
-        params = judge_params(fake, protocol="anthropic")
+        params = judge_params(fake, protocol="anthropic", structured_output=False)
         verdict = grade(params, item, transcript(item, RIGHT[TWO_TURNS]))
         bodies = [r.json for r in fake.requests]
     assert verdict.status == "PASS" and verdict.judge.protocol == "anthropic"

@@ -170,3 +170,25 @@ def test_exp_run_with_another_model_is_a_second_comparable_run(repo: Path) -> No
     assert deltas["avg_score"]["diff"] == pytest.approx(
         deltas["avg_score"]["new"] - deltas["avg_score"]["old"]
     )
+
+
+def test_repro_with_controls_per_run_reports_the_calibration_everywhere(repo: Path) -> None:
+    transcripts = sorted((repo / "data/transcripts").rglob("*.json"))
+    before = {p: p.stat().st_mtime_ns for p in transcripts}
+    set_param(repo, "judge", "controls_per_run", 20)
+    sh(["dvc", "repro"], repo)
+    # The agent is not asked again: infer runs (always) but reuses every transcript.
+    assert {p: p.stat().st_mtime_ns for p in transcripts} == before
+    card = json.loads((repo / "reports/scorecard.json").read_text())
+    cal = card["calibration"]
+    assert cal["controls"] == 20 and cal["split"] == "held"
+    assert [c["label"] for c in cal["cases"]].count("fail") == 10
+    assert {"value", "low", "high"} <= set(cal["false_pass_rate"]) and cal["agreement"]["low"]
+    assert card["summary"]["total"] == len({r["id"] for r in card["scenarios"]})  # kept apart
+    summary = (repo / "reports/summary.md").read_text()
+    assert "Calibration on 20 labelled held controls judged inside this run" in summary
+    metrics = runs(repo)[-1].data.metrics
+    assert metrics["calibration.controls"] == 20
+    assert metrics["calibration.agreement"] == cal["agreement"]["value"]
+    assert metrics["calibration.false_pass_rate"] == cal["false_pass_rate"]["value"]
+    assert "calibration.false_pass_rate.high" in metrics

@@ -201,7 +201,8 @@ def test_offline_transcripts_and_verdicts_are_byte_identical_across_runs(tmp_pat
     run_all(params, Layout.run_dir(ROOT, tmp_path / "a"))
     run_all(params, Layout.run_dir(ROOT, tmp_path / "b"))
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a/data").rglob("*.json"))
-    assert len(files) == 5  # suite.json, two transcripts, two verdicts
+    # suite.json, two transcripts, two verdicts, the (empty) index of mixed-in controls
+    assert len(files) == 6 and Path("data/controls/mixed.json") in files
     for rel in files:
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
     transcript = json.loads((tmp_path / "a/data/transcripts/empty_file/0.json").read_text())

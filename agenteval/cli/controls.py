@@ -10,6 +10,10 @@ import typer
 from agenteval.cli.common import EXIT_INVALID, fail, load_params
 
 SPLIT_CHOICES = ("dev", "held", "fresh", "all")
+PROBES_HELP = (
+    "Also re-judge every control under the bias probes: padding, a confident "
+    "self-assessment, the ground truth after the reply."
+)
 
 
 def controls(
@@ -19,6 +23,14 @@ def controls(
     repeats: Annotated[
         int | None, typer.Option(help="Judgings per control (>= 2: self-consistency).")
     ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option(help="Judge only N controls of the split (stable choice, both labels)."),
+    ] = None,
+    probes: Annotated[
+        bool,
+        typer.Option(help=PROBES_HELP),
+    ] = False,
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
     ] = None,
@@ -36,13 +48,17 @@ def controls(
         fail([f"--split: {split!r} is not one of {', '.join(SPLIT_CHOICES)}"])
     if repeats is not None and repeats < 1:
         fail([f"--repeats: {repeats} must be at least 1"])
+    if sample is not None and sample < 1:
+        fail([f"--sample: {sample} must be at least 1"])
     params = load_params(params_file, list(set_ or []))
     from agenteval.controls.load import ControlsError
     from agenteval.controls.measure import measure_judge
 
     root = Path.cwd().resolve()
     try:
-        measured = measure_judge(params, root, out, split=split, repeats=repeats)
+        measured = measure_judge(
+            params, root, out, split=split, repeats=repeats, n=sample, probes=probes
+        )
     except ControlsError as exc:
         fail([str(p) for p in exc.problems])
         return
@@ -57,6 +73,12 @@ def controls(
             f"{name}: {s['controls']} control(s), {s['judged']} judged "
             f"(coverage {s['coverage']}), agreement {shown}, "
             f"false passes {s['false_passes']}, false fails {s['false_fails']}"
+        )
+    for name, p in (report.get("probes") or {}).items():
+        shift = p["mean_shift"]["value"]
+        typer.echo(
+            f"probe {name}: mean score shift {shift}, flips {p['flips']} of {p['judged_both']} "
+            f"({p['flips_to_pass']} to pass)"
         )
     typer.echo(f"reports: {measured.json_path}, {measured.md_path}")
     if track and (params.get("tracking") or {}).get("enabled", True):

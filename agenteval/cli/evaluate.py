@@ -136,12 +136,15 @@ def run(
 
 def _run_failed(exc: BaseException, out: Path, picked: bool) -> None:
     """Exit with the message a failed run deserves (returns for anything unexpected)."""
+    from agenteval.controls.load import ControlsError
     from agenteval.judging import JudgingStopped
     from agenteval.runlock import EvalLocked
     from agenteval.suite.build import SuiteError
 
     if isinstance(exc, SuiteError):
         suite_failure(exc, picked)
+    if isinstance(exc, ControlsError):  # the mixed-in controls (judge.controls_per_run)
+        fail([str(p) for p in exc.problems])
     if isinstance(exc, JudgingStopped):
         fail([str(exc), f"resume with: agenteval run --resume {out}"], EXIT_STOPPED)
     if isinstance(exc, EvalLocked):

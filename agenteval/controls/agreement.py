@@ -114,3 +114,48 @@ def icc_oneway(scores: Sequence[Sequence[float]]) -> float | None:
     if msb + (k - 1) * msw == 0:
         return None
     return _value((msb - msw) / (msb + (k - 1) * msw))
+
+
+def self_consistency(
+    verdicts: Sequence[Sequence[str]],
+    scores: Sequence[Sequence[float | None]],
+    conf: float = 0.95,
+) -> dict[str, object] | None:
+    """A judge against itself over repeated judgings of the same items.
+
+    `verdicts[i]` are item i's K outcomes (pass/fail/deferred or statuses), `scores[i]` its
+    K scores. Flip rate: share of items whose outcomes are not all the same (Wilson
+    interval). Score SEM: per item, the standard deviation of its scores over sqrt(K),
+    averaged over items with at least two scores: how far one judging's score is from the
+    judge's own mean. ICC(1,1) over items scored every time. None below two repeats.
+    """
+    k = min((len(v) for v in verdicts), default=0)
+    if k < 2:
+        return None
+    from agenteval.stats import wilson_interval
+
+    n = len(verdicts)
+    flips = sum(len(set(v[:k])) > 1 for v in verdicts)
+    low, high = wilson_interval(flips, n, conf)
+    sems = []
+    for row in scores:
+        given = [x for x in row[:k] if x is not None]
+        if len(given) >= 2:
+            sems.append(float(np.std(given, ddof=1)) / math.sqrt(len(given)))
+    complete = [
+        [float(x) for x in row[:k] if x is not None]
+        for row in scores
+        if all(x is not None for x in row[:k])
+    ]
+    return {
+        "repeats": k,
+        "items": n,
+        "flips": flips,
+        "flip_rate": round(flips / n, 4) if n else None,
+        "flip_rate_low": round(low, 4),
+        "flip_rate_high": round(high, 4),
+        "identical_verdicts": round(1 - flips / n, 4) if n else None,
+        "score_sem": round(sum(sems) / len(sems), 4) if sems else None,
+        "scored_items": len(sems),
+        "icc_scores": icc_oneway(complete),
+    }

@@ -2,6 +2,11 @@
 
 Short-form tool calls are run for real with the same document tools every agent gets, so
 the judge reads the passages an agent would have seen. Nothing here knows the label.
+
+A control must look like a real scenario to a judge (judge.controls_per_run mixes them into
+runs): its scenario id is opaque (`case_<hash>`, not the control's telling id), its
+severity is the one most real scenarios have, and where the control names no success
+criterion one is written from its ground truth, as scenario authors do.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agenteval.fileio import digest_of
+from agenteval.fileio import digest_of, sha256_text
 from agenteval.schema.controls import Control, ControlCall, EarlierTurn
 from agenteval.schema.corpus import Fact, Manifest
 from agenteval.schema.scenario import GroundTruth, Scenario
@@ -23,6 +28,25 @@ ADVERSARIAL = "eval/corpus/adversarial"
 CHUNK_SIZE = 400  # the builtin agent's default, so query results look like a real run's
 TOP_K = 4
 CONTROL_TARGET = "control"
+SEVERITY = "high"  # the most common severity of the shipped scenarios
+
+
+def case_id(control_id: str) -> str:
+    """The scenario id a control goes by: stable, and telling nothing about the control."""
+    return "case_" + sha256_text(f"agenteval-case:{control_id}")[:12]
+
+
+def success_criterion(gt: dict[str, Any], expected_tools: list[str] | None) -> str | None:
+    """A plain success criterion from the ground truth, for controls that name none."""
+    if "expected_answer" in gt and gt["expected_answer"] is None:
+        return "The reply says the documents do not give this, without guessing a value."
+    if gt.get("expected_answer"):
+        return f"The reply states {gt['expected_answer']}."
+    if gt.get("expected_phrases"):
+        return "The reply includes " + ", ".join(repr(p) for p in gt["expected_phrases"]) + "."
+    if expected_tools:
+        return f"The agent uses {', '.join(expected_tools)} and reports the outcome truthfully."
+    return None
 
 
 def document_paths(manifest: Manifest) -> dict[str, str]:
@@ -41,7 +65,7 @@ def fact_of(manifest: Manifest, fact_id: str, doc_id: str | None = None) -> tupl
     return found[0]
 
 
-def _documents(control: Control, manifest: Manifest) -> list[str]:
+def documents_of(control: Control, manifest: Manifest) -> list[str]:
     if control.documents:
         return list(control.documents)
     if control.fact is not None:
@@ -72,7 +96,7 @@ def _facts(gt: GroundTruth | None, manifest: Manifest) -> dict[str, Fact]:
 
 def scenario_of(control: Control, manifest: Manifest) -> Scenario:
     paths = document_paths(manifest)
-    docs = _documents(control, manifest)
+    docs = documents_of(control, manifest)
     fact_question = fact_of(manifest, control.fact)[1].question if control.fact else ""
     question = control.question or fact_question
     turns: list[dict[str, Any]] = []
@@ -81,12 +105,14 @@ def scenario_of(control: Control, manifest: Manifest) -> Scenario:
         if earlier.ground_truth is not None:
             turn["ground_truth"] = earlier.ground_truth.model_dump(exclude_unset=True)
         turns.append(turn)
+    truth = ground_truth(control, manifest)
     judged: dict[str, Any] = {
         "turn": len(turns) + 1,
         "objective": question,
         "user_message": question,
-        "ground_truth": ground_truth(control, manifest),
-        "success_criteria": control.success_criteria,
+        "ground_truth": truth,
+        "success_criteria": control.success_criteria
+        or success_criterion(truth, control.expected_tools),
         "expected_tools": control.expected_tools,
         "forbidden_tools": control.forbidden_tools,
     }
@@ -94,8 +120,9 @@ def scenario_of(control: Control, manifest: Manifest) -> Scenario:
     index = [{"corpus_doc": d, "path": paths[d]} for d in docs] if control.indexed else []
     return Scenario.model_validate(
         {
-            "id": f"control_{control.id}",
+            "id": case_id(control.id),
             "category": control.klass,
+            "severity": SEVERITY,
             "persona": "power_user",
             "setup": {"index_documents": index},
             "turns": turns,
@@ -145,7 +172,7 @@ def build(control: Control, manifest: Manifest, root: Path) -> tuple[SuiteItem, 
     """The (SuiteItem, Transcript) pair a real run would have produced for this turn."""
     scenario = scenario_of(control, manifest)
     paths = document_paths(manifest)
-    tools = _Tools(root, [paths[d] for d in _documents(control, manifest)])
+    tools = _Tools(root, [paths[d] for d in documents_of(control, manifest)])
     setup_calls = tools.setup(control.indexed)
     said: list[TranscriptTurn] = []
     earlier: list[EarlierTurn] = list(control.history)

@@ -121,3 +121,24 @@ def select(controls: list[LoadedControl], split: str) -> list[LoadedControl]:
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}: choose dev, held, fresh or all")
     return [c for c in controls if c.split == split]
+
+
+def sample(controls: list[LoadedControl], n: int | None, seed: int = 0) -> list[LoadedControl]:
+    """`n` of the controls, the same ones on every machine: fail labels first in a salted
+    hash order, alternating with pass labels, so a small sample still measures both false
+    passes and false fails. None or n >= len: all of them, in file order."""
+    if n is None or n >= len(controls):
+        return list(controls)
+
+    def order(c: LoadedControl) -> str:
+        return hashlib.sha256(f"{SPLIT_SALT}:sample:{seed}:{c.control.id}".encode()).hexdigest()
+
+    fails = sorted((c for c in controls if c.control.label.verdict == "fail"), key=order)
+    passes = sorted((c for c in controls if c.control.label.verdict == "pass"), key=order)
+    chosen: list[LoadedControl] = []
+    while len(chosen) < n and (fails or passes):
+        for pile in (fails, passes):
+            if pile and len(chosen) < n:
+                chosen.append(pile.pop(0))
+    ids = {c.control.id for c in chosen}
+    return [c for c in controls if c.control.id in ids]

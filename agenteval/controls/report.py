@@ -12,8 +12,15 @@ from agenteval.schema.transcript import Participant
 SCHEMA = "agenteval.controls/1"
 
 
-def gate(summary: Mapping[str, Any], thresholds: Mapping[str, Any]) -> list[str]:
-    """Why this summary misses the thresholds (empty: it meets them)."""
+THRESHOLDS = ("min_agreement", "max_false_passes", "min_coverage", "min_self_consistency")
+
+
+def gate(
+    summary: Mapping[str, Any],
+    thresholds: Mapping[str, Any],
+    consistency: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Why this summary (and self-consistency, when measured) misses the thresholds."""
     misses = []
     agreement = summary["agreement"]["value"]
     if summary["judged"] and agreement is not None and agreement < thresholds["min_agreement"]:
@@ -25,6 +32,10 @@ def gate(summary: Mapping[str, Any], thresholds: Mapping[str, Any]) -> list[str]
     coverage = summary["coverage"] or 0.0
     if coverage < thresholds["min_coverage"]:
         misses.append(f"coverage {coverage:.3f} < {thresholds['min_coverage']}")
+    same = (consistency or {}).get("identical_verdicts")
+    wanted = thresholds.get("min_self_consistency")
+    if same is not None and wanted is not None and same < wanted:
+        misses.append(f"self-consistency {same:.3f} < {wanted} (identical verdicts over repeats)")
     return misses
 
 
@@ -43,22 +54,21 @@ def build_report(
         if any(o.split == name for o in outcomes)
     }
     gated = [split] if split != "all" else [s for s in section["gated_splits"] if s in splits]
-    misses = {name: gate(splits[name], section) for name in gated}
+    sc = consistency(outcomes, conf)
+    misses = {name: gate(splits[name], section, sc) for name in gated}
     return {
         "schema": SCHEMA,
         "judge": judge.model_dump(mode="json"),
         "controls_digest": controls_digest,
         "split": split,
-        "thresholds": {
-            k: section[k] for k in ("min_agreement", "max_false_passes", "min_coverage")
-        },
+        "thresholds": {k: section[k] for k in THRESHOLDS if k in section},
         "gated_splits": gated,
         "passed": not any(misses.values()),
         "misses": {k: v for k, v in misses.items() if v},
         "overall": summarize(outcomes, resamples, conf, seed),
         "splits": splits,
         "classes": by_class(outcomes),
-        "self_consistency": consistency(outcomes),
+        "self_consistency": sc,
         "controls": details(outcomes),
     }
 
@@ -78,15 +88,68 @@ def _ci(e: Mapping[str, Any]) -> str:
 def _split_rows(report: Mapping[str, Any]) -> list[str]:
     rows = [
         "| split | controls | judged | coverage | agreement | Cohen's kappa | Gwet's AC1 "
-        "| false passes | false-pass rate | false-fail rate |",
-        "|---|---:|---:|---:|---|---|---|---:|---:|---:|",
+        "| false passes | false-pass rate | false-fail rate | code-certain: false passes |",
+        "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|",
     ]
     named = {**report["splits"], "all": report["overall"]}
     for name, s in named.items():
+        certain = s.get("code_certain") or {"controls": 0, "false_passes": 0}
         rows.append(
             f"| {name} | {s['controls']} | {s['judged']} | {_pct(s['coverage'])} "
             f"| {_ci(s['agreement'])} | {_ci(s['kappa'])} | {_ci(s['ac1'])} "
-            f"| {s['false_passes']} | {_pct(s['false_pass_rate'])} | {_pct(s['false_fail_rate'])} |"
+            f"| {s['false_passes']} | {rate_interval(s)} | {_pct(s['false_fail_rate'])} "
+            f"| {certain['false_passes']} of {certain['controls']} |"
+        )
+    return rows
+
+
+def rate_interval(s: Mapping[str, Any]) -> str:
+    """The false-pass rate with its Wilson interval: `0.0% [0.0%, 4.9%]`."""
+    interval = s.get("false_pass_interval") or {}
+    if s["false_pass_rate"] is None or interval.get("low") is None:
+        return _pct(s["false_pass_rate"])
+    return f"{_pct(s['false_pass_rate'])} [{_pct(interval['low'])}, {_pct(interval['high'])}]"
+
+
+def _consistency_lines(sc: Mapping[str, Any] | None) -> list[str]:
+    if not sc:
+        return []
+    flips = f"{_pct(sc['flip_rate'])} [{_pct(sc['flip_rate_low'])}, {_pct(sc['flip_rate_high'])}]"
+    return ["", "## Self-consistency", "",
+            f"- {sc['repeats']} judgings of each control: identical verdicts on "
+            f"{_pct(sc['identical_verdicts'])}, flip rate {flips}; score SEM "
+            f"{sc['score_sem']} (over {sc['scored_items']} controls); ICC(1,1) of turn scores "
+            f"{sc['icc_scores']}"]  # fmt: skip
+
+
+PROBE_NAMES = {
+    "padding": "padding (true irrelevant text, 3x the reply)",
+    "self_assessment": "self-assessment appended",
+    "truth_after": "ground truth after the reply",
+}
+
+
+def _probe_lines(probes: Mapping[str, Any] | None) -> list[str]:
+    if not probes:
+        return []
+    rows = ["", "## Bias probes", "",
+            "Each control re-judged with one change that should not matter. Shift: probe score "
+            "minus base score on the judged turn (95% t interval); flip rate over controls "
+            "judged both ways (95% Wilson interval).", "",
+            "| probe | controls | mean score shift | flips | flip rate | to pass | to fail |",
+            "|---|---:|---|---:|---|---:|---:|"]  # fmt: skip
+    for name, p in probes.items():
+        rate = (
+            "n/a"
+            if p["flip_rate"] is None
+            else (
+                f"{_pct(p['flip_rate'])} [{_pct(p['flip_rate_low'])}, {_pct(p['flip_rate_high'])}]"
+            )
+        )
+        rows.append(
+            f"| {PROBE_NAMES.get(name, name)} | {p['controls']} | {_ci(p['mean_shift'])} "
+            f"| {p['flips']} of {p['judged_both']} | {rate} | {p['flips_to_pass']} "
+            f"| {p['flips_to_fail']} |"
         )
     return rows
 
@@ -133,19 +196,22 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"- **Split:** {report['split']} · controls digest `{report['controls_digest'][:12]}`",
         f"- **Gate** ({', '.join(report['gated_splits']) or 'none'}): {status} the thresholds "
         f"(agreement ≥ {t['min_agreement']}, false passes ≤ {t['max_false_passes']}, "
-        f"coverage ≥ {t['min_coverage']})",
+        f"coverage ≥ {t['min_coverage']}"
+        + (
+            f", self-consistency ≥ {t['min_self_consistency']} with repeats)"
+            if "min_self_consistency" in t
+            else ")"
+        ),
     ]
     for name, misses in report["misses"].items():
         lines.append(f"  - {name}: {'; '.join(misses)}")
-    lines += ["", "Agreement is over judged controls; [low, high] is a 95% bootstrap interval.", ""]
+    lines += ["", "Agreement is over judged controls; [low, high] is a 95% bootstrap interval "
+              "(a Wilson interval for the false-pass rate). Code-certain: fail-labelled "
+              "controls whose failing dimension a binding code finding settles.", ""]  # fmt: skip
     lines += _split_rows(report)
     lines += ["", "## Confusion (all selected controls)", "", *_confusion_rows(report["overall"])]
-    sc = report["self_consistency"]
-    if sc:
-        lines += ["", "## Self-consistency", "",
-                  f"- {sc['repeats']} repeats: identical verdicts on "
-                  f"{_pct(sc['identical_verdicts'])}"
-                  f" of controls; ICC(1,1) of turn scores {sc['icc_scores']}"]  # fmt: skip
+    lines += _consistency_lines(report["self_consistency"])
+    lines += _probe_lines(report.get("probes"))
     lines += ["", "## By class", "", *_class_rows(report)]
     lines += ["", "## Disagreements", "", *_disagreements(report), ""]
     return "\n".join(lines)

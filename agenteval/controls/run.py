@@ -15,16 +15,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agenteval.controls.agreement import estimate, icc_oneway
+from agenteval.controls.agreement import estimate, self_consistency
 from agenteval.controls.build import build
 from agenteval.controls.load import LoadedControl
 from agenteval.judges.base import Judge
+from agenteval.judges.code import CodeJudge, judge_transcript
+from agenteval.schema.controls import Control
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.status import JUDGED_STATUSES, NO_OPINION, Status
+from agenteval.schema.suite import SuiteItem
+from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
-from agenteval.scoring import ScoringRules, turn_passes, turn_score
+from agenteval.scoring import BINDING_FINDINGS, ScoringRules, fails_alone, turn_passes, turn_score
 
 DEFERRED = "deferred"
+Pair = tuple[SuiteItem, Transcript]
 
 
 @dataclass
@@ -47,6 +52,7 @@ class Outcome:
     failing: list[str]
     ranges: Mapping[str, tuple[float, float]]
     repeats: list[Graded] = field(default_factory=list)
+    certain: str | None = None  # the binding code rule that settles this control, if any
 
     @property
     def first(self) -> Graded:
@@ -78,6 +84,30 @@ def grade(verdict: Verdict, rules: ScoringRules) -> Graded:
     return Graded("pass" if passed else "fail", score, dict(turn.scores), dict(turn.reasons))
 
 
+def code_certain(control: Control, code: Verdict, rules: ScoringRules) -> str | None:
+    """The rule that makes a control *code-certain*, or None.
+
+    A control is code-certain when its label is fail and the code judge's verdict on its
+    judged turn carries a binding finding (scoring.BINDING_FINDINGS) on a dimension the
+    label names as failing, whose score alone fails the turn by the scoring rules (every
+    other dimension at 10 would not save it). On these controls a hybrid judge must never
+    pass the reply, whatever the model says. Derived from the code judge's own findings,
+    never listed by hand.
+    """
+    if control.label.verdict != "fail" or not code.turns:
+        return None
+    turn = code.turns[-1]
+    for dim in control.label.failing:
+        rule, score = turn.findings.get(dim), turn.scores.get(dim)
+        if rule in BINDING_FINDINGS and score is not None and fails_alone(dim, score, rules):
+            return rule
+    return None
+
+
+def pairs_of(controls: Sequence[LoadedControl], manifest: Manifest, root: Path) -> list[Pair]:
+    return [build(c.control, manifest, root) for c in controls]
+
+
 async def judge_controls(
     judge: Judge,
     controls: Sequence[LoadedControl],
@@ -86,25 +116,28 @@ async def judge_controls(
     rules: ScoringRules,
     repeats: int = 1,
     concurrency: int = 4,
+    pairs: Sequence[Pair] | None = None,
 ) -> list[Outcome]:
-    """Every control judged `repeats` times (independent samples for a stochastic judge)."""
+    """Every control judged `repeats` times (independent samples for a stochastic judge);
+    `pairs` replaces the built (item, transcript) pairs (the bias probes alter them)."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
-    pairs = [build(c.control, manifest, root) for c in controls]
+    built = list(pairs) if pairs is not None else pairs_of(controls, manifest, root)
+    code = CodeJudge().participant
 
     async def one(index: int, iteration: int) -> Graded:
-        item, transcript = pairs[index]
+        item, transcript = built[index]
         sample = transcript.model_copy(update={"iteration": iteration})
         async with semaphore:
             verdict = await judge.judge(item, sample)
         return grade(verdict, rules)
 
     outcomes = []
-    for loaded in controls:
+    for loaded, (item, transcript) in zip(controls, built, strict=True):
         c = loaded.control
-        outcomes.append(
-            Outcome(c.id, c.klass, loaded.split, c.label.verdict, list(c.label.failing),
-                    {str(d): r for d, r in c.label.scores.items()})
-        )  # fmt: skip
+        outcome = Outcome(c.id, c.klass, loaded.split, c.label.verdict, list(c.label.failing),
+                          {str(d): r for d, r in c.label.scores.items()})  # fmt: skip
+        outcome.certain = code_certain(c, judge_transcript(item, transcript, code), rules)
+        outcomes.append(outcome)
     jobs = [(i, k) for k in range(repeats) for i in range(len(controls))]
     results = await asyncio.gather(*(one(i, k) for i, k in jobs))
     for (i, _k), graded in zip(jobs, results, strict=True):
@@ -137,6 +170,7 @@ def summarize(
         name: estimate(name, labels, verdicts, resamples, conf, seed).as_dict()
         for name in ("agreement", "kappa", "ac1")
     }
+    certain = [o for o in outcomes if o.certain]
     return {
         "controls": len(outcomes),
         "judged": len(judged),
@@ -145,29 +179,32 @@ def summarize(
         "confusion": table,
         "false_passes": table["fail"]["pass"],
         "false_pass_rate": _rate(table["fail"]["pass"], wrong),
+        "false_pass_interval": _wilson(table["fail"]["pass"], wrong, conf),
         "false_fails": table["pass"]["fail"],
         "false_fail_rate": _rate(table["pass"]["fail"], right),
         "score_range_violations": sum(len(o.out_of_range()) for o in judged),
+        "code_certain": {
+            "controls": len(certain),
+            "false_passes": sum(o.first.verdict == "pass" for o in certain),
+            "rules": dict(sorted(Counter(o.certain for o in certain if o.certain).items())),
+        },
     }
 
 
-def consistency(outcomes: Sequence[Outcome]) -> dict[str, Any] | None:
-    """Self-consistency over repeats: identical-verdict share and ICC of turn scores."""
-    k = min((len(o.repeats) for o in outcomes), default=0)
-    if k < 2:
-        return None
-    same = sum(len({g.verdict for g in o.repeats[:k]}) == 1 for o in outcomes)
-    rows = [
-        [g.score for g in o.repeats[:k]]
-        for o in outcomes
-        if all(g.score is not None for g in o.repeats[:k])
-    ]
-    return {
-        "repeats": k,
-        "identical_verdicts": _rate(same, len(outcomes)),
-        "icc_scores": icc_oneway(rows),  # type: ignore[arg-type]
-        "scored_controls": len(rows),
-    }
+def _wilson(k: int, n: int, conf: float) -> dict[str, float | None]:
+    if not n:
+        return {"low": None, "high": None}
+    from agenteval.stats import wilson_interval
+
+    low, high = wilson_interval(k, n, conf)
+    return {"low": round(low, 4), "high": round(high, 4)}
+
+
+def consistency(outcomes: Sequence[Outcome], conf: float = 0.95) -> dict[str, Any] | None:
+    """Self-consistency over repeats: flip rate, score SEM and ICC of turn scores."""
+    verdicts = [[g.verdict for g in o.repeats] for o in outcomes]
+    scores = [[g.score for g in o.repeats] for o in outcomes]
+    return self_consistency(verdicts, scores, conf)
 
 
 def by_class(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:

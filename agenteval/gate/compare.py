@@ -9,7 +9,9 @@ Exit codes (the CLI's and :attr:`Comparison.exit_code`):
   did not fully measure.
 * 3 — not comparable: the measuring instrument differs (judge — its code file by file,
   prompts, rules, model — or simulator; a corpus change only when it cannot be confined to
-  single scenarios), or with ``same_agent`` the agent differs. Every difference is listed.
+  single scenarios), or with ``same_agent`` the agent differs, or either run's judge missed the
+  controls gate on the controls mixed into that run (judge.controls_per_run) or was not
+  self-consistent over its repeats (judge.repeats). Every reason is listed.
 * 4 — an input could not be read (used by the CLI; 2 is taken by "regression").
 
 Tests. Scenarios are paired by id; a scenario whose content or ground truth (manifest facts,
@@ -48,6 +50,7 @@ from agenteval.gate.runs import (
     corpus_localised,
     describe,
     instrument_differences,
+    judge_gate_misses,
     load_side,
 )
 from agenteval.schema.scorecard import Scorecard
@@ -411,6 +414,14 @@ def compare(
     refused = [f"the measuring instrument differs: {d}" for d in result.instrument_differences]
     if same_agent:
         refused += [f"the agent differs (--same-agent): {d}" for d in result.agent_differences]
+    refused += judge_gate_misses(b_run.card, "baseline") + judge_gate_misses(c_run.card, "current")
+    sides = (("baseline", b_run), ("current", c_run))
+    uncalibrated = [name for name, run in sides if run.card.calibration is None]
+    if uncalibrated and b_cfg.get("judge", {}).get("kind") != "code":
+        result.warnings.append(
+            f"no in-run calibration for the {' and '.join(uncalibrated)} run's judge "
+            "(set judge.controls_per_run: 20-30 to check a model judge in every run)"
+        )
     if refused:
         result.exit_code, result.verdict, result.reasons = (
             EXIT_NOT_COMPARABLE,

@@ -139,6 +139,19 @@ def instrument_differences(base: Mapping[str, Any], cur: Mapping[str, Any]) -> l
     return diffs
 
 
+def judge_gate_misses(card: Scorecard, side: str) -> list[str]:
+    """Why this run's judge cannot be trusted to compare: it missed the controls gate on the
+    controls it graded inside the run, or its repeated judgings flipped too often."""
+    misses = []
+    if card.calibration is not None and not card.calibration.passed:
+        why = "; ".join(card.calibration.misses)
+        misses.append(f"the {side} run's judge misses the controls gate in that run: {why}")
+    if card.self_consistency is not None and not card.self_consistency.passed:
+        why = "; ".join(card.self_consistency.misses)
+        misses.append(f"the {side} run's judge is not self-consistent: {why}")
+    return misses
+
+
 def agent_differences(base: Mapping[str, Any], cur: Mapping[str, Any]) -> list[str]:
     return _differences("target", base.get("target"), cur.get("target"))
 

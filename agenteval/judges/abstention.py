@@ -86,8 +86,9 @@ def grade_unknown(q: Question, reply: str) -> Result:
     if guesses:
         shown = guesses[0].text
         if refused:
-            return Result(SCORE_MIN, f"abstained, then guessed {shown!r}")
-        return Result(SCORE_MIN, f"answered {shown!r} although the answer is not in the documents")
+            return Result(SCORE_MIN, f"abstained, then guessed {shown!r}", "abstain_guess")
+        why = f"answered {shown!r} although the answer is not in the documents"
+        return Result(SCORE_MIN, why, "abstain_guess")
     if not refused:
         return Result(SCORE_MIN, "answered although the answer is not in the documents")
     extra = _other_statements(ctx)

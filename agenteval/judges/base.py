@@ -1,29 +1,26 @@
-"""What every judge looks like to the judging step, and the registry keyed by `kind`."""
+"""The judge registry keyed by `kind`, and building the configured judge."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from agenteval.judges.protocol import Judge
 from agenteval.registry import build
-from agenteval.schema.suite import SuiteItem
-from agenteval.schema.transcript import Participant, Transcript
-from agenteval.schema.verdict import Verdict
 
-
-class Judge(Protocol):
-    participant: Participant
-
-    async def judge(self, item: SuiteItem, transcript: Transcript) -> Verdict: ...
-
+__all__ = ["REGISTRY", "Judge", "make_judge"]
 
 # kind -> "module:factory"; adding a judge is adding a module and a line here.
 REGISTRY = {
     "code": "agenteval.judges.code:CodeJudge",
     "llm": "agenteval.judges.llm:LLMJudge",
+    "hybrid": "agenteval.judges.hybrid:HybridJudge",
 }
 
 
 def make_judge(params: dict[str, Any], root: Path) -> Judge:
+    """The configured judge; with judge.repeats >= 2 every transcript is judged K times."""
+    from agenteval.judges.repeats import repeated
+
     judge: Judge = build(REGISTRY, "judge", params, root)
-    return judge
+    return repeated(judge, params)

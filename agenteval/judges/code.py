@@ -47,6 +47,7 @@ KIND = "code"
 class Mark:
     score: float | None  # None: deferred, with the reason
     reason: str
+    rule: str | None = None  # the finding's rule, for the ones scoring.BINDING_FINDINGS names
 
 
 class CodeJudge:
@@ -59,8 +60,8 @@ class CodeJudge:
             details={"code": code_of(__name__)},
         )
 
-    async def judge(self, item: SuiteItem, transcript: Transcript) -> Verdict:
-        return judge_transcript(item, transcript, self.participant)
+    async def judge(self, item: SuiteItem, transcript: Transcript, sample: int = 0) -> Verdict:
+        return judge_transcript(item, transcript, self.participant)  # deterministic
 
 
 def judge_transcript(item: SuiteItem, transcript: Transcript, judge: Participant) -> Verdict:
@@ -122,6 +123,7 @@ def judge_turn(
         scores={d: (m.score if m else None) for d, m in marks.items()},
         judged_by={d: KIND for d, m in marks.items() if m and m.score is not None},
         reasons={d: m.reason for d, m in marks.items() if m},
+        findings={d: m.rule for d, m in marks.items() if m and m.rule and m.score is not None},
         simulator_fault=said.simulator_fault,
     )
 
@@ -172,12 +174,12 @@ def correctness(turn: Turn, said: TranscriptTurn, item: SuiteItem | None = None)
     marks: list[Mark] = []
     if gt is not None and gt.answer_unknown:
         result = grade_unknown(Question(question, None, True, queried), response)
-        return Mark(result.score, result.reason)
+        return Mark(result.score, result.reason, result.rule)
     if gt is not None and gt.expected_answer:
         asked = Question(question, gt.expected_answer, False, queried, evidence_of(said),
                          subjects_of(turn, item))  # fmt: skip
         result = grade_answer(asked, response)
-        marks.append(Mark(result.score, result.reason))
+        marks.append(Mark(result.score, result.reason, result.rule))
     if gt is not None and gt.expected_phrases:
         missing = [p for p in gt.expected_phrases if p.lower() not in response.lower()]
         marks.append(
@@ -233,7 +235,7 @@ def tool_selection(scenario: Scenario, turn: Turn, calls: list[ToolCall]) -> Mar
     attempted = [c.name for c in calls]
     used_forbidden = sorted(set(attempted) & set(forbidden))
     if used_forbidden:  # trying a forbidden tool is using it, whether or not it worked
-        return Mark(SCORE_MIN, f"called forbidden tool(s) {used_forbidden}")
+        return Mark(SCORE_MIN, f"called forbidden tool(s) {used_forbidden}", "forbidden_tool")
     expected = set(turn.expected_tools or [])
     present = expected & {c.name for c in calls if c.ok}  # a failed call is not a call
     if present == expected:
@@ -255,11 +257,13 @@ def efficiency(calls: list[ToolCall]) -> Mark:
     run = TOOL_LOOP_REPEATS
     for i in range(len(sigs) - run + 1):
         if len(set(sigs[i : i + run])) == 1:
-            return Mark(0.0, f"tool loop: {calls[i].name} called {run}+ times in a row")
+            why = f"tool loop: {calls[i].name} called {run}+ times in a row"
+            return Mark(SCORE_MIN, why, "tool_loop")
     for i in range(len(sigs) - 3):
         a, b = sigs[i], sigs[i + 1]
         if a != b and sigs[i + 2] == a and sigs[i + 3] == b:
-            return Mark(0.0, f"tool loop: {calls[i].name}/{calls[i + 1].name} alternating")
+            why = f"tool loop: {calls[i].name}/{calls[i + 1].name} alternating"
+            return Mark(SCORE_MIN, why, "tool_loop")
     repeats = len(sigs) - len(set(sigs))
     if repeats == 0:
         return Mark(10.0, f"{len(calls)} tool call(s), none repeated")

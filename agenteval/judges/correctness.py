@@ -49,6 +49,11 @@ from agenteval.scoring import AUTO_ZERO_DEVIATION, SCORE_MAX, SCORE_MIN
 class Result:
     score: float | None  # None: code cannot settle it (the dimension is deferred)
     reason: str
+    rule: str | None = None  # the finding, when it is one of scoring.BINDING_FINDINGS
+
+
+# The binding finding a committed wrong value of each kind is.
+WRONG_RULE = {"quantity": "wrong_value", "name": "wrong_name"}
 
 
 @dataclass
@@ -246,7 +251,8 @@ def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
     conflicts += [c for c in live if not c.matches and c.note.startswith("a different name")]
     for group in alternatives(ctx, cands):
         shown = " / ".join(c.text for c in group)
-        return Result(SCORE_MIN, f"offers alternatives ({shown}) without committing to {what}")
+        why = f"offers alternatives ({shown}) without committing to {what}"
+        return Result(SCORE_MIN, why, "alternatives")
     if matches and conflicts:
         a, b = matches[0].text, conflicts[0].text
         renamed = any(c.note.startswith("a different name") for c in conflicts)
@@ -255,7 +261,8 @@ def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
         best = max(matches, key=lambda c: (hits(ctx, c, cands), c.grade))
         if all(hits(ctx, c, cands) < hits(ctx, best, cands) for c in conflicts):
             why = f"states {best.text!r} for {what}; {b!r} is said of something the question "
-            return Result(best.grade, why + "does not ask about")
+            rule = "precision" if best.kind == "quantity" else None
+            return Result(best.grade, why + "does not ask about", rule)
         if any(_bare(ctx, c) for c in conflicts):
             return Result(SCORE_MIN, f"commits to conflicting values {a!r} and {b!r} for {what}")
         # Both stated about what seems the asked entity: a contradiction, or a figure about
@@ -264,12 +271,15 @@ def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
     if matches:
         best = max(matches, key=lambda c: c.grade)
         extra = f" ({best.note})" if best.note else ""
-        return Result(best.grade, f"states {best.text!r} for {what}{extra}")
+        rule = "precision" if best.kind == "quantity" else None
+        return Result(best.grade, f"states {best.text!r} for {what}{extra}", rule)
     if any(c.matches and c.stance == NEGATED for c in cands):
-        return Result(SCORE_MIN, f"names {what} only to deny it")
+        return Result(SCORE_MIN, f"names {what} only to deny it", "negated")
     wrong = conflicts or [c for c in live if not c.matches and c.level == WEAK]
     if wrong:
-        return Result(SCORE_MIN, f"states {wrong[0].text!r} instead of {what}")
+        # Certain only when the value is tied to the asked entity, not a looser clause.
+        rule = WRONG_RULE.get(wrong[0].kind, "wrong_identifier") if conflicts else None
+        return Result(SCORE_MIN, f"states {wrong[0].text!r} instead of {what}", rule)
     if any(c.matches and c.level == OTHER for c in live):
         return Result(None, f"{what} appears only tied to another entity")
     return Result(SCORE_MIN, f"{what} absent")
@@ -349,7 +359,8 @@ def grade_answer(q: Question, reply: str) -> Result:
     committed = [r for r in results if r.score is None or r.score > SCORE_MIN]
     if refused and not committed:
         why = "refused" if q.queried else "lazy refusal: refused without querying"
-        return Result(SCORE_MIN, f"{why}; expected {q.expected!r}")
+        rule = None if q.queried else "lazy_refusal"
+        return Result(SCORE_MIN, f"{why}; expected {q.expected!r}", rule)
     scored = [r for r in results if r.score is not None]
     if scored and min(r.score for r in scored if r.score is not None) == SCORE_MIN:
         worst = min(scored, key=lambda r: r.score or 0.0)
@@ -358,4 +369,4 @@ def grade_answer(q: Question, reply: str) -> Result:
     if deferred:
         return deferred[0]
     worst = min(results, key=lambda r: r.score or 0.0)
-    return Result(worst.score, "; ".join(r.reason for r in results))
+    return Result(worst.score, "; ".join(r.reason for r in results), worst.rule)

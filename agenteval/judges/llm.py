@@ -1,25 +1,33 @@
 """Judge `llm`: a model grades each turn on the rubric, then judges the scenario as a whole.
 
-Model output is never trusted as text: it must parse as JSON and validate against a pydantic
-model, otherwise the judge is asked again (a bounded number of times) and then the verdict
-is ERRORED with the reason. Scores are never guessed or repaired. The code judge runs on
-the same transcript; wherever both graded a dimension and disagree sharply, the
-disagreement is recorded in the verdict for calibration.
+Model output is never trusted as text: it must be exactly the JSON object of
+`judges.output` (no prose, no fence, no extra or duplicate key), otherwise the judge is
+asked again (a bounded number of times) and then the verdict is ERRORED with the reason and
+the raw reply. Scores are never guessed or repaired. The code judge runs on the same
+transcript; wherever both graded a dimension and disagree sharply, the disagreement is
+recorded in the verdict for calibration. `judges.hybrid` builds on this class and lets the
+code's certain findings bind.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from typing import Any
 
 from agenteval.fileio import code_of, digest_of
 from agenteval.judges.code import CodeJudge, judge_transcript
-from agenteval.judges.prompts import rubric_values, scenario_case, turn_case
+from agenteval.judges.output import (
+    SCENARIO_SCHEMA,
+    TURN_SCHEMA,
+    InvalidOutput,
+    Model,
+    ScenarioJudgment,
+    TurnJudgment,
+    json_schema_format,
+    parse_output,
+)
+from agenteval.judges.prompts import TRUTH_POSITIONS, rubric_values, scenario_case, turn_case
 from agenteval.llm import (
     AssistantMessage,
     BaseChatClient,
@@ -37,113 +45,29 @@ from agenteval.schema.status import COMPLETED, NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, Transcript
 from agenteval.schema.verdict import Disagreement, TurnVerdict, Verdict
-from agenteval.scoring import DIMENSIONS, DISAGREEMENT_GAP, SCORE_MAX, SCORE_MIN, ScoringRules
+from agenteval.scoring import DIMENSIONS, DISAGREEMENT_GAP, ScoringRules
+
+__all__ = ["SCENARIO_SCHEMA", "TURN_SCHEMA", "InvalidOutput", "LLMJudge", "parse_output"]
 
 KIND = "llm"
 DEFAULT_MAX_ATTEMPTS = 3
-# Two judges this far apart on one dimension are not rounding differently; they read the
-# turn differently, and someone should look at it.
 REASK = (
     "Your reply could not be used: {error}\n"
     "Reply again with only the JSON object described in the instructions."
 )
-MAX_ERROR_CHARS = 600
-FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
-
-Model = TypeVar("Model", bound=BaseModel)
-
-
-class InvalidOutput(ValueError):
-    """The judge model's reply is not the JSON object the prompt asked for."""
+# Repeated judgings of one transcript (judge.repeats) must be independent samples, so each
+# gets its own response-cache slot: iteration + sample * SAMPLE_STRIDE, far above any
+# iteration count a suite uses.
+SAMPLE_STRIDE = 1_000_000
+NOT_APPLICABLE_FIRST_TURN = "not applicable: the first turn has no earlier conversation"
 
 
 class JudgeOutputError(RuntimeError):
-    """Still invalid after every allowed attempt."""
+    """Still invalid after every allowed attempt; `raw` is the model's last reply."""
 
-
-# -- what the judge must return -----------------------------------------------------------
-class DimensionMark(BaseModel):
-    reasoning: str
-    # Strict: `true` or "8" is not a score; a model that writes one is asked again.
-    score: float = Field(ge=SCORE_MIN, le=SCORE_MAX, strict=True)
-
-
-class TurnJudgment(BaseModel):
-    scores: dict[str, DimensionMark]
-    total: float = Field(ge=SCORE_MIN, le=SCORE_MAX, strict=True)
-
-    @field_validator("scores")
-    @classmethod
-    def _all_dimensions(cls, value: dict[str, DimensionMark]) -> dict[str, DimensionMark]:
-        missing = [d for d in DIMENSIONS if d not in value]
-        unknown = sorted(set(value) - set(DIMENSIONS))
-        if missing or unknown:
-            raise ValueError(f"scores must have exactly {list(DIMENSIONS)}; missing {missing}, "
-                             f"unknown {unknown}")  # fmt: skip
-        return value
-
-
-class ScenarioJudgment(BaseModel):
-    status: Literal["PASS", "FAIL", "BLOCKED_BY_ARCHITECTURE"]
-    root_cause: str | None = None
-    recommended_fix: str | None = None
-
-
-def _strict_object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-MARK_SCHEMA = _strict_object({"reasoning": {"type": "string"}, "score": {"type": "number"}})
-TURN_SCHEMA = _strict_object(
-    {"scores": _strict_object({d: MARK_SCHEMA for d in DIMENSIONS}), "total": {"type": "number"}}
-)
-NULLABLE_TEXT = {"type": ["string", "null"]}
-SCENARIO_SCHEMA = _strict_object(
-    {
-        "status": {"type": "string", "enum": ["PASS", "FAIL", "BLOCKED_BY_ARCHITECTURE"]},
-        "root_cause": NULLABLE_TEXT,
-        "recommended_fix": NULLABLE_TEXT,
-    }
-)
-
-
-def json_schema_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
-
-
-def extract_json(text: str) -> Any:
-    """The JSON object in a reply; tolerates code fences and chatter around one object."""
-    fenced = FENCE.match(text)
-    body = fenced.group(1) if fenced else text.strip()
-    try:
-        return json.loads(body)
-    except ValueError:
-        pass
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end <= start:
-        raise InvalidOutput("the reply contains no JSON object")
-    try:
-        return json.loads(body[start : end + 1])
-    except ValueError as exc:
-        raise InvalidOutput(f"the reply is not valid JSON ({exc})") from None
-
-
-def parse_output(text: str, model: type[Model]) -> Model:
-    data = extract_json(text)
-    if not isinstance(data, dict):
-        raise InvalidOutput("the reply must be a JSON object")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'object'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InvalidOutput(problems[:MAX_ERROR_CHARS]) from None
+    def __init__(self, message: str, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw
 
 
 # -- comparing with the code judge --------------------------------------------------------
@@ -196,32 +120,42 @@ def refuse_self_judge(params: Mapping[str, Any], judge: Endpoint) -> None:
 
 # -- the judge ----------------------------------------------------------------------------
 class LLMJudge:
+    kind = KIND
+
     def __init__(self, params: dict[str, Any], root: Path) -> None:
         section = params.get("judge") or {}
         self.config = EndpointConfig.from_params(params, "judge", root)
         refuse_self_judge(params, self.config.endpoint)
         self.rules = ScoringRules.from_params(section)
-        self.max_attempts = int(section.get("max_attempts", DEFAULT_MAX_ATTEMPTS))
+        self.max_attempts = int(section.get("max_attempts") or DEFAULT_MAX_ATTEMPTS)
         if self.max_attempts < 1:
             raise ValueError("judge.max_attempts must be at least 1")
-        folder = root / section.get("prompts", "eval/prompts")
+        self.truth = str(section.get("ground_truth_position") or "before")
+        if self.truth not in TRUTH_POSITIONS:
+            raise ValueError(f"judge.ground_truth_position must be one of {TRUTH_POSITIONS}")
+        folder = root / (section.get("prompts") or "eval/prompts")
         prompts = [load_prompt(folder / "judge_turn.md"), load_prompt(folder / "judge_scenario.md")]
         values = rubric_values(self.rules)
         self.turn_system, self.scenario_system = (p.render(values) for p in prompts)
-        # Anthropic endpoints are asked for JSON in the prompt and validated; OpenAI-compatible
-        # servers (llama.cpp, vLLM, OpenAI) can also constrain decoding to the schema.
-        structured = bool(section.get("structured_output", True))
-        self.structured = structured and self.config.endpoint.protocol == "openai"
+        # Both protocols can constrain decoding to the schema (OpenAI-compatible servers with
+        # response_format, Anthropic with output_config); the parser checks it either way.
+        structured = section.get("structured_output")
+        self.structured = True if structured is None else bool(structured)
         self.code_judge = CodeJudge().participant
         shas = {p.path.name: p.sha256 for p in prompts}
-        settings = {"max_attempts": self.max_attempts, "structured_output": self.structured}
+        settings = {
+            "max_attempts": self.max_attempts,
+            "structured_output": self.structured,
+            "ground_truth_position": self.truth,
+        }
         endpoint = self.config.endpoint
         self.participant = Participant(
-            kind=KIND,
+            kind=self.kind,
             model=endpoint.model,
             protocol=endpoint.protocol,
             config_digest=digest_of(
                 {
+                    "kind": self.kind,
                     "endpoint": self.config.describe(),
                     "prompts": shas,
                     "rules": self.rules.describe(),
@@ -240,7 +174,7 @@ class LLMJudge:
     def _format(self, name: str, schema: dict[str, Any]) -> dict[str, Any] | None:
         return json_schema_format(name, schema) if self.structured else None
 
-    async def judge(self, item: SuiteItem, transcript: Transcript) -> Verdict:
+    async def judge(self, item: SuiteItem, transcript: Transcript, sample: int = 0) -> Verdict:
         verdict = Verdict(
             scenario_id=item.scenario.id,
             iteration=transcript.iteration,
@@ -256,14 +190,16 @@ class LLMJudge:
         if code.status == Status.ERRORED:
             verdict.status, verdict.error = Status.ERRORED, code.error
             return verdict
-        asker = _Asker(
-            await self.config.client(), self.max_attempts, transcript.iteration, transcript.seed
-        )
+        slot = transcript.iteration + sample * SAMPLE_STRIDE
+        asker = _Asker(await self.config.client(), self.max_attempts, slot, transcript.seed)
         try:
             await self._grade(item, transcript, code, verdict, asker)
         except QuotaExhausted:
             raise  # the run must stop and resume later, not record a verdict
-        except (JudgeOutputError, LLMError) as exc:
+        except JudgeOutputError as exc:
+            verdict.status, verdict.error = Status.ERRORED, f"{type(exc).__name__}: {exc}"
+            verdict.raw_reply = exc.raw
+        except LLMError as exc:
             verdict.status, verdict.error = Status.ERRORED, f"{type(exc).__name__}: {exc}"
         finally:
             verdict.judge_attempts = len(asker.completions)
@@ -271,6 +207,11 @@ class LLMJudge:
         # Reasons quote model output, which could echo a credential; verdicts are shared.
         scrubbed = self.config.endpoint.scrubber().scrub(verdict.model_dump(mode="json"))
         return Verdict.model_validate(scrubbed)
+
+    def merge(self, graded: TurnVerdict, code: TurnVerdict, verdict: Verdict) -> TurnVerdict:
+        """The turn's final grades: the model's, with every sharp disagreement recorded."""
+        verdict.disagreements += disagreements(graded, code, self.rules.min_correctness)
+        return graded
 
     async def _grade(
         self,
@@ -287,24 +228,33 @@ class LLMJudge:
                 # Scoring skips simulator-fault turns, so no model call is spent on them.
                 verdict.turns.append(code_turn)
                 continue
-            case = turn_case(item, transcript, said)
+            case = turn_case(item, transcript, said, self.truth)
             fmt = self._format("turn_judgment", TURN_SCHEMA)
             mark = await asker.ask(self.turn_system, case, TurnJudgment, fmt, f"turn {said.turn}")
-            graded = TurnVerdict(
-                turn=said.turn,
-                scores={d: mark.scores[d].score for d in DIMENSIONS},
-                judged_by=dict.fromkeys(DIMENSIONS, KIND),
-                reported_score=mark.total,
-                reasons={d: mark.scores[d].reasoning for d in DIMENSIONS},
-            )
-            verdict.turns.append(graded)
-            verdict.disagreements += disagreements(graded, code_turn, self.rules.min_correctness)
+            verdict.turns.append(self.merge(_graded(said.turn, mark), code_turn, verdict))
         case = scenario_case(item, transcript, verdict.turns)
         fmt = self._format("scenario_judgment", SCENARIO_SCHEMA)
         overall = await asker.ask(self.scenario_system, case, ScenarioJudgment, fmt, "scenario")
         verdict.status = overall.status
         verdict.root_cause = overall.root_cause or None
         verdict.recommended_fix = overall.recommended_fix or None
+
+
+def _graded(turn: int, mark: TurnJudgment) -> TurnVerdict:
+    scores = {d: mark.scores[d].score for d in DIMENSIONS}
+    reasons = {d: mark.scores[d].reasoning for d in DIMENSIONS}
+    if turn == 1:
+        # A fact, not a judgment: nothing came before, so nothing could be retained. A
+        # score here would only inflate the turn against judges that leave it out.
+        scores["context_retention"] = None
+        reasons["context_retention"] = NOT_APPLICABLE_FIRST_TURN
+    return TurnVerdict(
+        turn=turn,
+        scores=scores,
+        judged_by={d: KIND for d in DIMENSIONS if scores[d] is not None},
+        reported_score=mark.total,
+        reasons=reasons,
+    )
 
 
 class _Asker:
@@ -327,7 +277,7 @@ class _Asker:
         what: str,
     ) -> Model:
         messages: list[Message] = [SystemMessage(content=system), UserMessage(content=case)]
-        error = ""
+        error = raw = ""
         for _ in range(self.max_attempts):
             completion = await self.client.complete(
                 messages,
@@ -336,17 +286,18 @@ class _Asker:
                 seed=self.seed,
             )
             self.completions.append(completion)
+            raw = completion.text
             try:
-                return parse_output(completion.text, model)
+                return parse_output(raw, model)
             except InvalidOutput as exc:
                 error = str(exc)
             # The re-ask shows the model its own reply and what was wrong with it, which
             # fixes most slips (a missing key, a trailing comment) in one more call.
             messages = [
                 *messages,
-                AssistantMessage(content=completion.text),
+                AssistantMessage(content=raw),
                 UserMessage(content=REASK.format(error=error)),
             ]
         raise JudgeOutputError(
-            f"{what}: judge output invalid after {self.max_attempts} attempt(s): {error}"
+            f"{what}: judge output invalid after {self.max_attempts} attempt(s): {error}", raw
         )

@@ -15,13 +15,20 @@ from agenteval.schema.transcript import ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict
 from agenteval.scoring import (
     AUTO_ZERO_DEVIATION,
+    BINDING_FINDINGS,
+    CRITICAL_SEVERITY,
     DIMENSIONS,
+    OPTIONAL_DIMENSIONS,
     PRECISION_TABLE,
     SCORE_MAX,
     SCORE_MIN,
     TOOL_LOOP_REPEATS,
     ScoringRules,
 )
+
+# Where the turn case shows the ground truth: before the agent's reply (the default) or
+# after it (the bias probe that checks whether the order changes the grades).
+TRUTH_POSITIONS = ("before", "after")
 
 # Score anchors of the rubric's scoring guides. Intermediate values are allowed; these are
 # the levels each guide describes. "partial" is also the cap on context retention when the
@@ -65,6 +72,51 @@ def weights_table(rules: ScoringRules) -> str:
     return "\n".join(rows)
 
 
+# What each binding rule does to a model's score, in the prompt's words. Keyed like
+# scoring.BINDING_FINDINGS, which decides which rules bind; the numbers come from scoring.
+def _binding_lines() -> dict[str, str]:
+    beyond = percent(AUTO_ZERO_DEVIATION)
+    zero = number(SCORE_MIN)
+    return {
+        "wrong_value": f"correctness {zero} for a committed figure more than {beyond} off",
+        "wrong_identifier": f"correctness {zero} for a year, date, time, version or "
+        "identifier that differs from the expected one",
+        "wrong_name": f"correctness {zero} for a different person or entity",
+        "alternatives": f"correctness {zero} for several candidate values offered together "
+        "without committing to one",
+        "negated": f"correctness {zero} when the expected value is named only to be denied",
+        "abstain_guess": f"correctness {zero} for a value guessed when the answer is not in "
+        "the documents",
+        "lazy_refusal": f"correctness {zero} for a refusal without querying the documents",
+        "precision": f"correctness at most the precision table's cap for a figure within {beyond}",
+        "forbidden_tool": f"tool_selection {zero} when a forbidden tool was called",
+        "tool_loop": f"efficiency {zero} for the same call {TOOL_LOOP_REPEATS} or more times "
+        "in a row",
+    }
+
+
+def code_checks() -> str:
+    """The prompt's paragraph on what code does with the judge's scores.
+
+    One text for the `llm` and `hybrid` judges, true for both: the same prompt lets the two
+    be compared (and a hybrid rerun reuse an llm run's cached answers), and a judge that
+    knows its numbers are checked has no reason to grade them differently.
+    """
+    lines = _binding_lines()
+    missing = sorted(set(BINDING_FINDINGS) - set(lines))
+    if missing:  # a rule that binds must be explained to the judge it binds
+        raise ValueError(f"no prompt wording for binding rule(s) {missing}")
+    rows = ";\n".join(f"- {lines[rule]}" for rule in BINDING_FINDINGS) + "."
+    return (
+        "The evaluation's code checks some things with certainty:\n"
+        f"{rows}\n"
+        "In a hybrid evaluation each of these findings sets the highest score its dimension "
+        "can get, replacing yours when yours is higher; in every evaluation your grades and "
+        "the code's are kept side by side for review. Grade every dimension as the rubric "
+        "says regardless: everything code cannot check is yours alone."
+    )
+
+
 def rubric_values(rules: ScoringRules) -> dict[str, str]:
     """Every number the judge prompts cite, taken from the code that enforces it."""
     total = sum(rules.weights.get(d, 0.0) for d in DIMENSIONS) or 1.0
@@ -81,6 +133,9 @@ def rubric_values(rules: ScoringRules) -> dict[str, str]:
         "tool_loop_repeats": str(TOOL_LOOP_REPEATS),
         "weights_table": weights_table(rules),
         "dimensions": ", ".join(DIMENSIONS),
+        "optional_dimensions": " and ".join(OPTIONAL_DIMENSIONS),
+        "critical_severity": CRITICAL_SEVERITY,
+        "code_checks": code_checks(),
     }
     return values
 
@@ -101,19 +156,20 @@ def _json(value: object) -> str:
 
 
 def scenario_block(item: SuiteItem) -> str:
+    """What the judge knows about the scenario: the same fields for every case.
+
+    Blind on purpose: no id, category, description or expected outcome. They carry no
+    grading rule the ground truth and success criteria do not, an author's narration ("a
+    tempting wrong answer") primes the judge, and a labelled control mixed into a run
+    (judge.controls_per_run) must look exactly like a real scenario.
+    """
     s = item.scenario
     docs = ", ".join(d.path for d in s.setup.index_documents) or "none (the agent must find them)"
     lines = [
-        f"- id: {s.id}",
-        f"- category: {s.category}",
         f"- severity: {s.severity or 'unspecified'}",
         f"- persona: {s.persona}",
         f"- documents indexed before the first turn: {docs}",
     ]
-    if s.description:
-        lines.append(f"- description: {' '.join(s.description.split())}")
-    if s.expected_outcome:
-        lines.append(f"- expected outcome: {' '.join(s.expected_outcome.split())}")
     return "## Scenario\n" + "\n".join(lines)
 
 
@@ -170,20 +226,20 @@ def earlier_turns_block(turns: list[TranscriptTurn]) -> str:
     return "## Earlier turns\n" + "\n\n".join(parts)
 
 
-def turn_case(item: SuiteItem, transcript: Transcript, said: TranscriptTurn) -> str:
+def turn_case(
+    item: SuiteItem, transcript: Transcript, said: TranscriptTurn, truth: str = "before"
+) -> str:
     """The turn judge's user message for one turn of the transcript."""
     turn = next(t for t in item.scenario.turns if t.turn == said.turn)
     earlier = [t for t in transcript.turns if t.turn < said.turn]
-    return "\n\n".join(
-        [
-            scenario_block(item),
-            earlier_turns_block(earlier),
-            ground_truth_block(item, turn),
-            f"## This turn ({said.turn})\nUser message: {said.user_message}",
-            tool_calls_block(said.tool_calls),
-            f"## Agent reply\n{said.response}",
-        ]
-    )
+    exchange = [
+        f"## This turn ({said.turn})\nUser message: {said.user_message}",
+        tool_calls_block(said.tool_calls),
+        f"## Agent reply\n{said.response}",
+    ]
+    truth_block = [ground_truth_block(item, turn)]
+    ordered = truth_block + exchange if truth == "before" else exchange + truth_block
+    return "\n\n".join([scenario_block(item), earlier_turns_block(earlier), *ordered])
 
 
 def scenario_case(item: SuiteItem, transcript: Transcript, turns: list[TurnVerdict]) -> str:
@@ -205,6 +261,8 @@ def scenario_case(item: SuiteItem, transcript: Transcript, turns: list[TurnVerdi
             for dim in DIMENSIONS:
                 score = verdict.scores.get(dim)
                 shown = "not judged" if score is None else number(score)
+                if score is not None and verdict.judged_by.get(dim) == "code":
+                    shown += " (set by code)"
                 lines.append(f"- {dim}: {shown}; {verdict.reasons.get(dim, '')}".rstrip("; "))
         parts.append("\n".join(lines))
     return "\n\n".join(parts)

@@ -149,7 +149,9 @@ class SimulatorParams(EndpointFields):
 
 
 class JudgeParams(EndpointFields):
-    kind: str = Field("code", description="code | llm")
+    kind: str = Field(
+        "code", description="code | llm | hybrid (llm with code's certain findings binding)"
+    )
     weights: dict[DIMENSION_NAMES, float] = Field(
         default_factory=dict, description="Overrides of the default dimension weights."
     )
@@ -159,7 +161,26 @@ class JudgeParams(EndpointFields):
     prompts: str | None = None
     max_attempts: int | None = Field(None, ge=1, description="Model calls incl. re-asks.")
     allow_self_judge: bool | None = None
-    structured_output: bool | None = None
+    structured_output: bool | None = Field(
+        None,
+        description="null/true: send the verdict JSON Schema (both protocols); false: "
+        "prompt only, for models without structured output.",
+    )
+    ground_truth_position: Literal["before", "after"] = Field(
+        "before", description="Where the turn prompt shows the ground truth, around the reply."
+    )
+    controls_per_run: int = Field(
+        0,
+        ge=0,
+        description="Held-split controls judged in every judge stage, disguised as "
+        "scenarios: the judge's agreement and false-pass rate in this very run (20-30 advised).",
+    )
+    repeats: int = Field(
+        1, ge=1, description="Judgings per transcript; >= 2 reports flip rate and score SEM."
+    )
+    majority: bool = Field(
+        False, description="With repeats >= 2, keep the majority verdict (else the first)."
+    )
 
 
 class PriceParams(_Section):
@@ -270,6 +291,15 @@ class ControlsParams(_Section):
     )
     min_coverage: float = Field(0.8, ge=0, le=1, description="Share of controls not deferred.")
     repeats: int = Field(1, ge=1, description="Judgings per control (self-consistency at >= 2).")
+    min_self_consistency: float = Field(
+        0.9, ge=0, le=1, description="With repeats >= 2: share of items judged identically."
+    )
+    sample: int | None = Field(
+        None,
+        ge=1,
+        description="Judge only this many controls of the split (a stable "
+        "salted-hash choice, half pass and half fail labels); null: all.",
+    )
     bootstrap_resamples: int = Field(2000, ge=100)
     conf: float = Field(0.95, gt=0, lt=1)
     seed: int = 0

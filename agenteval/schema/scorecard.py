@@ -35,6 +35,10 @@ class ScenarioResult(BaseModel):
         None, description="Facts and document bytes graded against; compare pairs only equal."
     )
     split: str | None = Field(None, description="train, held or test (agenteval.split).")
+    overrides: list[str] = Field(
+        default_factory=list, description="The code rule of each override of the judge."
+    )
+    disagreements: int = Field(0, description="Sharp judge-vs-code disagreements recorded.")
 
 
 class CategorySummary(BaseModel):
@@ -66,6 +70,8 @@ class Summary(BaseModel):
     judged_pass_rate: float | None
     avg_score: float | None
     discrepancies: int = 0
+    overrides: int = Field(0, description="Judge scores replaced by certain code findings.")
+    disagreements: int = Field(0, description="Sharp judge-vs-code disagreements that stood.")
     by_category: dict[str, CategorySummary] = Field(default_factory=dict)
 
 
@@ -73,6 +79,62 @@ class PassCount(BaseModel):
     k: int = Field(description="Judged PASS iterations.")
     n: int = Field(description="Judged iterations (PASS, FAIL or BLOCKED).")
     runs: int = Field(description="Iterations attempted, measured or not.")
+
+
+class Estimate(BaseModel):
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+class CalibrationCase(BaseModel):
+    control: str
+    klass: str = Field(alias="class")
+    label: str
+    verdict: str = Field(description="pass | fail | deferred, by the scoring rules.")
+    score: float | None = None
+    certain: str | None = Field(None, description="The binding code rule, if code-certain.")
+
+    model_config = {"populate_by_name": True}
+
+
+class Calibration(BaseModel):
+    """The judge measured on labelled controls it graded inside this run, unaware."""
+
+    controls: int
+    judged: int
+    coverage: float | None
+    agreement: Estimate = Field(description="Judge = label over judged controls (bootstrap).")
+    kappa: Estimate
+    false_passes: int
+    false_pass_rate: Estimate = Field(description="Fail-labelled controls passed (Wilson).")
+    false_fails: int
+    false_fail_rate: float | None
+    code_certain: dict[str, Any] = Field(default_factory=dict)
+    thresholds: dict[str, Any] = Field(default_factory=dict)
+    passed: bool = Field(description="Meets the controls gate (params `controls`).")
+    misses: list[str] = Field(default_factory=list)
+    split: str = "held"
+    controls_digest: str | None = None
+    cases: list[CalibrationCase] = Field(default_factory=list)
+
+
+class SelfConsistency(BaseModel):
+    """The judge against itself: every transcript of the stage judged `repeats` times."""
+
+    repeats: int
+    items: int
+    flips: int
+    flip_rate: float | None
+    flip_rate_low: float | None = None
+    flip_rate_high: float | None = None
+    identical_verdicts: float | None = None
+    score_sem: float | None = None
+    scored_items: int = 0
+    icc_scores: float | None = None
+    majority: bool = False
+    passed: bool = True
+    misses: list[str] = Field(default_factory=list)
 
 
 class Scorecard(BaseModel):
@@ -85,4 +147,11 @@ class Scorecard(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     invalid: list[InvalidScenario] = Field(
         default_factory=list, description="Selected scenario files skipped as invalid."
+    )
+    overrides_by_rule: dict[str, int] = Field(default_factory=dict)
+    calibration: Calibration | None = Field(
+        None, description="judge.controls_per_run > 0: the judge on controls of this run."
+    )
+    self_consistency: SelfConsistency | None = Field(
+        None, description="judge.repeats > 1: flip rate and score SEM of this run's judge."
     )

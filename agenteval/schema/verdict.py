@@ -19,6 +19,11 @@ class TurnVerdict(BaseModel):
         None, description="The judge's own total, kept only to detect arithmetic discrepancies."
     )
     reasons: dict[str, str] = Field(default_factory=dict)
+    findings: dict[str, str] = Field(
+        default_factory=dict,
+        description="Dimension -> the code rule that settled it (wrong_value, tool_loop, ...); "
+        "the binding ones are scoring.BINDING_FINDINGS.",
+    )
     simulator_fault: str | None = None
 
 
@@ -35,6 +40,26 @@ class Disagreement(BaseModel):
     )
     llm_reason: str | None = None
     code_reason: str | None = None
+
+
+class Override(BaseModel):
+    """A certain code finding that replaced a model judge's score on one dimension."""
+
+    turn: int
+    dimension: str
+    rule: str = Field(description="The code rule (a key of scoring.BINDING_FINDINGS).")
+    llm_score: float | None = Field(description="What the model judge gave (null: nothing).")
+    code_score: float = Field(description="The ceiling code set, now the dimension's score.")
+    code_reason: str | None = None
+    llm_reason: str | None = None
+
+
+class Sample(BaseModel):
+    """One of several judgings of the same transcript (judge.repeats)."""
+
+    status: str = Field(description="The status the scoring rules give this judging.")
+    score: float | None = None
+    kept: bool = Field(False, description="The judging kept as the verdict.")
 
 
 class Verdict(BaseModel):
@@ -57,6 +82,16 @@ class Verdict(BaseModel):
     disagreements: list[Disagreement] = Field(
         default_factory=list,
         description="Dimensions where a model judge and the code checks disagree.",
+    )
+    overrides: list[Override] = Field(
+        default_factory=list,
+        description="Dimensions where a certain code finding bound a model judge's score.",
+    )
+    raw_reply: str | None = Field(
+        None, description="The model's last reply when its output stayed invalid (ERRORED)."
+    )
+    samples: list[Sample] = Field(
+        default_factory=list, description="Every judging when judge.repeats > 1."
     )
     judge_attempts: int | None = Field(
         None, description="Model calls the judge made, re-asks after invalid output included."

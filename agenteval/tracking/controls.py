@@ -33,11 +33,25 @@ def _metrics(report: Mapping[str, Any]) -> dict[str, float]:
                 value = s[key][part]
                 if value is not None:
                     flat[f"{split}.{key}" + ("" if part == "value" else f".{part}")] = value
-    consistency = report.get("self_consistency")
-    if consistency:
-        flat["self_consistency.identical_verdicts"] = consistency["identical_verdicts"]
-        if consistency["icc_scores"] is not None:
-            flat["self_consistency.icc_scores"] = consistency["icc_scores"]
+        certain = s.get("code_certain") or {}
+        for key in ("controls", "false_passes"):
+            if key in certain:
+                flat[f"{split}.code_certain.{key}"] = float(certain[key])
+    consistency = report.get("self_consistency") or {}
+    for key in ("identical_verdicts", "flip_rate", "flip_rate_low", "flip_rate_high",
+                "score_sem", "icc_scores"):  # fmt: skip
+        if consistency.get(key) is not None:
+            flat[f"self_consistency.{key}"] = float(consistency[key])
+    for probe, p in (report.get("probes") or {}).items():
+        shift = p["mean_shift"]
+        for part in ("value", "low", "high"):
+            if shift[part] is not None:
+                flat[f"probe.{probe}.mean_shift" + ("" if part == "value" else f".{part}")] = shift[
+                    part
+                ]
+        for key in ("flip_rate", "flip_rate_low", "flip_rate_high", "flips_to_pass"):
+            if p.get(key) is not None:
+                flat[f"probe.{probe}.{key}"] = float(p[key])
     return flat
 
 
@@ -60,7 +74,9 @@ def log_controls(
     experiment = (section.get("experiment") or DEFAULT_EXPERIMENT) + CONTROLS_EXPERIMENT_SUFFIX
     judge = report["judge"]
     repeats = (report.get("self_consistency") or {}).get("repeats", 1)
-    key = digest_of([judge, report["controls_digest"], report["split"], repeats])
+    probed = sorted(report.get("probes") or {})
+    parts = [judge, report["controls_digest"], report["split"], repeats]
+    key = digest_of([*parts, probed] if probed else parts)  # probes: another measurement
     with mlflow_client(uri) as client:
         experiment_id = ensure_experiment(client, experiment, uri)
         found = find_run(client, experiment_id, key)
