@@ -13,17 +13,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from agenteval.scoring import DIMENSIONS
+
 from .common import Reply
 
-DIMENSIONS = (
-    "correctness",
-    "tool_selection",
-    "context_retention",
-    "completeness",
-    "efficiency",
-    "personality",
-    "error_recovery",
-)
 ReplyFn = Callable[[Any], Reply]
 
 
