@@ -10,11 +10,12 @@ import math
 import operator
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
+from types import ModuleType
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as _sps
 
 Stability = Literal["stable_pass", "flaky", "stable_fail", "uncertain"]
 FloatArray = npt.NDArray[np.float64]
@@ -24,6 +25,15 @@ IntArray = npt.NDArray[np.intp]
 _EXACT_MAX_PAIRS = 20
 # Max elements per random-draw matrix, so resampling memory stays bounded for any resamples.
 _CHUNK_ELEMENTS = 2_000_000
+_NORMAL = NormalDist()
+
+
+def _special() -> ModuleType:
+    """scipy.special on first use: what scipy.stats' ppf/cdf call, without its 0.7 s import."""
+    import scipy.special
+
+    module: ModuleType = scipy.special
+    return module
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,7 @@ def wilson_interval(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
 
 def wilson_bounds(p: float, n: float, conf: float = 0.95) -> tuple[float, float]:
     """Wilson bounds of proportion ``p`` over ``n`` (maybe effective, non-integer) trials."""
-    z = float(_sps.norm.ppf(0.5 + _check_open_unit(conf, "conf") / 2.0))
+    z = _NORMAL.inv_cdf(0.5 + _check_open_unit(conf, "conf") / 2.0)
     z2 = z * z  # centre and half-width as in wilson_interval, with k = p * n
     centre = (p * n + z2 / 2.0) / (n + z2)
     half = z / (n + z2) * math.sqrt(p * (1.0 - p) * n + z2 / 4.0)
@@ -131,8 +141,8 @@ def exact_interval(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
     alpha = 1.0 - _check_open_unit(conf, "conf")
     if n == 0:
         return 0.0, 1.0
-    low = 0.0 if k == 0 else float(_sps.beta.ppf(alpha / 2.0, k, n - k + 1))
-    high = 1.0 if k == n else float(_sps.beta.ppf(1.0 - alpha / 2.0, k + 1, n - k))
+    low = 0.0 if k == 0 else float(_special().betaincinv(k, n - k + 1, alpha / 2.0))
+    high = 1.0 if k == n else float(_special().betaincinv(k + 1, n - k, 1.0 - alpha / 2.0))
     return low, high
 
 
@@ -292,7 +302,7 @@ def mean_ci(
     if method == "t":
         # With singleton clusters clustered_se equals s / sqrt(n), so one call covers both.
         se = clustered_se(y, codes)
-        half = float(_sps.t.ppf(1.0 - alpha / 2.0, units - 1)) * se
+        half = float(_special().stdtrit(units - 1, 1.0 - alpha / 2.0)) * se
         low, high = mean - half, mean + half
     else:
         if _as_count(resamples, "resamples") < 2:
@@ -340,7 +350,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     b, c = _as_count(b, "b"), _as_count(c, "c")
     if b + c == 0:
         return 1.0
-    return min(1.0, 2.0 * float(_sps.binom.cdf(min(b, c), b + c, 0.5)))
+    return min(1.0, 2.0 * float(_special().bdtr(min(b, c), b + c, 0.5)))
 
 
 def _paired(base: npt.ArrayLike, cand: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -412,7 +422,7 @@ def paired_permutation_test(
 def paired_t(base: npt.ArrayLike, cand: npt.ArrayLike) -> PairedTest:
     """Two-sided paired t-test of the mean difference d = cand - base.
 
-    t = dbar / (s_d / sqrt(n)) with n - 1 degrees of freedom, via ``scipy.stats.ttest_rel``
+    t = dbar / (s_d / sqrt(n)) with n - 1 degrees of freedom, as ``scipy.stats.ttest_rel``
     (Student 1908). Needs n >= 2. If s_d = 0 (all differences equal up to a relative 1e-12) t
     is undefined: p = 1.0 when that common difference is 0 (no evidence of change), else 0.0
     (the limit of p as s_d -> 0 with a fixed non-zero mean). Never NaN.
@@ -427,7 +437,8 @@ def paired_t(base: npt.ArrayLike, cand: npt.ArrayLike) -> PairedTest:
     tol = 1e-12 * max(1.0, float(np.max(np.abs(d))))
     if float(np.ptp(d)) <= tol:
         return PairedTest(mean_diff, 1.0 if abs(mean_diff) <= tol else 0.0, int(d.size), "t")
-    p = float(_sps.ttest_rel(y, x).pvalue)
+    t = mean_diff / (float(d.std(ddof=1)) / math.sqrt(d.size))
+    p = float(2.0 * _special().stdtr(d.size - 1, -abs(t)))  # as scipy.stats.ttest_rel
     if not math.isfinite(p):  # only reachable through extreme cancellation; same limit rule
         p = 1.0 if mean_diff == 0.0 else 0.0
     return PairedTest(mean_diff, p, int(d.size), "t")
@@ -463,37 +474,3 @@ def adjust_pvalues(ps: Sequence[float], method: Literal["holm", "bh"] = "holm") 
     out = np.empty(m, dtype=np.float64)
     out[order] = adj_sorted
     return [float(v) for v in out]
-
-
-def _z_sum(sd_diff: float, alpha: float, power: float) -> float:
-    """z_{1-alpha/2} + z_{power}, after validating the shared power-analysis arguments."""
-    if not (math.isfinite(sd_diff) and sd_diff >= 0.0):
-        raise ValueError(f"sd_diff must be a finite number >= 0, got {sd_diff!r}")
-    alpha = _check_open_unit(alpha, "alpha")
-    power = _check_open_unit(power, "power")
-    return float(_sps.norm.ppf(1.0 - alpha / 2.0) + _sps.norm.ppf(power))
-
-
-def mde(sd_diff: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Minimum detectable effect of a two-sided paired comparison (normal approximation).
-
-    MDE = (z_{1-alpha/2} + z_{power}) * sd_diff / sqrt(n), where sd_diff is the standard
-    deviation of per-pair differences. Source: Chow, Shao & Wang (2008), "Sample Size
-    Calculations in Clinical Research", Sec. 3.1; Cohen (1988), ch. 2.
-    """
-    if _as_count(n, "n") < 1:
-        raise ValueError("n must be >= 1")
-    return _z_sum(sd_diff, alpha, power) * sd_diff / math.sqrt(n)
-
-
-def required_n(delta: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Number of pairs needed to detect a mean difference ``delta`` (inverse of :func:`mde`).
-
-    n = ceil(((z_{1-alpha/2} + z_{power}) * sd_diff / delta)^2), at least 1. Sources: mde.
-    """
-    if not (math.isfinite(delta) and delta != 0.0):
-        raise ValueError(f"delta must be a finite non-zero number, got {delta!r}")
-    exact = (_z_sum(sd_diff, alpha, power) * sd_diff / abs(delta)) ** 2
-    # Subtract a hair before ceil so that a value that is an integer up to rounding (e.g. from
-    # mde(sd, n) fed back in) maps to that integer rather than the next one.
-    return max(1, math.ceil(exact - 1e-9))

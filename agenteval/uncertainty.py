@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agenteval.fileio import digest_of
+from agenteval.power import mde
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.status import JUDGED_STATUSES, Status
 from agenteval.scoring import CAPPED_STATUSES, FAIL_SCORE_CAP, SCORE_MAX, SCORE_MIN
 from agenteval.stats import (
     classify_stability,
     clustered_se,
-    mde,
     mean_ci,
     variance_components,
     wilson_bounds,

@@ -12,9 +12,10 @@ from gate_cards import make_card
 from agenteval.fileio import read_json, write_json
 from agenteval.gate.noise import measure_noise
 from agenteval.params import load_params
+from agenteval.power import mde
 from agenteval.report import load_noise, write_report
 from agenteval.schema.scorecard import Scorecard
-from agenteval.stats import clustered_se, mde, variance_components, wilson_interval
+from agenteval.stats import clustered_se, variance_components, wilson_interval
 from agenteval.uncertainty import clustered_wilson, noise_floor, noise_report
 
 ROOT = Path(__file__).resolve().parent.parent

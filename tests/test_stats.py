@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from agenteval import stats
+from agenteval.power import mde, required_n
 from agenteval.stats import (
     adjust_pvalues,
     classify_stability,
     clustered_se,
     exact_interval,
     mcnemar_exact,
-    mde,
     mean_ci,
     mean_pass_at_k,
     mean_pass_hat_k,
@@ -27,7 +27,6 @@ from agenteval.stats import (
     paired_t,
     pass_at_k,
     pass_hat_k,
-    required_n,
     variance_components,
     wilson_interval,
 )

@@ -53,13 +53,13 @@ from agenteval.gate.runs import (
     judge_gate_misses,
     load_side,
 )
+from agenteval.power import mde
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.status import UNMEASURED_STATUSES
 from agenteval.scoring import SCORE_MAX, SCORE_MIN
 from agenteval.stats import (
     adjust_pvalues,
     mcnemar_exact,
-    mde,
     mean_ci,
     paired_permutation_test,
 )
