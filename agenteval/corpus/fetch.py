@@ -14,7 +14,6 @@ synchronous, so an event loop would add machinery without making anything faster
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -41,6 +40,7 @@ from agenteval.corpus.errors import (
     OfflineError,
     SourcesInvalid,
 )
+from agenteval.corpus.pins import pins_digest
 from agenteval.corpus.progress import ProgressBar
 from agenteval.corpus.report import Action, FetchReport, FileResult, MissingFile
 from agenteval.schema.sources import (
@@ -66,14 +66,8 @@ T = TypeVar("T")
 
 
 def corpus_files_digest(sources: SourcesFile | Path) -> str:
-    """sha256 over the pins: lines `<source>/<path>\\t<sha256>\\n`, sorted, UTF-8.
-
-    Changes exactly when a file is added, removed, renamed or re-pinned; URLs and licence
-    prose do not count, since moving a mirror does not change the corpus.
-    """
-    sf = _as_sources(sources)
-    lines = sorted(f"{name}/{rel}\t{pin.sha256}\n" for name, rel, pin in sf.pins())
-    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+    """The corpus pins' digest (agenteval.corpus.pins.pins_digest) of a sources file."""
+    return pins_digest(_as_sources(sources))
 
 
 @dataclass(frozen=True)

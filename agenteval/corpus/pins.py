@@ -7,13 +7,18 @@ the manifest may carry a `sha256` pin; `agenteval validate` fails when the bytes
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agenteval.fileio import digest_of, sha256_file, write_atomic
 from agenteval.schema.corpus import AdversarialDocument, Document, Manifest
+
+if TYPE_CHECKING:
+    from agenteval.schema.sources import SourcesFile
 
 DOCUMENTS_DIR = Path("eval/corpus/documents")
 ADVERSARIAL_DIR = Path("eval/corpus/adversarial")
@@ -64,15 +69,25 @@ def external_paths(root: Path, sources: Path | None = None) -> set[str]:
     return {str(EXTERNAL_DIR / source / rel) for source, rel, _pin in loaded.pins()}
 
 
+def pins_digest(sources: SourcesFile) -> str:
+    """sha256 over the pins: lines `<source>/<path>\\t<sha256>\\n`, sorted, UTF-8.
+
+    Changes exactly when a file is added, removed, renamed or re-pinned; URLs and licence
+    prose do not count, since moving a mirror does not change the corpus.
+    """
+    lines = sorted(f"{name}/{rel}\t{pin.sha256}\n" for name, rel, pin in sources.pins())
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
 def sources_digest(root: Path, sources: Path | None = None) -> str | None:
-    from agenteval.corpus.fetch import corpus_files_digest
-    from agenteval.schema.sources import SourcesError
+    # Not through agenteval.corpus.fetch: every run computes this, and fetch imports httpx.
+    from agenteval.schema.sources import SourcesError, load_sources
 
     path = sources or root / SOURCES_FILE
     if not path.is_file():
         return None
     try:
-        return corpus_files_digest(path)
+        return pins_digest(load_sources(path))
     except (SourcesError, OSError, ValueError):
         return None
 

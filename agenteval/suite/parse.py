@@ -82,6 +82,12 @@ def check_path_inside(raw: str, root: Path, known: Set[str] = frozenset()) -> st
 
 
 def display(path: Path, root: Path) -> str:
+    """`path` relative to the repository root, as messages show it."""
+    if path.is_absolute() and ".." not in path.parts:
+        try:  # a file found under the root: no need to resolve both (a run lists thousands)
+            return str(path.relative_to(root))
+        except ValueError:
+            pass
     try:
         return str(path.resolve().relative_to(root.resolve()))
     except ValueError:
