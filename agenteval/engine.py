@@ -270,6 +270,7 @@ class Inference:
         retry_statuses: frozenset[str] = frozenset(),
         on_done: Callable[[Transcript], None] | None = None,
         dispatch: Dispatch | None = None,
+        on_stored: Callable[[Transcript], None] | None = None,
     ) -> None:
         self.suite, self.target, self.simulator = suite, target, simulator
         self.out, self.root = out, root
@@ -286,6 +287,9 @@ class Inference:
         # (a resume or a repro): the failure may have been transient.
         self.retry_statuses = retry_statuses
         self.on_done = on_done or (lambda _t: None)
+        # Called with each unit's transcript exactly as its file holds it (scrubbed, parsed
+        # back), e.g. to judge it while other units are still running.
+        self.on_stored = on_stored
         self.dispatch = dispatch
         # Transcripts written by this invocation, per (scenario, iteration, seed): every
         # count is 1, whatever an executor retried (tests and executors read it).
@@ -383,8 +387,12 @@ class Inference:
                 path = transcript_path(self.out, unit.item.scenario.id, unit.iteration)
                 # Scrubbing, the journal fsync and the rename happen off the event loop, a
                 # batch at a time, so other conversations keep their requests in flight.
-                await writer.write(path, done)
+                text = await writer.write(path, done)
                 self.writes[unit.item.scenario.id, unit.iteration, unit.seed] += 1
+                if self.on_stored is not None:
+                    self.on_stored(Transcript.model_validate_json(text))
+            elif self.on_stored is not None:
+                self.on_stored(done)  # read from its file: already as stored
             self.on_done(done)
             return done
 

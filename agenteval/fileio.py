@@ -233,7 +233,7 @@ class GroupCommitWriter:
                 if isinstance(text, str) and path.is_relative_to(base):  # never outside it
                     yield path, text
 
-    async def write(self, path: Path, value: Any) -> None:
+    async def write(self, path: Path, value: Any) -> str:
         # Serialized here, on the caller's thread: the worker thread then only appends,
         # fsyncs and renames (the GIL released), instead of contending for the GIL with the
         # event loop while it encodes.
@@ -244,6 +244,7 @@ class GroupCommitWriter:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         await self._queue.put((path, text, done))
         await done
+        return text  # as committed: what a reader of the file will parse
 
     async def close(self) -> None:
         """Commit what is queued, make every file durable with one sync, drop the journal."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from agenteval.fileio import GroupCommitWriter, group_commit, sha256_text
 from agenteval.judges.base import Judge
@@ -13,6 +14,8 @@ from agenteval.layout import load_transcript, load_verdict_file, transcript_path
 from agenteval.schema.suite import Suite, SuiteItem
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,26 @@ def _order(case: Case) -> str:
     return sha256_text(f"{case.item.scenario.id}:{case.transcript.iteration}")
 
 
+async def judge_case(
+    case: Case,
+    judge: Judge,
+    writer: GroupCommitWriter,
+    semaphore: asyncio.Semaphore,
+    notify: Callable[[Verdict], None],
+) -> Verdict:
+    """The case's verdict: the stored one if still valid, else a new one, committed."""
+    stored = load_verdict_file(case.path)
+    if stored is not None and _still_valid(stored, case.item, case.transcript, judge):
+        notify(stored)  # a judge call costs money: never pay twice for the same grade
+        return stored
+    async with semaphore:
+        verdict = await judge.judge(case.item, case.transcript)
+    verdict.ground_truth_digest = case.item.ground_truth_digest
+    await writer.write(case.path, verdict)  # scrubbed, journaled and renamed off the loop
+    notify(verdict)
+    return verdict
+
+
 async def judge_cases(
     cases: Sequence[Case],
     judge: Judge,
@@ -55,23 +78,16 @@ async def judge_cases(
     journal's folder)."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
     notify = on_done or (lambda _v: None)
-
-    async def one(case: Case) -> Verdict:
-        stored = load_verdict_file(case.path)
-        if stored is not None and _still_valid(stored, case.item, case.transcript, judge):
-            notify(stored)  # a judge call costs money: never pay twice for the same grade
-            return stored
-        async with semaphore:
-            verdict = await judge.judge(case.item, case.transcript)
-        verdict.ground_truth_digest = case.item.ground_truth_digest
-        await writer.write(case.path, verdict)  # scrubbed, journaled and renamed off the loop
-        notify(verdict)
-        return verdict
-
     order = sorted(range(len(cases)), key=lambda i: _order(cases[i]))
-    done = await asyncio.gather(*(one(cases[i]) for i in order))
+    done = await asyncio.gather(
+        *(judge_case(cases[i], judge, writer, semaphore, notify) for i in order)
+    )
     by_index = dict(zip(order, done, strict=True))
     return [by_index[i] for i in range(len(cases))]
+
+
+def verdicts_journal(verdicts: Path) -> Path:
+    return verdicts.parent / f".{verdicts.name}.journal"
 
 
 async def run_judging(
@@ -97,7 +113,7 @@ async def run_judging(
             if transcript is not None:
                 path = transcript_path(verdicts, item.scenario.id, iteration)
                 cases.append(Case(item, transcript, path))
-    async with group_commit(verdicts.parent / f".{verdicts.name}.journal") as writer:
+    async with group_commit(verdicts_journal(verdicts)) as writer:
         judged = await judge_cases(
             [*cases, *extra], judge, writer, concurrency=concurrency, on_done=on_done
         )
@@ -106,3 +122,53 @@ async def run_judging(
 
 class JudgingStopped(Exception):
     """The judge's quota or credentials failed: verdicts written so far are kept (resumable)."""
+
+
+class StreamJudging:
+    """Judging that runs alongside inference, in its event loop: `add` (the engine's
+    on_stored) starts grading each transcript as soon as its file is written, and `around`
+    wraps the inference, then waits for the last verdict. Meant for a judge that calls no
+    endpoint (judges.base.OVERLAPS_INFERENCE): its CPU then runs while the agent's requests
+    are in flight. The verdicts are the ones run_judging would write for the same files."""
+
+    def __init__(
+        self,
+        suite: Suite,
+        verdicts: Path,
+        judge: Judge,
+        *,
+        concurrency: int = 4,
+        on_done: Callable[[Verdict], None] | None = None,
+        extra: Sequence[Case] = (),
+    ) -> None:
+        self.items = {item.scenario.id: item for item in suite.items}
+        self.verdicts, self.judge, self.extra = verdicts, judge, extra
+        self.semaphore = asyncio.Semaphore(max(1, concurrency))
+        self.notify = on_done or (lambda _v: None)
+        self.writer: GroupCommitWriter | None = None
+        self.pending: list[asyncio.Future[Verdict]] = []
+
+    def add(self, transcript: Transcript) -> None:
+        item = self.items[transcript.scenario_id]
+        path = transcript_path(self.verdicts, transcript.scenario_id, transcript.iteration)
+        self._start(Case(item, transcript, path))
+
+    def _start(self, case: Case) -> None:
+        assert self.writer is not None, "add() is called from inside around()"
+        grading = judge_case(case, self.judge, self.writer, self.semaphore, self.notify)
+        self.pending.append(asyncio.ensure_future(grading))
+
+    async def around(self, inference: Awaitable[T]) -> T:
+        async with group_commit(verdicts_journal(self.verdicts)) as writer:
+            self.writer = writer
+            try:
+                for case in self.extra:  # the controls need no inference: graded meanwhile
+                    self._start(case)
+                result = await inference
+                await asyncio.gather(*self.pending)
+            finally:
+                for task in self.pending:
+                    task.cancel()  # no-op for the finished ones
+                await asyncio.gather(*self.pending, return_exceptions=True)
+            self.writer = None
+        return result

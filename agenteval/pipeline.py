@@ -13,7 +13,7 @@ from agenteval.engine import Inference
 from agenteval.executors import ExecutionReport
 from agenteval.fileio import read_json, write_json
 from agenteval.judges.base import make_judge
-from agenteval.judging import run_judging
+from agenteval.judging import StreamJudging, run_judging
 from agenteval.layout import Layout, load_suite
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.suite import Suite
@@ -73,9 +73,12 @@ def _optional_float(value: Any) -> float | None:
     return None if value in (None, "", "null") else float(value)
 
 
-def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -> InferResult:
+def step_infer(
+    params: dict[str, Any], layout: Layout, progress: bool = False, judge_too: bool = False
+) -> InferResult:
     """Run the agent on every unit, holding its backend's lock (see agenteval.runlock), on
-    the executor `run.executor` names."""
+    the executor `run.executor` names. `judge_too` also grades each transcript as soon as it
+    is written, in the same event loop (what step_judge would write; for `overlaps_judging`)."""
     from agenteval.executors import open_executor
     from agenteval.runlock import endpoint_key, eval_lock
 
@@ -96,6 +99,7 @@ def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -
         progress_bar("agent", total, progress) as tick,
         open_executor(params, layout.root, options) as executor,
     ):
+        grading = _stream_judging(params, layout, suite) if judge_too else None
         engine = Inference(
             suite,
             target,
@@ -106,11 +110,29 @@ def step_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -
             retry_statuses=frozenset(run.get("retry_statuses") or ()),
             on_done=tick,
             dispatch=executor.dispatch,
+            on_stored=grading.add if grading else None,
             **options,
         )
-        transcripts = asyncio.run(engine.run())
+        transcripts = asyncio.run(grading.around(engine.run()) if grading else engine.run())
         report = executor.report()
     return InferResult(transcripts, engine.stop_reason, report, dict(engine.writes))
+
+
+def overlaps_judging(params: dict[str, Any]) -> bool:
+    """Whether `agenteval run` judges during inference (a judge that calls no endpoint)."""
+    from agenteval.judges.base import OVERLAPS_INFERENCE
+
+    return str((params.get("judge") or {}).get("kind", "code")) in OVERLAPS_INFERENCE
+
+
+def _stream_judging(params: dict[str, Any], layout: Layout, suite: Suite) -> StreamJudging:
+    """This run's judge, with its judge.controls_per_run controls, ready to run alongside."""
+    from agenteval.controls.inrun import mix
+
+    controls = mix(params, layout.root, layout.controls)
+    judge = make_judge(params, layout.root)
+    concurrency = int(params["run"].get("concurrency", 4))
+    return StreamJudging(suite, layout.verdicts, judge, concurrency=concurrency, extra=controls)
 
 
 def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -> int:
@@ -195,15 +217,30 @@ def run_all(params: dict[str, Any], layout: Layout, progress: bool = False) -> S
     return run_evaluation(params, layout, progress).scorecard
 
 
-def run_evaluation(params: dict[str, Any], layout: Layout, progress: bool = False) -> RunResult:
-    """The whole evaluation; a stopped inference is still judged and reported as it stands."""
+def run_evaluation(
+    params: dict[str, Any],
+    layout: Layout,
+    progress: bool = False,
+    *,
+    scored: Callable[[], None] | None = None,
+    pngs: bool = True,
+) -> RunResult:
+    """The whole evaluation; a stopped inference is still judged and reported as it stands.
+
+    `scored` is called once the scorecard is written (tracking can start while the
+    intervals and reports are computed); `pngs=False` leaves the charts to whoever draws
+    them later (report.draw_missing_charts)."""
     from agenteval.controls.inrun import check
 
     check(params, layout.root)  # mixed-in controls' files, before the agent runs
     step_suite(params, layout)
-    inferred = step_infer(params, layout, progress)
-    step_judge(params, layout, progress)
+    overlapped = overlaps_judging(params)
+    inferred = step_infer(params, layout, progress, judge_too=overlapped)
+    if not overlapped:
+        step_judge(params, layout, progress)
     card = step_score(params, layout)
+    if scored is not None:
+        scored()
     step_stats(params, layout)
-    step_report(layout)
+    step_report(layout, pngs)
     return RunResult(card, inferred.stop_reason, inferred.execution)

@@ -17,6 +17,12 @@ REGISTRY = {
     "hybrid": "agenteval.judges.hybrid:HybridJudge",
 }
 
+# Judges that call no endpoint: `agenteval run` grades with them while inference is still
+# running (judging.StreamJudging), their CPU overlapping the agent's requests in flight.
+# A judge on an endpoint waits for inference to finish, so it never competes with the agent
+# for the same server or rate limit.
+OVERLAPS_INFERENCE = frozenset({"code"})
+
 
 def make_judge(params: dict[str, Any], root: Path) -> Judge:
     """The configured judge; with judge.repeats >= 2 every transcript is judged K times."""
