@@ -234,11 +234,29 @@ def plot_data(card: Scorecard) -> dict[str, list[dict[str, Any]]]:
     return {"category_pass_rate": categories, "score_distribution": scores}
 
 
-def write_pngs(data: dict[str, list[dict[str, Any]]], folder: Path) -> None:
+CHARTS = ("category_pass_rate", "score_distribution")  # plots/<name>.json and .png
+
+
+def chart_backend() -> Any:
+    """pyplot on the Agg backend (no display needed); its import is most of a chart's cost."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def draw_missing_charts(reports: Path) -> None:
+    """Draw the PNGs that write_report(pngs=False) left out, from the plots' JSON."""
+    plots = reports / "plots"
+    if all((plots / f"{name}.png").is_file() for name in CHARTS):
+        return
+    write_pngs({name: read_json(plots / f"{name}.json") for name in CHARTS}, plots)
+
+
+def write_pngs(data: dict[str, list[dict[str, Any]]], folder: Path) -> None:
+    plt = chart_backend()
 
     cats = data["category_pass_rate"]
     fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -267,3 +285,6 @@ def write_report(card: Scorecard, reports: Path, pngs: bool = True) -> None:
         write_json(plots / f"{name}.json", rows)
     if pngs:
         write_pngs(data, plots)
+    else:  # drawn later (draw_missing_charts): none may be left from an earlier report
+        for name in CHARTS:
+            (plots / f"{name}.png").unlink(missing_ok=True)

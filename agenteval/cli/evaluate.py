@@ -107,7 +107,13 @@ def run(
     tracker = BackgroundTracker.start(params, root)
     try:
         layout = Layout.run_dir(root, out)
-        result = run_evaluation(params, layout, progress=progress and sys.stderr.isatty())
+        result = run_evaluation(
+            params,
+            layout,
+            progress=progress and sys.stderr.isatty(),
+            scored=(lambda: tracker.scored(layout, params)) if tracker else None,
+            pngs=tracker is None,  # the warmed child draws them
+        )
     except BaseException as exc:
         if tracker is not None:
             tracker.cancel()
@@ -212,6 +218,7 @@ def _track(params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | 
     """Log the run to MLflow unless tracking.enabled is false."""
     if tracker is None:
         return
+    from agenteval.report import draw_missing_charts
     from agenteval.tracking.store import TrackingError
 
     try:
@@ -219,6 +226,8 @@ def _track(params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | 
     except TrackingError as exc:
         fail([f"MLflow logging failed: {exc}"], 1)
         return
+    finally:
+        draw_missing_charts(layout.reports)  # the ones the child did not draw
     if result is not None:
         verb = "logged" if result.created else "already logged as"
         typer.echo(f"MLflow: {verb} run {result.run_id} ({result.tracking_uri})")

@@ -7,9 +7,16 @@ while the pipeline runs; `finish(layout, params)` hands it the finished run, and
 the same `log_evaluation` (and the same verification) the `track` stage calls. If the child
 is gone by then, the run is logged in-process instead, so nothing depends on it.
 
-Protocol (JSON lines): parent -> child `{"uri", "experiment"}` then
-`{"root", "data", "reports", "params"}`; child -> parent `{"result": ...}` or
-`{"error": "..."}`. A closed stdin before the second line means: nothing to log, exit.
+The hand-over happens in two steps, so that the traces, the bulk of the logging, are
+written while the parent still computes the intervals and the reports: `scored` right
+after the score step (the run is created and its traces logged), `finish` once the reports
+are written (the child draws the charts, matplotlib warmed too, then logs the rest).
+
+Protocol (JSON lines): parent -> child `{"uri", "experiment"}`, then `{"root", "data",
+"reports", "params", "reports_pending"}`, then (if pending) `{"reports": "ready", "pngs"}`
+or `{"abort": "..."}`; child -> parent `{"result": ...}` or `{"error": "..."}`. A closed
+stdin before the second line means: nothing to log, exit; before the third: abandon the
+run (it ends FAILED, its traces removed).
 """
 
 from __future__ import annotations
@@ -32,10 +39,14 @@ from agenteval.tracking.store import (
     resolve_tracking_uri,
 )
 
+# How long an abandoned child may take to mark its run FAILED before it is killed.
+ABORT_WAIT_S = 30.0
+
 
 class BackgroundTracker:
     def __init__(self, process: subprocess.Popen[str]) -> None:
         self.process = process
+        self.handed_over = False  # `scored` reached the child: it is logging the run
 
     @classmethod
     def start(cls, params: dict[str, Any], root: Path) -> BackgroundTracker | None:
@@ -69,15 +80,19 @@ class BackgroundTracker:
         except (OSError, ValueError):  # the child is gone
             return False
 
+    def scored(self, layout: Layout, params: dict[str, Any]) -> None:
+        """The scorecard is written: the child starts the run and logs its traces."""
+        self.handed_over = self._send(_request(layout, params, reports_pending=True))
+
     def finish(self, layout: Layout, params: dict[str, Any]) -> TrackResult | None:
-        """Log the finished run through the warmed child (in-process if it is gone)."""
-        request = {
-            "root": str(layout.root),
-            "data": str(layout.data),
-            "reports": str(layout.reports),
-            "params": params,
-        }
-        if not self._send(request):
+        """Log the finished run through the warmed child (in-process if it is gone). The
+        child draws the report's charts; a caller draws any it left (draw_missing_charts)."""
+        sent = (
+            self._send({"reports": "ready", "pngs": True})
+            if self.handed_over
+            else self._send(_request(layout, params, reports_pending=False))
+        )
+        if not sent:
             self.cancel()
             return log_evaluation(layout, params)
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -92,10 +107,27 @@ class BackgroundTracker:
         return TrackResult(**found) if found else None
 
     def cancel(self) -> None:
-        """Nothing to log (the run failed before it could be tracked)."""
+        """Nothing to log (the run failed): a run the child started ends FAILED."""
+        if self.handed_over and self.process.poll() is None:
+            self._send({"abort": "the evaluation failed before its reports were written"})
+            with contextlib.suppress(OSError, ValueError):
+                assert self.process.stdin is not None
+                self.process.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=ABORT_WAIT_S)
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+
+
+def _request(layout: Layout, params: dict[str, Any], reports_pending: bool) -> dict[str, Any]:
+    return {
+        "root": str(layout.root),
+        "data": str(layout.data),
+        "reports": str(layout.reports),
+        "params": params,
+        "reports_pending": reports_pending,
+    }
 
 
 def _last_json_line(stream: IO[str]) -> dict[str, Any] | None:
@@ -123,6 +155,27 @@ def warm(uri: str, experiment: str) -> None:
         ensure_experiment(client, experiment, uri)
     TracingClient(uri)
     records._mlflow()
+    from agenteval.report import chart_backend
+
+    chart_backend()
+
+
+class Abandoned(Exception):
+    """The parent's evaluation failed after the hand-over: the run is not to be kept."""
+
+
+def _await_reports(layout: Layout) -> None:
+    """Block until the parent has written the reports; draw the charts it left to us."""
+    line = sys.stdin.readline()
+    message = json.loads(line) if line.strip() else {"abort": "the parent went away"}
+    if message.get("reports") != "ready":
+        raise Abandoned(str(message.get("abort") or message))
+    if message.get("pngs"):
+        from agenteval.report import draw_missing_charts
+
+        # A chart that fails to draw here is drawn by the parent, which checks for it.
+        with contextlib.suppress(Exception):
+            draw_missing_charts(layout.reports)
 
 
 def main() -> int:
@@ -140,8 +193,9 @@ def main() -> int:
         return 0  # cancelled: nothing to log
     request = json.loads(line)
     layout = Layout(Path(request["root"]), Path(request["data"]), Path(request["reports"]))
+    ready = (lambda: _await_reports(layout)) if request.get("reports_pending") else None
     try:
-        result = log_evaluation(layout, request["params"])
+        result = log_evaluation(layout, request["params"], reports_ready=ready)
     except TrackingError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
         return 1

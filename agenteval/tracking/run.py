@@ -10,6 +10,7 @@ inside the call, so importing this module stays cheap.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,12 +70,16 @@ def log_evaluation(
     experiment: str | None = None,
     run_name: str | None = None,
     traces: bool | None = None,
+    reports_ready: Callable[[], None] | None = None,
 ) -> TrackResult | None:
     """Log the run in `layout` (scorecard, metrics, reports, transcripts, verdicts).
 
     Returns None without touching MLflow when `tracking.enabled` is false. `traces`
     (default `tracking.traces`, else true) logs the conversations as traces. Writes
     reports/mlflow_run.json. Raises TrackingError when the store lost traces.
+    `reports_ready`, when given, is called after the traces and before anything under
+    reports/ is read: logging can start once the scorecard exists (it returns when the
+    reports are written, or raises to abandon the run, which then ends FAILED).
     """
     section = params.get("tracking") or {}
     if not section.get("enabled", True):
@@ -110,7 +115,7 @@ def log_evaluation(
         else:
             run_id = _create_run(client, experiment_id, card, params, (key, basis), dest)
             target = _Target(client, dest.uri, experiment_id, run_id, key)
-            sent = _fill_run(target, layout, params, card, traces)
+            sent = _fill_run(target, layout, params, card, traces, reports_ready)
             created = True
     result = TrackResult(
         run_id,
@@ -160,10 +165,11 @@ def _fill_run(
     params: dict[str, Any],
     card: Scorecard,
     traces: bool,
+    reports_ready: Callable[[], None] | None = None,
 ) -> TraceCounts:
-    """Params, tags, the agent model and scenario dataset, metrics, artifacts, then traces;
-    the run ends FAILED if any step fails (its traces removed), so a later attempt logs a
-    fresh run instead of finding this incomplete one."""
+    """The agent model and scenario dataset, traces, then (the reports written) params,
+    tags, metrics and artifacts; the run ends FAILED if any step fails (its traces
+    removed), so a later attempt logs a fresh run instead of finding this incomplete one."""
     from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
     from agenteval.tracking import provenance, results
@@ -174,16 +180,19 @@ def _fill_run(
     try:
         from agenteval.report import load_noise
 
-        noise = load_noise(card, layout.reports)
         scrubber = provenance.secret_scrubber(params)
         record = scrubber.scrub(provenance.provenance_record(layout, params, card.config))
+        links = _evaluation_links(target, layout, params, record, scrubber)
+        sent = _log_traces(target, layout, card, scrubber, links) if traces else TraceCounts()
+        if reports_ready is not None:
+            reports_ready()
+        noise = load_noise(card, layout.reports)
         tags = provenance.headline_tags(record)
         summary_line = results.headline(noise)
         if summary_line:  # shown as the run's description in the MLflow UI
             tags["mlflow.note.content"] = summary_line
         tags |= results.interval_notes(noise)
         tags = {key: scrubber.scrub_text(value) for key, value in tags.items()}
-        links = _evaluation_links(target, layout, params, record, scrubber)
         results.log_batched(
             client,
             run_id,
@@ -198,7 +207,6 @@ def _fill_run(
         results.log_artifacts(
             client, run_id, layout, card, secrets, run_key=target.run_key, provenance=record
         )
-        sent = _log_traces(target, layout, card, scrubber, links) if traces else TraceCounts()
     except BaseException:
         _discard_traces(target)
         client.set_terminated(run_id, status="FAILED")
