@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
 from pydantic import BaseModel
 
 
@@ -85,12 +86,17 @@ def write_text(path: Path, text: str) -> None:
 
 
 def json_text(value: Any) -> str:
-    """What write_json writes: the scrubbed value as indented JSON."""
+    """What write_json writes: the scrubbed value as JSON indented by two spaces, UTF-8 as
+    is. NaN and the infinities, which JSON cannot hold, are written as null (as pydantic
+    does for models); numbers are written in their shortest round-trip form."""
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
     if _scrubber is not None:
         value = _scrubber.scrub(value)
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
+    except TypeError:  # keys that are not strings, integers beyond 64 bits, other types
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
 
 def write_json(path: Path, value: Any) -> None:
@@ -115,6 +121,20 @@ def _module_file(name: str, package_dir: Path) -> Path | None:
     return file if parts and file.is_file() else None
 
 
+def _import_statements(tree: Any) -> Iterator[Any]:
+    """Every import statement in `tree`: statements and their bodies are searched (imports
+    are statements), expressions never, which is most of a module's nodes."""
+    import ast
+
+    todo = [tree]
+    while todo:
+        for child in ast.iter_child_nodes(todo.pop()):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                yield child
+            elif isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
+                todo.append(child)
+
+
 def _imported(name: str, file: Path, package_dir: Path) -> set[str]:
     """Project modules that `file` imports anywhere (module level or inside functions).
 
@@ -125,7 +145,7 @@ def _imported(name: str, file: Path, package_dir: Path) -> set[str]:
 
     package = name if file.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(file.read_bytes(), str(file))):
+    for node in _import_statements(ast.parse(file.read_bytes(), str(file))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
