@@ -80,6 +80,11 @@ def chunk_document(text: str, chunk_size: int) -> ChunkedDocument:
 # order): every conversation of a run that indexes the same documents shares one.
 _RETRIEVERS: OrderedDict[tuple[tuple[str, str], ...], Any] = OrderedDict()
 RETRIEVER_CACHE = 64
+# Results of searches on those shared indexes, per index and (query, top_k): repeats of a
+# scenario ask the same questions of the same documents, and the answer is a pure function
+# of both. Hits are frozen; a cache that fills up is emptied.
+_SEARCHES: dict[tuple[tuple[str, str], ...], dict[tuple[str, int], tuple[Hit, ...]]] = {}
+SEARCH_CACHE = 4096
 
 
 @dataclass(frozen=True)
@@ -145,7 +150,7 @@ class Index:
         if key is not None:
             _RETRIEVERS[key] = retriever
             while len(_RETRIEVERS) > RETRIEVER_CACHE:
-                _RETRIEVERS.popitem(last=False)
+                _SEARCHES.pop(_RETRIEVERS.popitem(last=False)[0], None)
         return retriever
 
     def idf(self, token: str) -> float:
@@ -162,6 +167,21 @@ class Index:
         return sum(self.idf(t) for t in unique if t in present) / total
 
     def search(self, query: str, top_k: int) -> list[Hit]:
+        key = tuple(self._key) if self._key is not None else None
+        if key is not None and key not in _SEARCHES and len(_SEARCHES) >= RETRIEVER_CACHE:
+            _SEARCHES.clear()
+        memo = _SEARCHES.setdefault(key, {}) if key is not None else None
+        found = memo.get((query, top_k)) if memo is not None else None
+        if found is not None:
+            return list(found)
+        hits = self._search(query, top_k)
+        if memo is not None:
+            if len(memo) >= SEARCH_CACHE:
+                memo.clear()
+            memo[query, top_k] = tuple(hits)
+        return hits
+
+    def _search(self, query: str, top_k: int) -> list[Hit]:
         terms = tokenize(query)
         if not self.chunks or not terms:
             return []

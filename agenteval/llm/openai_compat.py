@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import orjson
 
 from agenteval.llm.base import BaseChatClient, ClientOptions, ParsedReply
 from agenteval.llm.endpoint import Endpoint
@@ -145,6 +146,15 @@ def parse_response(data: Any, *, where: str) -> ParsedReply:
     )
 
 
+def wire_json(body: Mapping[str, Any]) -> bytes:
+    """The request body as compact JSON: orjson, several times faster than aiohttp's json=
+    (json.dumps) on bodies that carry a whole conversation; json for what orjson refuses."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
 class OpenAICompatClient(BaseChatClient):
     protocol = "openai"
 
@@ -187,7 +197,7 @@ class OpenAICompatClient(BaseChatClient):
             headers["authorization"] = f"Bearer {key}"
         url = f"{self.endpoint.effective_base_url}/chat/completions"
         try:
-            async with self._session().post(url, json=body, headers=headers) as response:
+            async with self._session().post(url, data=wire_json(body), headers=headers) as response:
                 status, text = response.status, await response.text()
                 reply_headers = dict(response.headers)
         except TimeoutError:

@@ -245,7 +245,28 @@ class Scrubber:
 
     def scrub(self, obj: Any) -> Any:
         """Scrubbed copy of str / dict / list / tuple structures; other values pass through."""
-        return self._walk(obj, None)[0]
+        return self._clean(obj, None)
+
+    def _clean(self, obj: Any, field: str | None) -> Any:
+        # `_walk` without collecting hit labels: every file written passes through here.
+        if isinstance(obj, str):
+            if field is not None and len(obj) >= MIN_SECRET_LEN and SECRET_FIELD_NAME.search(field):
+                return obj if obj == REDACTED else REDACTED
+            found = self._memo.get(obj)
+            return found[0] if found is not None else self._apply(obj)[0]
+        if isinstance(obj, Mapping):
+            clean = self._clean
+            return {
+                (clean(k, None) if isinstance(k, str) else k): clean(
+                    v, k if isinstance(k, str) else None
+                )
+                for k, v in obj.items()
+            }
+        if isinstance(obj, list):
+            return [self._clean(item, None) for item in obj]
+        if isinstance(obj, tuple):
+            return tuple(self._clean(item, None) for item in obj)
+        return obj
 
     def leaks(self, obj: Any) -> list[str]:
         """Labels (never values) of every secret found, e.g. 'env:OPENAI_API_KEY'."""
@@ -253,7 +274,7 @@ class Scrubber:
 
     def _walk(self, obj: Any, field: str | None) -> tuple[Any, list[str]]:
         if isinstance(obj, str):
-            if field is not None and SECRET_FIELD_NAME.search(field) and len(obj) >= 8:
+            if field is not None and SECRET_FIELD_NAME.search(field) and len(obj) >= MIN_SECRET_LEN:
                 if obj == REDACTED:
                     return obj, []
                 return REDACTED, [f"field:{field}"]
