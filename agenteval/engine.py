@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agenteval.fileio import GroupCommitWriter, group_commit, read_json, sha256_file
+from agenteval.fileio import GroupCommitWriter, group_commit, sha256_file
 from agenteval.layout import transcript_path
 from agenteval.schema.status import Status
 from agenteval.schema.suite import Suite, SuiteItem
@@ -342,7 +342,7 @@ class Inference:
         if not path.is_file():
             return None
         try:
-            stored = Transcript.model_validate(read_json(path))
+            stored = Transcript.model_validate_json(path.read_bytes())
         except (ValueError, ValidationError, OSError):
             return None  # a corrupt file is re-run, never trusted
         same = self.mismatch(unit, stored) is None and self.same_documents(stored, unit.item)

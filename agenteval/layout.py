@@ -11,7 +11,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agenteval.fileio import read_json
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
@@ -65,13 +64,13 @@ def transcript_path(folder: Path, scenario_id: str, iteration: int) -> Path:
 
 
 def load_suite(layout: Layout) -> Suite:
-    return Suite.model_validate(read_json(layout.suite))
+    return Suite.model_validate_json(layout.suite.read_bytes())
 
 
 def load_transcript(folder: Path, scenario_id: str, iteration: int) -> Transcript | None:
     path = transcript_path(folder, scenario_id, iteration)
     try:
-        return Transcript.model_validate(read_json(path))
+        return Transcript.model_validate_json(path.read_bytes())
     except (OSError, ValueError, ValidationError):
         return None
 
@@ -82,6 +81,6 @@ def load_verdict(folder: Path, scenario_id: str, iteration: int) -> Verdict | No
 
 def load_verdict_file(path: Path) -> Verdict | None:
     try:
-        return Verdict.model_validate(read_json(path))
+        return Verdict.model_validate_json(path.read_bytes())
     except (OSError, ValueError, ValidationError):
         return None

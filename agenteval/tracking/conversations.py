@@ -14,17 +14,16 @@ records (`turn_records`); `tracking.traces_store` writes them in batches.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agenteval.fileio import read_json
 from agenteval.layout import load_transcript, load_verdict
 from agenteval.llm.scrub import Scrubber
 from agenteval.schema.scorecard import ScenarioResult, Scorecard
-from agenteval.schema.suite import Suite, SuiteItem
+from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Transcript, TranscriptTurn
 from agenteval.schema.verdict import Verdict
 from agenteval.tracking import assessments
@@ -56,13 +55,12 @@ class Conversation:
 
 
 def iter_conversations(
-    suite_path: Path, transcripts: Path, verdicts: Path, card: Scorecard, run_key: str
+    items: Sequence[SuiteItem], transcripts: Path, verdicts: Path, card: Scorecard, run_key: str
 ) -> Iterator[Conversation]:
     """Every scenario iteration of the scorecard that has at least one recorded turn, read
-    from disk one at a time so a 10,000-conversation run never sits in memory at once."""
-    items: dict[str, SuiteItem] = {}
-    if suite_path.is_file():
-        items = {i.scenario.id: i for i in Suite.model_validate(read_json(suite_path)).items}
+    from disk one at a time so a 10,000-conversation run never sits in memory at once;
+    `items` are the suite's (for the ground truth)."""
+    by_id = {i.scenario.id: i for i in items}
     for result in card.scenarios:
         transcript = load_transcript(transcripts, result.id, result.iteration)
         if transcript is None or not transcript.turns:
@@ -71,7 +69,7 @@ def iter_conversations(
         turns = {t.turn: t for t in verdict.turns} if verdict else {}
         judge = verdict.judge if verdict else None
         session = session_id(run_key, result.id, result.iteration)
-        yield Conversation(result, transcript, items.get(result.id), turns, judge, session, verdict)
+        yield Conversation(result, transcript, by_id.get(result.id), turns, judge, session, verdict)
 
 
 def turn_records(

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agenteval.layout import Layout
     from agenteval.llm.scrub import Scrubber
     from agenteval.schema.scorecard import ScenarioResult, Scorecard
+    from agenteval.schema.suite import SuiteItem
     from agenteval.tracking.models import EvaluationLinks
 
 RUN_RECORD = "mlflow_run.json"
@@ -182,8 +183,13 @@ def _fill_run(
 
         scrubber = provenance.secret_scrubber(params)
         record = scrubber.scrub(provenance.provenance_record(layout, params, card.config))
-        links = _evaluation_links(target, layout, params, record, scrubber)
-        sent = _log_traces(target, layout, card, scrubber, links) if traces else TraceCounts()
+        from agenteval.layout import load_suite
+
+        items = load_suite(layout).items if layout.suite.is_file() else []
+        links = _evaluation_links(target, items, params, record, scrubber)
+        sent = (
+            _log_traces(target, layout, items, card, scrubber, links) if traces else TraceCounts()
+        )
         if reports_ready is not None:
             reports_ready()
         noise = load_noise(card, layout.reports)
@@ -242,13 +248,12 @@ def nothing_measured(results: Sequence[ScenarioResult]) -> str | None:
 
 def _evaluation_links(
     target: _Target,
-    layout: Layout,
+    items: Sequence[SuiteItem],
     params: dict[str, Any],
     record: dict[str, Any],
     scrubber: Scrubber,
 ) -> EvaluationLinks:
     """The agent's LoggedModel and the scenario set's dataset, both named as run inputs."""
-    from agenteval.schema.suite import Suite
     from agenteval.tracking.models import EvaluationLinks, agent_version, scenario_dataset
 
     client, experiment_id, run_id = target.client, target.experiment_id, target.run_id
@@ -256,9 +261,6 @@ def _evaluation_links(
     model_id = agent_version(
         client, experiment_id, run_id, agent, params.get("target") or {}, scrubber
     )
-    items = []
-    if layout.suite.is_file():
-        items = Suite.model_validate(read_json(layout.suite)).items
     digest = (record.get("digests") or {}).get("scenario_set")
     found = scenario_dataset(client, experiment_id, run_id, items, digest, scrubber)
     name, short = found or (None, None)
@@ -268,6 +270,7 @@ def _evaluation_links(
 def _log_traces(
     target: _Target,
     layout: Layout,
+    items: Sequence[SuiteItem],
     card: Scorecard,
     scrubber: Scrubber,
     links: EvaluationLinks,
@@ -276,9 +279,7 @@ def _log_traces(
     from agenteval.tracking.conversations import iter_conversations, turn_records
     from agenteval.tracking.traces_store import log_traces
 
-    found = iter_conversations(
-        layout.suite, layout.transcripts, layout.verdicts, card, target.run_key
-    )
+    found = iter_conversations(items, layout.transcripts, layout.verdicts, card, target.run_key)
     records = (
         record
         for conversation in found
