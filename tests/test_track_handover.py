@@ -1,6 +1,7 @@
 """`agenteval run`'s two-step hand-over to its warmed tracking process (a real child process
-and a real sqlite MLflow store): traces logged while the reports are written, charts drawn by
-the child, a run abandoned after the hand-over ends FAILED, a dead child changes nothing."""
+and a real sqlite MLflow store): traces logged while the reports are written, the charts drawn
+while the child logs the rest, a run abandoned after the hand-over ends FAILED, a dead child
+changes nothing."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def charts(layout: Layout) -> list[Path]:
     return [layout.reports / "plots" / f"{name}.png" for name in CHARTS]
 
 
-def test_the_child_logs_traces_and_draws_the_charts(tmp_path: Path) -> None:
+def test_the_child_logs_while_the_parent_draws_the_charts(tmp_path: Path) -> None:
     uri = store(tmp_path)
     params = params_for(uri)
     layout = Layout.run_dir(ROOT, tmp_path / "run")
@@ -68,10 +69,17 @@ def test_the_child_logs_traces_and_draws_the_charts(tmp_path: Path) -> None:
     result = run_evaluation(params, layout, scored=lambda: tracker.scored(layout, params),
                             pngs=False)  # fmt: skip
     assert tracker.handed_over
-    assert not any(p.exists() for p in charts(layout))  # left to the child
-    tracked = tracker.finish(layout, params)
+    assert not any(p.exists() for p in charts(layout))  # left for later
+    logging_meanwhile = []
+
+    def draw() -> None:
+        logging_meanwhile.append(tracker.process.poll() is None)
+        draw_missing_charts(layout.reports)
+
+    tracked = tracker.finish(layout, params, meanwhile=draw)
+    assert logging_meanwhile == [True]
     assert tracked is not None and tracked.created and tracked.traces_logged > 0
-    assert all(p.stat().st_size > 0 for p in charts(layout))  # drawn by the child
+    assert all(p.stat().st_size > 0 for p in charts(layout))
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)

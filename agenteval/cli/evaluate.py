@@ -112,7 +112,7 @@ def run(
             layout,
             progress=progress and sys.stderr.isatty(),
             scored=(lambda: tracker.scored(layout, params)) if tracker else None,
-            pngs=tracker is None,  # the warmed child draws them
+            pngs=tracker is None,  # drawn while the tracking child logs (see _track)
         )
     except BaseException as exc:
         if tracker is not None:
@@ -222,12 +222,14 @@ def _track(params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | 
     from agenteval.tracking.store import TrackingError
 
     try:
-        result = tracker.finish(layout, params)
+        result = tracker.finish(
+            layout, params, meanwhile=lambda: draw_missing_charts(layout.reports)
+        )
     except TrackingError as exc:
         fail([f"MLflow logging failed: {exc}"], 1)
         return
     finally:
-        draw_missing_charts(layout.reports)  # the ones the child did not draw
+        draw_missing_charts(layout.reports)  # if finish failed before drawing them
     if result is not None:
         verb = "logged" if result.created else "already logged as"
         typer.echo(f"MLflow: {verb} run {result.run_id} ({result.tracking_uri})")

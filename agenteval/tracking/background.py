@@ -10,10 +10,10 @@ is gone by then, the run is logged in-process instead, so nothing depends on it.
 The hand-over happens in two steps, so that the traces, the bulk of the logging, are
 written while the parent still computes the intervals and the reports: `scored` right
 after the score step (the run is created and its traces logged), `finish` once the reports
-are written (the child draws the charts, matplotlib warmed too, then logs the rest).
+are written (the rest is logged while the parent draws the report's charts, `meanwhile`).
 
 Protocol (JSON lines): parent -> child `{"uri", "experiment"}`, then `{"root", "data",
-"reports", "params", "reports_pending"}`, then (if pending) `{"reports": "ready", "pngs"}`
+"reports", "params", "reports_pending"}`, then (if pending) `{"reports": "ready"}`
 or `{"abort": "..."}`; child -> parent `{"result": ...}` or `{"error": "..."}`. A closed
 stdin before the second line means: nothing to log, exit; before the third: abandon the
 run (it ends FAILED, its traces removed).
@@ -26,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
@@ -84,19 +85,26 @@ class BackgroundTracker:
         """The scorecard is written: the child starts the run and logs its traces."""
         self.handed_over = self._send(_request(layout, params, reports_pending=True))
 
-    def finish(self, layout: Layout, params: dict[str, Any]) -> TrackResult | None:
-        """Log the finished run through the warmed child (in-process if it is gone). The
-        child draws the report's charts; a caller draws any it left (draw_missing_charts)."""
+    def finish(
+        self,
+        layout: Layout,
+        params: dict[str, Any],
+        meanwhile: Callable[[], None] = lambda: None,
+    ) -> TrackResult | None:
+        """Log the finished run through the warmed child (in-process if it is gone), calling
+        `meanwhile` (work of the parent's) while the child logs."""
         sent = (
-            self._send({"reports": "ready", "pngs": True})
+            self._send({"reports": "ready"})
             if self.handed_over
             else self._send(_request(layout, params, reports_pending=False))
         )
         if not sent:
             self.cancel()
+            meanwhile()
             return log_evaluation(layout, params)
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.close()
+        meanwhile()
         answer = _last_json_line(self.process.stdout)
         self.process.wait()
         if answer is None:  # the child died without answering: log here instead
@@ -155,27 +163,18 @@ def warm(uri: str, experiment: str) -> None:
         ensure_experiment(client, experiment, uri)
     TracingClient(uri)
     records._mlflow()
-    from agenteval.report import chart_backend
-
-    chart_backend()
 
 
 class Abandoned(Exception):
     """The parent's evaluation failed after the hand-over: the run is not to be kept."""
 
 
-def _await_reports(layout: Layout) -> None:
-    """Block until the parent has written the reports; draw the charts it left to us."""
+def _await_reports() -> None:
+    """Block until the parent has written the reports (or given the run up)."""
     line = sys.stdin.readline()
     message = json.loads(line) if line.strip() else {"abort": "the parent went away"}
     if message.get("reports") != "ready":
         raise Abandoned(str(message.get("abort") or message))
-    if message.get("pngs"):
-        from agenteval.report import draw_missing_charts
-
-        # A chart that fails to draw here is drawn by the parent, which checks for it.
-        with contextlib.suppress(Exception):
-            draw_missing_charts(layout.reports)
 
 
 def main() -> int:
@@ -193,7 +192,7 @@ def main() -> int:
         return 0  # cancelled: nothing to log
     request = json.loads(line)
     layout = Layout(Path(request["root"]), Path(request["data"]), Path(request["reports"]))
-    ready = (lambda: _await_reports(layout)) if request.get("reports_pending") else None
+    ready = _await_reports if request.get("reports_pending") else None
     try:
         result = log_evaluation(layout, request["params"], reports_ready=ready)
     except TrackingError as exc:
