@@ -19,7 +19,7 @@ from agenteval.schema.scorecard import (
 )
 from agenteval.schema.status import COMPLETED, Status
 from agenteval.schema.suite import Suite
-from agenteval.schema.transcript import Transcript
+from agenteval.schema.transcript import Transcript, Usage
 from agenteval.schema.verdict import Verdict
 from agenteval.scoring import ScenarioInfo, ScoringRules, dimension_means, score_scenario, summarize
 from agenteval.suite.audit import blocked_reasons, describe
@@ -29,17 +29,17 @@ def _config(
     suite: Suite,
     params: dict[str, Any],
     rules: ScoringRules,
-    transcripts: list[Transcript],
-    verdicts: list[Verdict],
+    first: Transcript | None,
+    first_verdict: Verdict | None,
 ) -> dict[str, Any]:
-    target = transcripts[0].target.model_dump(mode="json") if transcripts else params["target"]
+    target = first.target.model_dump(mode="json") if first else params["target"]
     # The declared limits decide which scenarios are BLOCKED: part of what the agent is.
     target = target | {"limits": _limits(params).model_dump(mode="json", exclude_none=True)}
-    simulator = (
-        transcripts[0].simulator.model_dump(mode="json") if transcripts else params["simulator"]
-    )
+    simulator = first.simulator.model_dump(mode="json") if first else params["simulator"]
     judge = (
-        verdicts[0].judge.model_dump(mode="json") if verdicts else {"kind": params["judge"]["kind"]}
+        first_verdict.judge.model_dump(mode="json")
+        if first_verdict
+        else {"kind": params["judge"]["kind"]}
     )
     return {
         "agenteval_version": __version__,
@@ -60,21 +60,18 @@ def _config(
     }
 
 
-def _usage(transcripts: list[Transcript]) -> dict[str, Any]:
+def _usage(usages: list[Usage]) -> dict[str, Any]:
     """Token and cost totals where known; unknown cost stays None (n/a), never 0."""
     tokens_in = tokens_out = 0
     costs: list[float] = []
     unknown_cost = 0
-    for transcript in transcripts:
-        for turn in transcript.turns:
-            if turn.usage is None:
-                continue
-            tokens_in += turn.usage.input_tokens or 0
-            tokens_out += turn.usage.output_tokens or 0
-            if turn.usage.cost_usd is None:
-                unknown_cost += 1
-            else:
-                costs.append(turn.usage.cost_usd)
+    for usage in usages:
+        tokens_in += usage.input_tokens or 0
+        tokens_out += usage.output_tokens or 0
+        if usage.cost_usd is None:
+            unknown_cost += 1
+        else:
+            costs.append(usage.cost_usd)
     return {
         "input_tokens": tokens_in,
         "output_tokens": tokens_out,
@@ -99,8 +96,12 @@ def build_scorecard(
     rules = ScoringRules.from_params(params["judge"])
     limits = _limits(params)
     results: list[ScenarioResult] = []
-    transcripts: list[Transcript] = []
-    verdicts: list[Verdict] = []
+    # Only what the config and the usage totals need: holding every transcript of a large
+    # run would keep it all in memory (and in the garbage collector's way) while scoring.
+    first: Transcript | None = None
+    first_verdict: Verdict | None = None
+    usages: list[Usage] = []
+    resampled: list[Verdict] = []  # judged K times (judge.repeats): for the self-consistency
     for item in suite.items:
         scenario = item.scenario
         info = ScenarioInfo(
@@ -120,9 +121,11 @@ def build_scorecard(
                 unrun.split = item.split
                 results.append(unrun)
                 continue
-            transcripts.append(transcript)
+            first = first or transcript
+            usages += [turn.usage for turn in transcript.turns if turn.usage is not None]
             if verdict is not None and verdict.transcript_digest:
-                verdicts.append(verdict)
+                first_verdict = first_verdict or verdict
+                resampled += [verdict] if len(verdict.samples) >= 2 else []
             result = score_scenario(info, transcript.status, verdict, rules, iteration, blocked)
             result.split = item.split
             if transcript.status != COMPLETED and transcript.error:
@@ -130,15 +133,15 @@ def build_scorecard(
             results.append(result)
     return Scorecard(
         summary=summarize(results, rules),
-        config=_config(suite, params, rules, transcripts, verdicts),
+        config=_config(suite, params, rules, first, first_verdict),
         scenarios=results,
         pass_counts=pass_counts(results),
         dimension_means=dimension_means(results),
-        usage=_usage(transcripts),
+        usage=_usage(usages),
         invalid=list(suite.invalid),
         overrides_by_rule=dict(sorted(Counter(r for x in results for r in x.overrides).items())),
         calibration=_calibration(controls_dir, params),
-        self_consistency=self_consistency_of(verdicts, params),
+        self_consistency=self_consistency_of(resampled, params),
     )
 
 
