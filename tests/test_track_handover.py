@@ -60,12 +60,17 @@ def charts(layout: Layout) -> list[Path]:
     return [layout.reports / "plots" / f"{name}.png" for name in CHARTS]
 
 
-def test_the_child_logs_while_the_parent_draws_the_charts(tmp_path: Path) -> None:
+def started(tmp_path: Path) -> tuple[str, dict[str, Any], Layout, BackgroundTracker]:
+    """A fresh store, the params and run folder of one scenario, and its warming child."""
     uri = store(tmp_path)
     params = params_for(uri)
-    layout = Layout.run_dir(ROOT, tmp_path / "run")
     tracker = BackgroundTracker.start(params, ROOT)
     assert tracker is not None
+    return uri, params, Layout.run_dir(ROOT, tmp_path / "run"), tracker
+
+
+def test_the_child_logs_while_the_parent_draws_the_charts(tmp_path: Path) -> None:
+    uri, params, layout, tracker = started(tmp_path)
     result = run_evaluation(params, layout, scored=lambda: tracker.scored(layout, params),
                             pngs=False)  # fmt: skip
     assert tracker.handed_over
@@ -89,11 +94,7 @@ def test_the_child_logs_while_the_parent_draws_the_charts(tmp_path: Path) -> Non
 
 
 def test_a_run_abandoned_after_the_hand_over_ends_failed_without_traces(tmp_path: Path) -> None:
-    uri = store(tmp_path)
-    params = params_for(uri)
-    layout = Layout.run_dir(ROOT, tmp_path / "run")
-    tracker = BackgroundTracker.start(params, ROOT)
-    assert tracker is not None
+    uri, params, layout, tracker = started(tmp_path)
 
     def scored_then_fail() -> None:
         tracker.scored(layout, params)
@@ -111,11 +112,7 @@ def test_a_run_abandoned_after_the_hand_over_ends_failed_without_traces(tmp_path
 
 
 def test_a_dead_child_leaves_the_logging_and_the_charts_to_the_parent(tmp_path: Path) -> None:
-    uri = store(tmp_path)
-    params = params_for(uri)
-    layout = Layout.run_dir(ROOT, tmp_path / "run")
-    tracker = BackgroundTracker.start(params, ROOT)
-    assert tracker is not None
+    uri, params, layout, tracker = started(tmp_path)
     tracker.process.kill()
     tracker.process.wait()
     run_evaluation(params, layout, scored=lambda: tracker.scored(layout, params), pngs=False)
