@@ -81,11 +81,13 @@ def run(
 
     An invalid scenario file is skipped and listed, and the run exits 2 at the end
     (unless --strict, which refuses before anything runs)."""
+    from agenteval import heap
     from agenteval.fileio import read_json, write_json
     from agenteval.layout import Layout
     from agenteval.pipeline import run_evaluation
     from agenteval.tracking.background import BackgroundTracker
 
+    heap.settle()  # the modules are loaded: the conversations are what comes and goes
     root = Path.cwd().resolve()
     if resume is not None:
         saved = resume / "params.json"

@@ -31,6 +31,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
+from agenteval import heap
 from agenteval.layout import Layout
 from agenteval.tracking.run import TrackResult, log_evaluation
 from agenteval.tracking.store import (
@@ -185,7 +186,7 @@ def main() -> int:
         return 0
     setup = json.loads(first)
     # A store that cannot be opened now fails again in log_evaluation, with its message.
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception), heap.importing():
         warm(setup["uri"], setup["experiment"])
     line = sys.stdin.readline()
     if not line:

@@ -1,0 +1,56 @@
+"""The collector policy of agenteval's batch processes (agenteval/heap.py)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from agenteval import heap
+
+
+@pytest.fixture(autouse=True)
+def restore_collector() -> Iterator[None]:
+    thresholds, enabled = gc.get_threshold(), gc.isenabled()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+    (gc.enable if enabled else gc.disable)()
+
+
+def test_settle_freezes_the_live_heap_and_collects_less_often() -> None:
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    heap.settle()
+    assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == heap.THRESHOLDS
+
+
+def test_cycles_made_after_settling_are_still_collected() -> None:
+    heap.settle()
+
+    class Node:
+        other: Node
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    alive = weakref.ref(a)
+    del a, b
+    assert alive() is not None  # a cycle: reference counting alone cannot free it
+    gc.collect()
+    assert alive() is None
+
+
+def test_importing_pauses_collection_and_restores_it_even_on_error() -> None:
+    gc.enable()
+    with pytest.raises(RuntimeError), heap.importing():
+        assert not gc.isenabled()
+        raise RuntimeError("an import failed")
+    assert gc.isenabled()
+    assert gc.get_threshold() == heap.THRESHOLDS
+    gc.disable()
+    with heap.importing():
+        pass
+    assert not gc.isenabled()  # a caller that had it off keeps it off
