@@ -225,6 +225,9 @@ def insert_rows(session: Any, rows: Rows) -> None:
     # The rebuild queue is locked first, as MLflow's own writers do (no-op unless rollups
     # are enabled for the deployment).
     enqueue_rollup_rebuild_partitions(session, rows.partitions)
+    # Core statements on the session's connection (same transaction): through
+    # Session.execute each would first pass the ORM's statement handling.
+    connection = session.connection()
     for model, values in (
         (models.SqlTraceInfo, rows.trace_info),
         (models.SqlTraceTag, rows.trace_tags),
@@ -233,4 +236,4 @@ def insert_rows(session: Any, rows: Rows) -> None:
         (models.SqlSpan, rows.spans),
     ):
         if values:
-            session.execute(insert(model.__table__), values)
+            connection.execute(insert(model.__table__), values)
