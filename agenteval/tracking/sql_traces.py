@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
 
+# Trace ids per counting query: well under any database's limit on bound parameters
+# (sqlite's is 32,766; older builds 999).
+COUNT_CHUNK = 900
+
+
 @dataclass
 class Rows:
     """The rows of one batch, per table, in insertion order (parents before children)."""
@@ -139,7 +144,11 @@ class SqlTraceWriter:
         }
 
     def counts(self, run_id: str) -> dict[str, int]:
-        """Traces of the run in the store, with their spans and assessments: counted rows."""
+        """Traces of the run in the store, with their spans and assessments: counted rows.
+
+        Finding the run's traces scans every trace's source-run row (MLflow indexes that
+        table by key, not by value), so it is done once: the spans and assessments are then
+        counted by trace id through their own indexes, in chunks."""
         from sqlalchemy import func, select
 
         models = _models()
@@ -154,17 +163,18 @@ class SqlTraceWriter:
                 models.SqlTraceMetadata.value == run_id,
                 models.SqlTraceInfo.experiment_id == int(self.experiment.experiment_id),
             )
-            .scalar_subquery()
         )
-        found = {}
         with self.store.ManagedSessionMaker() as session:
-            for name, model, column in (
-                ("traces", models.SqlTraceInfo, models.SqlTraceInfo.request_id),
-                ("spans", models.SqlSpan, models.SqlSpan.trace_id),
-                ("assessments", models.SqlAssessments, models.SqlAssessments.trace_id),
-            ):
-                query = select(func.count()).select_from(model).where(column.in_(traces))
-                found[name] = int(session.execute(query).scalar_one())
+            ids = list(session.execute(traces).scalars())
+            found = {"traces": len(ids), "spans": 0, "assessments": 0}
+            for start in range(0, len(ids), COUNT_CHUNK):
+                chunk = ids[start : start + COUNT_CHUNK]
+                for name, column in (
+                    ("spans", models.SqlSpan.trace_id),
+                    ("assessments", models.SqlAssessments.trace_id),
+                ):
+                    query = select(func.count()).where(column.in_(chunk))
+                    found[name] += int(session.execute(query).scalar_one())
         return found
 
 
