@@ -53,11 +53,12 @@ class _Head:
     path: Path
     id: str
     category: str
-    split: str | None = None  # a pinned split, as written (checked by the scenario schema)
+    split: str | None  # a pinned split, as written (checked by the scenario schema)
+    parsed: Located | Problem  # validation reuses it: each file is parsed once
 
 
-def _head(path: Path) -> _Head:
-    located = load_located(path)
+def _head(path: Path, root: Path) -> _Head:
+    located = load_located(path, display(path, root))
     data = located.data if isinstance(located, Located) else None
     sid = data.get("id") if isinstance(data, dict) else None
     category = data.get("category") if isinstance(data, dict) else None
@@ -67,6 +68,7 @@ def _head(path: Path) -> _Head:
         sid if isinstance(sid, str) else path.stem,
         category if isinstance(category, str) else path.parent.name,
         pinned if pinned in SPLITS else None,
+        located,
     )
 
 
@@ -77,14 +79,15 @@ def _ids_line(root: Path) -> int:
 
 def select_files(
     section: dict[str, Any], root: Path
-) -> tuple[list[Path], list[Problem], dict[str, str]]:
-    """The scenario files the selection picks, problems of missing scenario paths, and the
-    split of every scenario file (selected or not, so a selection never moves one)."""
+) -> tuple[dict[Path, Located | Problem], list[Problem], dict[str, str]]:
+    """The scenario files the selection picks (each as parsed), problems of missing scenario
+    paths, and the split of every scenario file (selected or not, so a selection never
+    moves one)."""
     paths = section.get("scenarios") or "eval/scenarios"
     targets = [root / p for p in ([paths] if isinstance(paths, str) else paths)]
     missing = [Problem(display(p, root), 1, "no such file or directory") for p in targets
                if not p.exists()]  # fmt: skip
-    heads = [_head(f) for f in scenario_files([p for p in targets if p.exists()])]
+    heads = [_head(f, root) for f in scenario_files([p for p in targets if p.exists()])]
     splits = assign([Member(h.id, h.category, h.split) for h in heads], split_rule(section))
     categories, ids = list(section.get("categories") or []), list(section.get("ids") or [])
     picked = [
@@ -99,7 +102,7 @@ def select_files(
     if section.get("tier"):
         rel = str(section.get("tiers") or "eval/tiers.yaml")
         picked = _in_tier(picked, str(section["tier"]), root, rel)
-    return [h.path for h in picked], missing, splits
+    return {h.path: h.parsed for h in picked}, missing, splits
 
 
 def split_rule(section: dict[str, Any]) -> SplitRule:
@@ -130,9 +133,12 @@ def build_suite(params: dict[str, Any], root: Path) -> Suite:
                  "pipelines/retrieval"}.get(kind, "its own command")  # fmt: skip
         raise SuiteError([Problem("params.yaml", 1, f"suite.kind {kind!r} runs with {where}")])
     strict = bool(section.get("strict", False))
-    files, missing, splits = select_files(section, root)
+    parsed, missing, splits = select_files(section, root)
+    files = list(parsed)
     manifest_path = root / section.get("manifest", "eval/corpus/manifest.json")
-    result = validate_files(files, root, manifest_path, manifest_required=True, strict=strict)
+    result = validate_files(
+        files, root, manifest_path, manifest_required=True, strict=strict, parsed=parsed
+    )
     errors = missing + [p for p in result.problems if p.severity == "error"]
     own = {display(f, root) for f in files}
     if (strict and errors) or any(p.path not in own for p in errors):
@@ -163,7 +169,7 @@ def _invalid(errors: list[Problem], files: list[Path], root: Path) -> list[Inval
     for file in files:
         name = display(file, root)
         if name in by_path:
-            head = _head(file)
+            head = _head(file, root)
             out.append(InvalidScenario(path=name, id=head.id, category=head.category,
                                        errors=by_path[name]))  # fmt: skip
     return out

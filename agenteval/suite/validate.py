@@ -8,7 +8,7 @@ that exists (no manifest entry: no facts, no pin), and the facts of such a docum
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,11 +184,14 @@ def _check_paths(loaded: LoadedScenario, root: Path, known: Set[str]) -> list[Pr
     return problems
 
 
-def load_scenarios(files: Iterable[Path], root: Path) -> tuple[list[LoadedScenario], list[Problem]]:
+def load_scenarios(
+    files: Iterable[Path], root: Path, parsed: Mapping[Path, Located | Problem] | None = None
+) -> tuple[list[LoadedScenario], list[Problem]]:
+    """Each file parsed (or taken from `parsed`, as load_located returned it) and checked."""
     loaded: list[LoadedScenario] = []
     problems: list[Problem] = []
     for file in files:
-        located = load_located(file, display(file, root))
+        located = (parsed or {}).get(file) or load_located(file, display(file, root))
         if isinstance(located, Problem):
             problems.append(located)
             continue
@@ -240,15 +243,17 @@ def validate_files(
     *,
     manifest_required: bool = False,
     strict: bool = False,
+    parsed: Mapping[Path, Located | Problem] | None = None,
 ) -> Validation:
-    """Validate exactly these scenario files against the manifest (and the sources file)."""
+    """Validate exactly these scenario files against the manifest (and the sources file);
+    `parsed` holds files the caller has already read (load_located with the display name)."""
     result = Validation()
     result.problems.extend(_check_sources(root))
     if manifest_file.exists() or manifest_required:
         result.manifest, problems = load_manifest(manifest_file, root)
         result.problems.extend(problems)
     known = external_paths(root) | document_paths(result.manifest)
-    loaded, problems = load_scenarios(files, root)
+    loaded, problems = load_scenarios(files, root, parsed)
     result.problems.extend(problems)
     result.problems.extend(_check_ids(loaded))
     for item in loaded:
