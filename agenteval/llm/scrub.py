@@ -36,6 +36,7 @@ DIGEST_HEX_LENGTHS = (32, 40, 64)
 
 _LOWER_RUN = re.compile(r"[a-z]{8,}")
 MEMO_STRINGS = 8192  # scrubbed strings remembered per Scrubber
+_SCALARS = frozenset({int, float, bool, type(None)})  # values no rule can apply to
 
 _Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], str | None]]
 
@@ -248,24 +249,29 @@ class Scrubber:
         return self._clean(obj, None)
 
     def _clean(self, obj: Any, field: str | None) -> Any:
-        # `_walk` without collecting hit labels: every file written passes through here.
-        if isinstance(obj, str):
+        # `_walk` without collecting hit labels: every file written passes through here, so
+        # the exact built-in types are told apart first (an isinstance check against the
+        # Mapping ABC costs as much as the rest of a visit; 125 -> 79 us per transcript).
+        kind = type(obj)
+        if kind in _SCALARS:
+            return obj
+        if kind is str or isinstance(obj, str):
             if field is not None and len(obj) >= MIN_SECRET_LEN and SECRET_FIELD_NAME.search(field):
                 return obj if obj == REDACTED else REDACTED
             found = self._memo.get(obj)
             return found[0] if found is not None else self._apply(obj)[0]
-        if isinstance(obj, Mapping):
-            clean = self._clean
+        clean = self._clean
+        if kind is dict or isinstance(obj, Mapping):
             return {
                 (clean(k, None) if isinstance(k, str) else k): clean(
                     v, k if isinstance(k, str) else None
                 )
                 for k, v in obj.items()
             }
-        if isinstance(obj, list):
-            return [self._clean(item, None) for item in obj]
+        if kind is list or isinstance(obj, list):
+            return [clean(item, None) for item in obj]
         if isinstance(obj, tuple):
-            return tuple(self._clean(item, None) for item in obj)
+            return tuple(clean(item, None) for item in obj)
         return obj
 
     def leaks(self, obj: Any) -> list[str]:
