@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from agenteval import heap
 from agenteval.layout import Layout
 from agenteval.params import load_params
+
+
+def run_stage(main: Callable[[], int]) -> NoReturn:
+    """A stage's entry point: the collector settled for a batch process (agenteval.heap),
+    then main's return value as the exit status."""
+    heap.settle()
+    sys.exit(main())
 
 
 def root() -> Path:

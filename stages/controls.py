@@ -12,7 +12,7 @@ import sys
 from agenteval.controls.load import ControlsError
 from agenteval.controls.measure import measure_judge
 from agenteval.tracking.store import TrackingError
-from stages.common import layout, params, root
+from stages.common import layout, params, root, run_stage
 
 
 def main() -> int:
@@ -45,4 +45,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

@@ -10,7 +10,7 @@ import sys
 
 from agenteval.corpus.errors import FetchError
 from agenteval.corpus.fetch import fetch_sources
-from stages.common import root, show_progress
+from stages.common import root, run_stage, show_progress
 
 
 def main() -> int:
@@ -32,4 +32,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

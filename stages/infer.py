@@ -7,7 +7,7 @@ import sys
 from agenteval.llm.config import DEFAULT_CACHE_DIR
 from agenteval.pipeline import step_infer
 from agenteval.runlock import EvalLocked
-from stages.common import layout, params, root, show_progress
+from stages.common import layout, params, root, run_stage, show_progress
 
 
 def main() -> int:
@@ -34,4 +34,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

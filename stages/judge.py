@@ -7,7 +7,7 @@ import sys
 from agenteval.controls.load import ControlsError
 from agenteval.judging import JudgingStopped
 from agenteval.pipeline import step_judge
-from stages.common import layout, params, show_progress
+from stages.common import layout, params, run_stage, show_progress
 
 
 def main() -> int:
@@ -25,4 +25,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from agenteval.benchmarks.qa.steps import step_qa_infer
-from stages.common import show_progress, variant_layout, variant_params
+from stages.common import run_stage, show_progress, variant_layout, variant_params
 
 
 def main() -> int:
@@ -20,4 +20,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

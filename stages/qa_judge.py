@@ -7,7 +7,7 @@ from collections import Counter
 
 from agenteval.benchmarks.qa.steps import step_qa_judge
 from agenteval.llm import QuotaExhausted
-from stages.common import variant_layout, variant_params
+from stages.common import run_stage, variant_layout, variant_params
 
 
 def main() -> int:
@@ -27,4 +27,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

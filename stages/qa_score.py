@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 from agenteval.benchmarks.qa.steps import step_qa_score
-from stages.common import variant_layout, variant_params
+from stages.common import run_stage, variant_layout, variant_params
 
 
 def main() -> int:
@@ -19,4 +17,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

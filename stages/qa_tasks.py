@@ -6,7 +6,7 @@ import sys
 
 from agenteval.benchmarks.qa.steps import step_tasks
 from agenteval.benchmarks.qa.tasks import TaskFileError
-from stages.common import variant_layout, variant_params
+from stages.common import run_stage, variant_layout, variant_params
 
 
 def main() -> int:
@@ -25,4 +25,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

@@ -6,7 +6,7 @@ import sys
 
 from agenteval.benchmarks.qa.steps import step_qa_track
 from agenteval.tracking.store import TrackingError
-from stages.common import variant_dir, variant_layout, variant_params
+from stages.common import run_stage, variant_dir, variant_layout, variant_params
 
 
 def main() -> int:
@@ -26,4 +26,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

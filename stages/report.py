@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 from agenteval.pipeline import step_report
-from stages.common import layout
+from stages.common import layout, run_stage
 
 
 def main() -> int:
@@ -15,4 +13,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

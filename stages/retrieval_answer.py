@@ -6,7 +6,7 @@ import sys
 
 from agenteval.benchmarks.retrieval.library import LabelError
 from agenteval.benchmarks.retrieval.steps import step_answer
-from stages.common import variant_layout, variant_params
+from stages.common import run_stage, variant_layout, variant_params
 
 
 def main() -> int:
@@ -28,4 +28,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

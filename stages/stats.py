@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 from agenteval.pipeline import step_stats
-from stages.common import layout, params
+from stages.common import layout, params, run_stage
 
 
 def main() -> int:
@@ -21,4 +19,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

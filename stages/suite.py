@@ -6,7 +6,7 @@ import sys
 
 from agenteval.pipeline import step_suite
 from agenteval.suite.build import SuiteError
-from stages.common import layout, params
+from stages.common import layout, params, run_stage
 
 
 def main() -> int:
@@ -27,4 +27,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)

@@ -15,7 +15,7 @@ from agenteval.schema.scorecard import Scorecard
 from agenteval.scoring import every_unit_errored
 from agenteval.tracking.run import log_evaluation, write_run_record
 from agenteval.tracking.store import TrackingError
-from stages.common import layout, params
+from stages.common import layout, params, run_stage
 
 
 def main() -> int:
@@ -47,4 +47,4 @@ def load_card(where: Layout) -> Scorecard:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_stage(main)
