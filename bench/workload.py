@@ -196,11 +196,14 @@ def main() -> int:
     """
     if len(sys.argv) != 3 or sys.argv[1] != "--steps":
         raise SystemExit(f"usage: {sys.argv[0]} --steps CONFIG_JSON (a worker mode)")
+    from agenteval import heap
+
     config = json.loads(sys.argv[2])
     start = time.perf_counter()
-    if config["tracking"]:
-        import mlflow  # noqa: F401
-
+    # The collector as `agenteval run` and the DVC stages set it (agenteval.heap).
+    with heap.importing():
+        if config["tracking"]:
+            import mlflow  # noqa: F401
     imported = time.perf_counter() - start
     print(json.dumps(timed_steps(config) | {"mlflow_import_s": imported}))
     return 0
