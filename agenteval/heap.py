@@ -22,9 +22,23 @@ from contextlib import contextmanager
 THRESHOLDS = (10_000, 20, 20)
 
 
+_claimed = False
+
+
+def claim() -> None:
+    """This process is one of agenteval's batch processes: its entry point (the console
+    script, a DVC stage, the MLflow child) says so before any work. Without a claim,
+    `settle()` and `importing()` change nothing, so a command or a stage called inside
+    another program (a test's CliRunner, a notebook) leaves that program's collector alone."""
+    global _claimed
+    _claimed = True
+
+
 def settle() -> None:
     """Everything alive now is long-lived: never scan it again; collect young objects less
-    often. For a process's entry point, not for a library call (it is process-wide)."""
+    often (process-wide, so only in a claimed process)."""
+    if not _claimed:
+        return
     gc.freeze()
     gc.set_threshold(*THRESHOLDS)
 
@@ -32,7 +46,10 @@ def settle() -> None:
 @contextmanager
 def importing() -> Iterator[None]:
     """No collection while modules load (they allocate much and free little), then
-    `settle()` what they built."""
+    `settle()` what they built (in a claimed process)."""
+    if not _claimed:
+        yield
+        return
     was_enabled = gc.isenabled()
     gc.disable()
     try:

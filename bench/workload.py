@@ -201,6 +201,7 @@ def main() -> int:
     config = json.loads(sys.argv[2])
     start = time.perf_counter()
     # The collector as `agenteval run` and the DVC stages set it (agenteval.heap).
+    heap.claim()
     with heap.importing():
         if config["tracking"]:
             import mlflow  # noqa: F401

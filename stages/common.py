@@ -15,6 +15,7 @@ from agenteval.params import load_params
 def run_stage(main: Callable[[], int]) -> NoReturn:
     """A stage's entry point: the collector settled for a batch process (agenteval.heap),
     then main's return value as the exit status."""
+    heap.claim()
     heap.settle()
     sys.exit(main())
 

@@ -12,8 +12,9 @@ from agenteval import heap
 
 
 @pytest.fixture(autouse=True)
-def restore_collector() -> Iterator[None]:
+def restore_collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     thresholds, enabled = gc.get_threshold(), gc.isenabled()
+    monkeypatch.setattr(heap, "_claimed", True)  # as the entry points do
     yield
     gc.unfreeze()
     gc.set_threshold(*thresholds)
@@ -54,3 +55,16 @@ def test_importing_pauses_collection_and_restores_it_even_on_error() -> None:
     with heap.importing():
         pass
     assert not gc.isenabled()  # a caller that had it off keeps it off
+
+
+def test_an_unclaimed_process_keeps_its_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command run inside another program (a test's CliRunner) changes nothing."""
+    monkeypatch.setattr(heap, "_claimed", False)
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    gc.enable()
+    heap.settle()
+    with heap.importing():
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == (700, 10, 10)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from agenteval import __version__
+from agenteval import __version__, heap
 from agenteval.cli import (
     bench,
     climb,
@@ -51,4 +51,5 @@ for group in (evaluate, data, gate, expectations, lifecycle, serve, controls, be
 
 
 def main() -> None:
+    heap.claim()  # the console script: agenteval's own process (see agenteval.heap)
     app()

@@ -185,6 +185,7 @@ def main() -> int:
     if not first:
         return 0
     setup = json.loads(first)
+    heap.claim()  # this child is a process of its own (see agenteval.heap)
     # A store that cannot be opened now fails again in log_evaluation, with its message.
     with contextlib.suppress(Exception), heap.importing():
         warm(setup["uri"], setup["experiment"])
