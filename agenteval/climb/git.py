@@ -87,6 +87,12 @@ def start_branch(root: Path, name: str) -> None:
 def commit(root: Path, paths: Sequence[str], message: str) -> str:
     """Commit `paths` (and nothing else); returns the new commit."""
     git(root, "add", "-A", "--", *paths)
+    # `dvc repro` (autostage) writes this index through another git implementation just
+    # before; tracked files are hashed again from the disk rather than trusted by the stat
+    # data in the index, so the commit holds the bytes the round evaluated.
+    present = [p for p in paths if (root / p).exists()]  # a deleted path has nothing to hash
+    if present:
+        git(root, "add", "--renormalize", "--", *present)
     if not git(root, "diff", "--cached", "--name-only").strip():
         return head(root)
     env_args: list[str] = []
