@@ -82,7 +82,7 @@ def run(
     An invalid scenario file is skipped and listed, and the run exits 2 at the end
     (unless --strict, which refuses before anything runs)."""
     from agenteval import heap
-    from agenteval.fileio import read_json, write_json
+    from agenteval.fileio import write_json
     from agenteval.layout import Layout
     from agenteval.pipeline import run_evaluation
     from agenteval.tracking.background import BackgroundTracker
@@ -90,11 +90,7 @@ def run(
     heap.settle()  # the modules are loaded: the conversations are what comes and goes
     root = Path.cwd().resolve()
     if resume is not None:
-        saved = resume / "params.json"
-        if not saved.is_file():
-            fail([f"{saved}: no saved params; is this an agenteval run directory?"])
-        params = read_json(saved)
-        out = resume
+        params, out = _saved_params(resume), resume
     else:
         # --tier is suite.tier: the typed params check its value before any work starts.
         sets = list(set_ or []) + ([f"suite.tier={tier}"] if tier is not None else [])
@@ -102,8 +98,7 @@ def run(
         select(params, scenario, category)
         if strict:
             params["suite"]["strict"] = True
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        out = out or Path("runs") / stamp
+        out = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         write_json(out / "params.json", params)
     # MLflow is imported and its store opened in a child process while the run goes on.
     tracker = BackgroundTracker.start(params, root)
@@ -140,6 +135,17 @@ def run(
             ],
             EXIT_STOPPED,
         )
+
+
+def _saved_params(resume: Path) -> dict[str, Any]:
+    """The params an interrupted run saved in its directory (exit 2 if there are none)."""
+    from agenteval.fileio import read_json
+
+    saved = resume / "params.json"
+    if not saved.is_file():
+        fail([f"{saved}: no saved params; is this an agenteval run directory?"])
+    found: dict[str, Any] = read_json(saved)
+    return found
 
 
 def _run_failed(exc: BaseException, out: Path, picked: bool) -> None:
