@@ -100,7 +100,9 @@ def workers() -> dict[int, str]:
 
 class Killer(threading.Thread):
     """Once `after` transcripts are in place, SIGKILLs a fifth of the workers, choosing
-    processes seen running a unit on two polls in a row (so they are inside a unit)."""
+    processes seen running a unit on three polls in a row: inside a unit, past the count of
+    its attempt (a worker killed while Ray still unpacks the task's arguments reruns it
+    without our count ever seeing the first attempt)."""
 
     def __init__(self, transcripts: Path, after: int) -> None:
         super().__init__(daemon=True)
@@ -113,10 +115,11 @@ class Killer(threading.Thread):
         while not self.stop.is_set() and self._done() < self.after:
             time.sleep(0.005)
         busy_before: set[int] = set()
+        busy_twice: set[int] = set()
         while not self.stop.is_set():
             found = workers()
             busy = {pid for pid, title in found.items() if title == TASK_TITLE}
-            victims = sorted(busy & busy_before)
+            victims = sorted(busy & busy_twice)
             want = max(1, round(0.2 * len(found)))
             if len(victims) >= want:
                 self.pool = len(found)
@@ -124,7 +127,7 @@ class Killer(threading.Thread):
                     os.kill(pid, signal.SIGKILL)
                     self.killed.append(pid)
                 return
-            busy_before = busy
+            busy_twice, busy_before = busy & busy_before, busy
             time.sleep(0.01)
 
     def _done(self) -> int:
