@@ -185,10 +185,10 @@ def step_stats(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
     return report
 
 
-def step_report(layout: Layout, pngs: bool = True) -> None:
+def step_report(layout: Layout) -> None:
     from agenteval.report import write_report
 
-    write_report(Scorecard.model_validate(read_json(layout.scorecard)), layout.reports, pngs)
+    write_report(Scorecard.model_validate(read_json(layout.scorecard)), layout.reports)
 
 
 @contextmanager
@@ -223,13 +223,11 @@ def run_evaluation(
     progress: bool = False,
     *,
     scored: Callable[[], None] | None = None,
-    pngs: bool = True,
 ) -> RunResult:
     """The whole evaluation; a stopped inference is still judged and reported as it stands.
 
     `scored` is called once the scorecard is written (tracking can start while the
-    intervals and reports are computed); `pngs=False` leaves the charts to whoever draws
-    them later (report.draw_missing_charts)."""
+    intervals and reports are computed)."""
     from agenteval.controls.inrun import check
 
     check(params, layout.root)  # mixed-in controls' files, before the agent runs
@@ -242,5 +240,5 @@ def run_evaluation(
     if scored is not None:
         scored()
     step_stats(params, layout)
-    step_report(layout, pngs)
+    step_report(layout)
     return RunResult(card, inferred.stop_reason, inferred.execution)

@@ -234,57 +234,28 @@ def plot_data(card: Scorecard) -> dict[str, list[dict[str, Any]]]:
     return {"category_pass_rate": categories, "score_distribution": scores}
 
 
-CHARTS = ("category_pass_rate", "score_distribution")  # plots/<name>.json and .png
+CHARTS = ("category_pass_rate", "score_distribution")  # plots/<name>.json and .svg
 
 
-def chart_backend() -> Any:
-    """pyplot on the Agg backend (no display needed); its import is most of a chart's cost."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def draw_missing_charts(reports: Path) -> None:
-    """Draw the PNGs that write_report(pngs=False) left out, from the plots' JSON."""
-    plots = reports / "plots"
-    if all((plots / f"{name}.png").is_file() for name in CHARTS):
-        return
-    write_pngs({name: read_json(plots / f"{name}.json") for name in CHARTS}, plots)
-
-
-def write_pngs(data: dict[str, list[dict[str, Any]]], folder: Path) -> None:
-    plt = chart_backend()
+def chart_svgs(data: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """The SVG text of each chart in CHARTS, from its plot data."""
+    from agenteval.charts import histogram, horizontal_bars
 
     cats = data["category_pass_rate"]
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.barh([c["category"] for c in cats], [c["pass_rate"] for c in cats], color="#3b7dd8")
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("judged pass rate")
-    ax.set_title("Pass rate by category")
-    fig.tight_layout()
-    fig.savefig(folder / "category_pass_rate.png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.hist([s["score"] for s in data["score_distribution"]], bins=20, range=(0, 10), color="#5a9")
-    ax.set_xlabel("scenario score (0-10)")
-    ax.set_ylabel("scenario iterations")
-    ax.set_title("Score distribution")
-    fig.tight_layout()
-    fig.savefig(folder / "score_distribution.png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    bars = horizontal_bars([c["category"] for c in cats], [c["pass_rate"] for c in cats],
+                           title="Pass rate by category", x_label="judged pass rate")  # fmt: skip
+    scores = histogram([s["score"] for s in data["score_distribution"]], bins=20, low=0, high=10,
+                       title="Score distribution", x_label="scenario score (0-10)",
+                       y_label="scenario iterations")  # fmt: skip
+    return {"category_pass_rate": bars, "score_distribution": scores}
 
 
-def write_report(card: Scorecard, reports: Path, pngs: bool = True) -> None:
+def write_report(card: Scorecard, reports: Path) -> None:
     write_text(reports / "summary.md", summary_markdown(card, load_noise(card, reports)))
     plots = reports / "plots"
     data = plot_data(card)
     for name, rows in data.items():
         write_json(plots / f"{name}.json", rows)
-    if pngs:
-        write_pngs(data, plots)
-    else:  # drawn later (draw_missing_charts): none may be left from an earlier report
-        for name in CHARTS:
-            (plots / f"{name}.png").unlink(missing_ok=True)
+    for name, svg in chart_svgs(data).items():
+        write_text(plots / f"{name}.svg", svg)
+        (plots / f"{name}.png").unlink(missing_ok=True)  # drawn by earlier versions

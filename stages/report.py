@@ -1,4 +1,4 @@
-"""Stage `report`: reports/summary.md, DVC plot data and offline PNGs under reports/plots/."""
+"""Stage `report`: reports/summary.md, DVC plot data and offline SVG charts under reports/plots/."""
 
 from __future__ import annotations
 

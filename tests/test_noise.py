@@ -162,7 +162,7 @@ def test_stats_stage_and_summary_show_bounded_intervals(
     assert noise["overall"]["judged_pass_rate"]["bootstrap"]["resamples"] == 100
     reloaded = Scorecard.model_validate(read_json(tmp_path / "reports" / "scorecard.json"))
     assert load_noise(reloaded, tmp_path / "reports") is not None
-    write_report(reloaded, tmp_path / "reports", pngs=False)
+    write_report(reloaded, tmp_path / "reports")
     summary = (tmp_path / "reports" / "summary.md").read_text(encoding="utf-8")
     rate = noise["overall"]["judged_pass_rate"]
     assert f"pass rate (judged): 66.7% [{rate['low']:.1%}, {rate['high']:.1%}]" in summary
@@ -178,7 +178,7 @@ def test_summary_ignores_a_noise_json_from_another_scorecard(tmp_path: Path) -> 
     write_json(tmp_path / "noise.json", noise_report(old, resamples=0))
     new = make_card({"a": "PPP", "b": "PFF"})
     assert load_noise(new, tmp_path) is None
-    write_report(new, tmp_path, pngs=False)
+    write_report(new, tmp_path)
     text = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "[" not in text.split("## Scenarios")[0] and "too few" not in text
 

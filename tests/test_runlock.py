@@ -134,7 +134,7 @@ def test_run_refuses_while_its_backend_is_busy_and_judging_does_not_lock(
             shutil.rmtree(layout.verdicts)
             assert step_judge(params, layout) == 1
             step_score(params, layout)
-            step_report(layout, pngs=False)
+            step_report(layout)
             compared = CliRunner().invoke(
                 app, ["compare", str(out), str(out), "--out", str(tmp_path / "c"), "--no-png"]
             )

@@ -1,7 +1,6 @@
 """`agenteval run`'s two-step hand-over to its warmed tracking process (a real child process
-and a real sqlite MLflow store): traces logged while the reports are written, the charts drawn
-while the child logs the rest, a run abandoned after the hand-over ends FAILED, a dead child
-changes nothing."""
+and a real sqlite MLflow store): traces logged while the reports are written, the rest once
+they are, a run abandoned after the hand-over ends FAILED, a dead child changes nothing."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 from agenteval.layout import Layout
 from agenteval.params import load_params
 from agenteval.pipeline import run_evaluation
-from agenteval.report import CHARTS, draw_missing_charts
+from agenteval.report import CHARTS
 from agenteval.tracking.background import BackgroundTracker
 from agenteval.tracking.provenance import run_key
 from agenteval.tracking.run import log_evaluation
@@ -57,7 +56,7 @@ def trace_count(uri: str, run_id: str) -> int:
 
 
 def charts(layout: Layout) -> list[Path]:
-    return [layout.reports / "plots" / f"{name}.png" for name in CHARTS]
+    return [layout.reports / "plots" / f"{name}.svg" for name in CHARTS]
 
 
 def started(tmp_path: Path) -> tuple[str, dict[str, Any], Layout, BackgroundTracker]:
@@ -69,22 +68,15 @@ def started(tmp_path: Path) -> tuple[str, dict[str, Any], Layout, BackgroundTrac
     return uri, params, Layout.run_dir(ROOT, tmp_path / "run"), tracker
 
 
-def test_the_child_logs_while_the_parent_draws_the_charts(tmp_path: Path) -> None:
+def test_the_child_logs_the_run_handed_over_after_the_score_step(tmp_path: Path) -> None:
     uri, params, layout, tracker = started(tmp_path)
-    result = run_evaluation(params, layout, scored=lambda: tracker.scored(layout, params),
-                            pngs=False)  # fmt: skip
+    result = run_evaluation(params, layout, scored=lambda: tracker.scored(layout, params))
     assert tracker.handed_over
-    assert not any(p.exists() for p in charts(layout))  # left for later
-    logging_meanwhile = []
-
-    def draw() -> None:
-        logging_meanwhile.append(tracker.process.poll() is None)
-        draw_missing_charts(layout.reports)
-
-    tracked = tracker.finish(layout, params, meanwhile=draw)
-    assert logging_meanwhile == [True]
-    assert tracked is not None and tracked.created and tracked.traces_logged > 0
+    # Logging or waiting for the reports: the child cannot end before `finish` says so.
+    assert tracker.process.poll() is None
     assert all(p.stat().st_size > 0 for p in charts(layout))
+    tracked = tracker.finish(layout, params)
+    assert tracked is not None and tracked.created and tracked.traces_logged > 0
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -101,7 +93,7 @@ def test_a_run_abandoned_after_the_hand_over_ends_failed_without_traces(tmp_path
         raise RuntimeError("the stats step broke")
 
     with pytest.raises(RuntimeError):
-        run_evaluation(params, layout, scored=scored_then_fail, pngs=False)
+        run_evaluation(params, layout, scored=scored_then_fail)
     tracker.cancel()
     key = run_key(layout, params)[0]
     (abandoned,) = runs_of(uri, key)
@@ -111,15 +103,13 @@ def test_a_run_abandoned_after_the_hand_over_ends_failed_without_traces(tmp_path
     assert again is not None and again.created and again.run_id != abandoned.info.run_id
 
 
-def test_a_dead_child_leaves_the_logging_and_the_charts_to_the_parent(tmp_path: Path) -> None:
+def test_a_dead_child_leaves_the_logging_to_the_parent(tmp_path: Path) -> None:
     uri, params, layout, tracker = started(tmp_path)
     tracker.process.kill()
     tracker.process.wait()
-    run_evaluation(params, layout, scored=lambda: tracker.scored(layout, params), pngs=False)
+    run_evaluation(params, layout, scored=lambda: tracker.scored(layout, params))
     assert not tracker.handed_over
     tracked = tracker.finish(layout, params)  # logged in-process instead
     assert tracked is not None and tracked.created
-    assert not any(p.exists() for p in charts(layout))
-    draw_missing_charts(layout.reports)  # what `agenteval run` does after any finish
     assert all(p.is_file() for p in charts(layout))
     assert trace_count(uri, tracked.run_id) == tracked.traces_logged > 0

@@ -109,7 +109,6 @@ def run(
             layout,
             progress=progress and sys.stderr.isatty(),
             scored=(lambda: tracker.scored(layout, params)) if tracker else None,
-            pngs=tracker is None,  # drawn while the tracking child logs (see _track)
         )
     except BaseException as exc:
         if tracker is not None:
@@ -226,18 +225,13 @@ def _track(params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | 
     """Log the run to MLflow unless tracking.enabled is false."""
     if tracker is None:
         return
-    from agenteval.report import draw_missing_charts
     from agenteval.tracking.store import TrackingError
 
     try:
-        result = tracker.finish(
-            layout, params, meanwhile=lambda: draw_missing_charts(layout.reports)
-        )
+        result = tracker.finish(layout, params)
     except TrackingError as exc:
         fail([f"MLflow logging failed: {exc}"], 1)
         return
-    finally:
-        draw_missing_charts(layout.reports)  # if finish failed before drawing them
     if result is not None:
         verb = "logged" if result.created else "already logged as"
         typer.echo(f"MLflow: {verb} run {result.run_id} ({result.tracking_uri})")

@@ -10,7 +10,7 @@ is gone by then, the run is logged in-process instead, so nothing depends on it.
 The hand-over happens in two steps, so that the traces, the bulk of the logging, are
 written while the parent still computes the intervals and the reports: `scored` right
 after the score step (the run is created and its traces logged), `finish` once the reports
-are written (the rest is logged while the parent draws the report's charts, `meanwhile`).
+are written (the rest: params, metrics and the reports as artifacts).
 
 Protocol (JSON lines): parent -> child `{"uri", "experiment"}`, then `{"root", "data",
 "reports", "params", "reports_pending"}`, then (if pending) `{"reports": "ready"}`
@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
@@ -86,14 +85,8 @@ class BackgroundTracker:
         """The scorecard is written: the child starts the run and logs its traces."""
         self.handed_over = self._send(_request(layout, params, reports_pending=True))
 
-    def finish(
-        self,
-        layout: Layout,
-        params: dict[str, Any],
-        meanwhile: Callable[[], None] = lambda: None,
-    ) -> TrackResult | None:
-        """Log the finished run through the warmed child (in-process if it is gone), calling
-        `meanwhile` (work of the parent's) while the child logs."""
+    def finish(self, layout: Layout, params: dict[str, Any]) -> TrackResult | None:
+        """Log the finished run through the warmed child (in-process if it is gone)."""
         sent = (
             self._send({"reports": "ready"})
             if self.handed_over
@@ -101,11 +94,9 @@ class BackgroundTracker:
         )
         if not sent:
             self.cancel()
-            meanwhile()
             return log_evaluation(layout, params)
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.close()
-        meanwhile()
         answer = _last_json_line(self.process.stdout)
         self.process.wait()
         if answer is None:  # the child died without answering: log here instead
