@@ -13,18 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agenteval.controls.measure import chosen_controls
-from agenteval.controls.report import gate
-from agenteval.controls.run import DEFERRED, Graded, Outcome, code_certain, grade, pairs_of
-from agenteval.controls.run import summarize as summarize_outcomes
 from agenteval.fileio import digest_of, read_json, write_json
 from agenteval.judges.code import CodeJudge, judge_transcript
 from agenteval.judging import Case
 from agenteval.layout import load_verdict_file
 from agenteval.schema.scorecard import Calibration, CalibrationCase, Estimate
 from agenteval.scoring import ScoringRules
+
+if TYPE_CHECKING:
+    from agenteval.controls.run import Graded, Outcome
+
+# The measuring machinery (controls.measure, .run, .report and, through their statistics,
+# numpy) is imported only by a run that mixes controls in: a run without them starts its
+# inference about 0.1 s sooner.
 
 MIXED = "mixed.json"
 SPLIT = "held"
@@ -33,6 +36,8 @@ SPLIT = "held"
 def check(params: dict[str, Any], root: Path) -> None:
     """Refuse bad control files before any work starts (ControlsError, path:line)."""
     if int((params.get("judge") or {}).get("controls_per_run") or 0) > 0:
+        from agenteval.controls.measure import chosen_controls
+
         chosen_controls(params, root, SPLIT, 1)
 
 
@@ -45,6 +50,9 @@ def mix(params: dict[str, Any], root: Path, folder: Path) -> list[Case]:
         # judge stage declares as an output exists).
         write_json(index, {"split": SPLIT, "controls_digest": None, "cases": []})
         return []
+    from agenteval.controls.measure import chosen_controls
+    from agenteval.controls.run import code_certain, pairs_of
+
     manifest, controls = chosen_controls(params, root, SPLIT, n)
     pairs = pairs_of(controls, manifest, root)
     rules = ScoringRules.from_params(params.get("judge") or {})
@@ -70,6 +78,8 @@ def mix(params: dict[str, Any], root: Path, folder: Path) -> list[Case]:
 
 
 def _outcome(row: Mapping[str, Any], graded: Graded) -> Outcome:
+    from agenteval.controls.run import Outcome
+
     ranges = {d: (float(r[0]), float(r[1])) for d, r in row["ranges"].items()}
     outcome = Outcome(row["control"], row["class"], SPLIT, row["label"], row["failing"], ranges)
     outcome.repeats.append(graded)
@@ -85,6 +95,10 @@ def calibration(folder: Path, params: Mapping[str, Any]) -> Calibration | None:
     mixed = read_json(index)
     if not mixed["cases"]:
         return None
+    from agenteval.controls.report import gate
+    from agenteval.controls.run import DEFERRED, Graded, grade
+    from agenteval.controls.run import summarize as summarize_outcomes
+
     rules = ScoringRules.from_params(params.get("judge") or {})
     section = params["controls"]
     outcomes = []
