@@ -222,12 +222,13 @@ def run_evaluation(
     layout: Layout,
     progress: bool = False,
     *,
+    judged: Callable[[], None] | None = None,
     scored: Callable[[], None] | None = None,
 ) -> RunResult:
     """The whole evaluation; a stopped inference is still judged and reported as it stands.
 
-    `scored` is called once the scorecard is written (tracking can start while the
-    intervals and reports are computed)."""
+    `judged` is called once the transcripts and verdicts are final, `scored` once the
+    scorecard is written (tracking can start while the intervals and reports are computed)."""
     from agenteval.controls.inrun import check
 
     check(params, layout.root)  # mixed-in controls' files, before the agent runs
@@ -236,6 +237,8 @@ def run_evaluation(
     inferred = step_infer(params, layout, progress, judge_too=overlapped)
     if not overlapped:
         step_judge(params, layout, progress)
+    if judged is not None:
+        judged()
     card = step_score(params, layout)
     if scored is not None:
         scored()

@@ -70,13 +70,16 @@ def started(tmp_path: Path) -> tuple[str, dict[str, Any], Layout, BackgroundTrac
 
 def test_the_child_logs_the_run_handed_over_after_the_score_step(tmp_path: Path) -> None:
     uri, params, layout, tracker = started(tmp_path)
-    result = run_evaluation(params, layout, scored=lambda: tracker.scored(layout, params))
+    result = run_evaluation(params, layout, judged=lambda: tracker.judged(layout),
+                            scored=lambda: tracker.scored(layout, params))  # fmt: skip
     assert tracker.handed_over
     # Logging or waiting for the reports: the child cannot end before `finish` says so.
     assert tracker.process.poll() is None
     assert all(p.stat().st_size > 0 for p in charts(layout))
     tracked = tracker.finish(layout, params)
     assert tracked is not None and tracked.created and tracked.traces_logged > 0
+    # The folders digested at `judged`, before the score step, give the run's key as it is.
+    assert tracked.run_key == run_key(layout, params)[0]
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)

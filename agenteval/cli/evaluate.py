@@ -108,6 +108,7 @@ def run(
             params,
             layout,
             progress=progress and sys.stderr.isatty(),
+            judged=(lambda: tracker.judged(layout)) if tracker else None,
             scored=(lambda: tracker.scored(layout, params)) if tracker else None,
         )
     except BaseException as exc:

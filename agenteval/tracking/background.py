@@ -10,13 +10,16 @@ is gone by then, the run is logged in-process instead, so nothing depends on it.
 The hand-over happens in two steps, so that the traces, the bulk of the logging, are
 written while the parent still computes the intervals and the reports: `scored` right
 after the score step (the run is created and its traces logged), `finish` once the reports
-are written (the rest: params, metrics and the reports as artifacts).
+are written (the rest: params, metrics and the reports as artifacts). Before both,
+`judged` says the transcripts and verdicts are final: the child digests them (part of the
+run's key) while the parent computes the scorecard, instead of after.
 
-Protocol (JSON lines): parent -> child `{"uri", "experiment"}`, then `{"root", "data",
-"reports", "params", "reports_pending"}`, then (if pending) `{"reports": "ready"}`
-or `{"abort": "..."}`; child -> parent `{"result": ...}` or `{"error": "..."}`. A closed
-stdin before the second line means: nothing to log, exit; before the third: abandon the
-run (it ends FAILED, its traces removed).
+Protocol (JSON lines): parent -> child `{"uri", "experiment"}`, optionally `{"judged":
+{"root", "data", "reports"}}`, then `{"root", "data", "reports", "params",
+"reports_pending"}`, then (if pending) `{"reports": "ready"}` or `{"abort": "..."}`; child
+-> parent `{"result": ...}` or `{"error": "..."}`. A closed stdin before the request means:
+nothing to log, exit; before the last line: abandon the run (it ends FAILED, its traces
+removed).
 """
 
 from __future__ import annotations
@@ -81,6 +84,10 @@ class BackgroundTracker:
         except (OSError, ValueError):  # the child is gone
             return False
 
+    def judged(self, layout: Layout) -> None:
+        """Transcripts and verdicts are final: the child digests them while the parent scores."""
+        self._send({"judged": _paths(layout)})
+
     def scored(self, layout: Layout, params: dict[str, Any]) -> None:
         """The scorecard is written: the child starts the run and logs its traces."""
         self.handed_over = self._send(_request(layout, params, reports_pending=True))
@@ -120,14 +127,16 @@ class BackgroundTracker:
         self.process.wait()
 
 
+def _paths(layout: Layout) -> dict[str, str]:
+    return {"root": str(layout.root), "data": str(layout.data), "reports": str(layout.reports)}
+
+
+def _layout(message: dict[str, Any]) -> Layout:
+    return Layout(Path(message["root"]), Path(message["data"]), Path(message["reports"]))
+
+
 def _request(layout: Layout, params: dict[str, Any], reports_pending: bool) -> dict[str, Any]:
-    return {
-        "root": str(layout.root),
-        "data": str(layout.data),
-        "reports": str(layout.reports),
-        "params": params,
-        "reports_pending": reports_pending,
-    }
+    return {**_paths(layout), "params": params, "reports_pending": reports_pending}
 
 
 def _last_json_line(stream: IO[str]) -> dict[str, Any] | None:
@@ -169,6 +178,20 @@ def _await_reports() -> None:
         raise Abandoned(str(message.get("abort") or message))
 
 
+def _next_request() -> tuple[dict[str, Any] | None, dict[str, str | None] | None]:
+    """The logging request (None: cancelled), and the tree digests of a `judged` before it."""
+    from agenteval.tracking.provenance import tree_digests
+
+    trees = None
+    while line := sys.stdin.readline():
+        message = json.loads(line)
+        if "judged" not in message:
+            return message, trees
+        with contextlib.suppress(OSError):  # unreadable now: run_key tries again, and says why
+            trees = tree_digests(_layout(message["judged"]))
+    return None, trees
+
+
 def main() -> int:
     # Not niced: on a machine whose cores are busy with other work, a niced child starves
     # and the run waits for it at the end (measured with bench/peer_inspect.py).
@@ -180,14 +203,13 @@ def main() -> int:
     # A store that cannot be opened now fails again in log_evaluation, with its message.
     with contextlib.suppress(Exception), heap.importing():
         warm(setup["uri"], setup["experiment"])
-    line = sys.stdin.readline()
-    if not line:
+    request, trees = _next_request()
+    if request is None:
         return 0  # cancelled: nothing to log
-    request = json.loads(line)
-    layout = Layout(Path(request["root"]), Path(request["data"]), Path(request["reports"]))
+    layout = _layout(request)
     ready = _await_reports if request.get("reports_pending") else None
     try:
-        result = log_evaluation(layout, request["params"], reports_ready=ready)
+        result = log_evaluation(layout, request["params"], reports_ready=ready, trees=trees)
     except TrackingError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
         return 1

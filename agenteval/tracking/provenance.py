@@ -221,22 +221,33 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
-def run_key(layout: Layout, params: Mapping[str, Any]) -> tuple[str, str]:
+def run_key(
+    layout: Layout, params: Mapping[str, Any], trees: Mapping[str, str | None] | None = None
+) -> tuple[str, str]:
     """(key, basis): equal keys mean the same evaluation, so it is logged once.
 
     With a dvc.lock that describes these very files the key is its stage entries (content
     hashes of every input, output and param); otherwise the files and params themselves.
+    `trees` are `tree_digests(layout)` taken earlier, once the transcripts and verdicts
+    were final (`agenteval run` has them taken while it scores).
     """
     stages = _lock_stages(layout)
     if stages is not None:
         return digest_of({"dvc.lock": stages}), "dvc.lock"
     basis = {
         "scorecard": sha256_file(layout.scorecard),
-        "transcripts": _tree_digest(layout.transcripts),
-        "verdicts": _tree_digest(layout.verdicts),
+        **(trees if trees is not None else tree_digests(layout)),
         "params": section_digest(dict(params), *PARAM_SECTIONS),
     }
     return digest_of(basis), "files"
+
+
+def tree_digests(layout: Layout) -> dict[str, str | None]:
+    """The run's transcripts and verdicts, one digest per folder (part of its key)."""
+    return {
+        "transcripts": _tree_digest(layout.transcripts),
+        "verdicts": _tree_digest(layout.verdicts),
+    }
 
 
 def _lock_stages(layout: Layout) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ inside the call, so importing this module stays cheap.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,6 +72,7 @@ def log_evaluation(
     run_name: str | None = None,
     traces: bool | None = None,
     reports_ready: Callable[[], None] | None = None,
+    trees: Mapping[str, str | None] | None = None,
 ) -> TrackResult | None:
     """Log the run in `layout` (scorecard, metrics, reports, transcripts, verdicts).
 
@@ -80,7 +81,8 @@ def log_evaluation(
     reports/mlflow_run.json. Raises TrackingError when the store lost traces.
     `reports_ready`, when given, is called after the traces and before anything under
     reports/ is read: logging can start once the scorecard exists (it returns when the
-    reports are written, or raises to abandon the run, which then ends FAILED).
+    reports are written, or raises to abandon the run, which then ends FAILED). `trees`:
+    the run's `provenance.tree_digests`, when they were taken before.
     """
     section = params.get("tracking") or {}
     if not section.get("enabled", True):
@@ -106,7 +108,7 @@ def log_evaluation(
         run_name,
     )
     card = Scorecard.model_validate(read_json(layout.scorecard))
-    key, basis = run_key(layout, params)
+    key, basis = run_key(layout, params, trees)
     with mlflow_client(dest.uri) as client:
         experiment_id = ensure_experiment(client, dest.experiment, dest.uri)
         existing = find_run(client, experiment_id, key)
