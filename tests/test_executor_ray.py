@@ -100,9 +100,9 @@ def workers() -> dict[int, str]:
 
 class Killer(threading.Thread):
     """Once `after` transcripts are in place, SIGKILLs a fifth of the workers, choosing
-    processes seen running a unit on three polls in a row: inside a unit, past the count of
-    its attempt (a worker killed while Ray still unpacks the task's arguments reruns it
-    without our count ever seeing the first attempt)."""
+    processes seen running a unit on three polls in a row. Where in its attempt a unit is cut
+    does not matter to the count: the retry carries Ray's attempt number (once CI killed a
+    worker still unpacking a task's arguments, and a count of our own missed that attempt)."""
 
     def __init__(self, transcripts: Path, after: int) -> None:
         super().__init__(daemon=True)
@@ -250,6 +250,38 @@ def test_a_killed_workers_slot_returns_to_the_pool(ray_instance: Any, tmp_path: 
     stats = ray.get(limiter.stats.remote())
     assert lease and stats["reclaimed"] == 1 and stats["peak"] == 1, stats
     assert waited < 5, waited
+    ray.kill(coordinator)
+
+
+def test_an_attempt_killed_before_it_starts_is_counted(ray_instance: Any, tmp_path: Path) -> None:
+    """A worker killed while it unpacks a unit's arguments never reaches the unit's code;
+    the retry still counts it, from Ray's attempt number."""
+    from agenteval.executors.coordinator import RunCoordinator
+
+    ray = ray_instance
+    coordinator = ray.remote(num_cpus=0)(RunCoordinator).remote()
+    marker = tmp_path / "unpacked-once"
+
+    def unpack(marker: str) -> str:
+        if not Path(marker).exists():  # the first attempt dies here, inside Ray's unpickling
+            Path(marker).touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return marker
+
+    class DiesOnFirstUnpack:  # local, so Ray ships it by value
+        def __reduce__(self) -> tuple[Any, tuple[str]]:
+            return unpack, (str(marker),)
+
+    def start(coordinator: Any, _argument: str) -> int:
+        import ray
+
+        from agenteval.executors.ray_worker import ray_attempt
+
+        return int(ray.get(coordinator.begin.remote("u/0/0", "n", os.getpid(), ray_attempt(ray))))
+
+    task = ray.remote(start).options(max_retries=2)
+    assert ray.get(task.remote(coordinator, DiesOnFirstUnpack()), timeout=120) == 2
+    assert ray.get(coordinator.report.remote())["attempts"] == {"u/0/0": 2}
     ray.kill(coordinator)
 
 

@@ -106,9 +106,10 @@ class RunCoordinator:
         self.spent_usd += cost
         return self.spent_usd
 
-    def begin(self, unit: str, node: str, pid: int) -> int:
-        """A worker starts `unit`; how many times it has been started."""
-        self.attempts[unit] += 1
+    def begin(self, unit: str, node: str, pid: int, attempt: int | None = None) -> int:
+        """A worker starts `unit`, Ray's `attempt` of it (0 first); how many times it has
+        been started: counted here, or more where Ray knows of attempts that died earlier."""
+        self.attempts[unit] = max(self.attempts[unit] + 1, (attempt or 0) + 1)
         self.workers.add((node, pid))
         return self.attempts[unit]
 

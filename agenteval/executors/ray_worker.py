@@ -79,13 +79,22 @@ def _loop() -> asyncio.AbstractEventLoop:
     return _LOOP
 
 
+def ray_attempt(ray: Any) -> int | None:
+    """0 on a task's first attempt, n on its n-th retry; None where this Ray cannot say.
+    Ray's own count: the runtime context does not expose it, the worker's core does."""
+    core = getattr(ray._private.worker.global_worker, "core_worker", None)
+    number = getattr(core, "get_current_task_attempt_number", None)
+    return int(number()) if callable(number) else None
+
+
 def run_unit_task(spec: RunSpec, unit: Unit) -> dict[str, Any]:
     """Run `unit`; its transcript (JSON) and the reason the run must stop, if any."""
     import ray
 
-    # Counted first, so an attempt cut short anywhere in it is known to have started.
+    # Counted first, with Ray's own attempt number: an earlier attempt killed before it
+    # reached this line (still unpacking its arguments) is counted all the same.
     node = ray.get_runtime_context().get_node_id()
-    ray.get(spec.coordinator.begin.remote(label(unit), node, os.getpid()))
+    ray.get(spec.coordinator.begin.remote(label(unit), node, os.getpid(), ray_attempt(ray)))
     runner = _runner(spec)
     runner.stop_reason = None
     transcript = asyncio.run_coroutine_threadsafe(runner.run_unit(unit), _loop()).result()
