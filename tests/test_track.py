@@ -615,6 +615,54 @@ def test_a_store_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "scorecard.json").is_file()  # the evaluation itself is kept
 
 
+def corrupt_store(folder: Path) -> str:
+    """A store MLflow made, then damaged past its header: sqlite opens it, every query fails."""
+    uri = sqlite_uri(folder)
+    script = (
+        "import sys; from agenteval.tracking.store import mlflow_client, ensure_experiment\n"
+        "with mlflow_client(sys.argv[1]) as c: ensure_experiment(c, 'x', sys.argv[1])\n"
+    )
+    subprocess.run([sys.executable, "-c", script, uri], check=True, capture_output=True)
+    store = folder / "mlflow.db"
+    for leftover in folder.glob("mlflow.db-*"):
+        leftover.unlink()
+    size = store.stat().st_size
+    store.write_bytes(store.read_bytes()[:100] + b"\xab" * (size - 100))
+    return uri
+
+
+def test_a_corrupt_store_is_one_line_naming_it(logged: Logged, tmp_path: Path) -> None:
+    uri = corrupt_store(tmp_path / "store")
+    with pytest.raises(TrackingError) as raised:  # the track stage's and the fallback's path
+        log_evaluation(logged.layout, logged.params, uri=uri, experiment="x")
+    message = str(raised.value)
+    assert message.startswith(f"the store {uri} failed: ") and "\n" not in message
+    assert "malformed" in message
+
+
+def test_a_run_whose_store_is_corrupt_is_logged_by_resuming_once_it_is_fixed(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "store"
+    uri = corrupt_store(folder)
+    done = cli_run(tmp_path, uri)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"MLflow logging failed: the store {uri} failed:" in done.stderr
+    assert f"agenteval run --resume {tmp_path / 'run'}" in done.stderr
+    assert (tmp_path / "run" / "scorecard.json").is_file()
+    (folder / "mlflow.db").unlink()  # the user moves the broken store aside
+    env = {k: v for k, v in os.environ.items() if k not in ISOLATED_ENV}
+    again = subprocess.run(
+        [sys.executable, "-m", "agenteval", "run", "--resume", str(tmp_path / "run"),
+         "--no-progress"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "MLflow: logged run" in again.stdout
+    record = read_json(tmp_path / "run" / "mlflow_run.json")
+    assert client(uri).get_run(record["run_id"]).info.status == "FINISHED"
+
+
 def test_a_run_that_judged_no_scenario_measured_nothing() -> None:
     from agenteval.schema.scorecard import ScenarioResult
     from agenteval.tracking.run import nothing_measured

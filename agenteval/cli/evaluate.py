@@ -125,7 +125,7 @@ def run(
     typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
     if result.execution is not None and result.execution.executor != "local":
         typer.echo(result.execution.line())
-    _track(params, layout, tracker)
+    _track(params, layout, tracker, out)
     _finish(result.scorecard, out)
     if result.stop_reason:
         fail(
@@ -222,7 +222,9 @@ def audit(
         typer.echo(f"{len(suite.invalid)} invalid scenario file(s) not audited", err=True)
 
 
-def _track(params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | None) -> None:
+def _track(
+    params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | None, out: Path
+) -> None:
     """Log the run to MLflow unless tracking.enabled is false."""
     if tracker is None:
         return
@@ -231,7 +233,9 @@ def _track(params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | 
     try:
         result = tracker.finish(layout, params)
     except TrackingError as exc:
-        fail([f"MLflow logging failed: {exc}"], 1)
+        # The results are on disk; a resumed run has nothing left to run and only logs.
+        again = f"the results are kept: once the store is fixed, `agenteval run --resume {out}`"
+        fail([f"MLflow logging failed: {exc}", f"{again} logs them"], 1)
         return
     if result is not None:
         verb = "logged" if result.created else "already logged as"

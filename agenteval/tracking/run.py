@@ -99,6 +99,7 @@ def log_evaluation(
         public_uri,
         repository_root,
         resolve_tracking_uri,
+        store_failures,
     )
 
     root = repository_root(layout.root)
@@ -109,7 +110,7 @@ def log_evaluation(
     )
     card = Scorecard.model_validate(read_json(layout.scorecard))
     key, basis = run_key(layout, params, trees)
-    with mlflow_client(dest.uri) as client:
+    with store_failures(dest.uri), mlflow_client(dest.uri) as client:
         experiment_id = ensure_experiment(client, dest.experiment, dest.uri)
         existing = find_run(client, experiment_id, key)
         sent = TraceCounts()

@@ -40,6 +40,23 @@ class TrackingError(RuntimeError):
     """The MLflow store refused or lost something we sent."""
 
 
+@contextmanager
+def store_failures(uri: str) -> Iterator[None]:
+    """Errors of the store itself (MLflow's, SQLAlchemy's, the database driver's) as one
+    TrackingError line naming the store: a corrupt or unreachable store is a fault of the
+    store, reported as such, not a traceback (the run's results on disk are untouched)."""
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except (MlflowException, SQLAlchemyError, sqlite3.Error) as exc:
+        # MLflow wraps SQLAlchemy, which appends the SQL statement on later lines.
+        lines = str(exc).strip().splitlines()
+        reason = lines[0] if lines else type(exc).__name__
+        raise TrackingError(f"the store {public_uri(uri)} failed: {reason}") from exc
+
+
 def repository_root(layout_root: Path) -> Path:
     """The repository the store belongs to.
 
