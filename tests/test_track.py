@@ -569,12 +569,16 @@ def test_interval_metrics_and_headline_from_a_bounded_interval() -> None:
     assert interval_notes(flat)["interval.avg_score"].startswith("no spread")
 
 
-def cli_run(tmp_path: Path, uri: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def agenteval_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ISOLATED_ENV}
-    args = [
-        sys.executable,
-        "-m",
-        "agenteval",
+    return subprocess.run(
+        [sys.executable, "-m", "agenteval", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def cli_run(tmp_path: Path, uri: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return agenteval_cli(
         "run",
         "--out",
         str(tmp_path / "run"),
@@ -584,9 +588,6 @@ def cli_run(tmp_path: Path, uri: str, *extra: str) -> subprocess.CompletedProces
         "--set",
         f"tracking.uri={uri}",
         *extra,
-    ]
-    return subprocess.run(
-        args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
     )
 
 
@@ -651,12 +652,7 @@ def test_a_run_whose_store_is_corrupt_is_logged_by_resuming_once_it_is_fixed(
     assert f"agenteval run --resume {tmp_path / 'run'}" in done.stderr
     assert (tmp_path / "run" / "scorecard.json").is_file()
     (folder / "mlflow.db").unlink()  # the user moves the broken store aside
-    env = {k: v for k, v in os.environ.items() if k not in ISOLATED_ENV}
-    again = subprocess.run(
-        [sys.executable, "-m", "agenteval", "run", "--resume", str(tmp_path / "run"),
-         "--no-progress"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    again = agenteval_cli("run", "--resume", str(tmp_path / "run"), "--no-progress")
     assert again.returncode == 0, again.stderr
     assert "MLflow: logged run" in again.stdout
     record = read_json(tmp_path / "run" / "mlflow_run.json")
