@@ -212,3 +212,42 @@ def test_bad_settings_are_refused(openai_server: OpenAIServer) -> None:
     del params["target"]["model"]
     with pytest.raises(ValueError, match=r"target\.model"):
         ChatTarget(params, ROOT)
+
+
+LOADED = """
+import json, sys
+from pathlib import Path
+from agenteval.params import DEFAULTS, deep_merge
+from agenteval.targets.chat import ChatTarget
+section = {"kind": "chat", "model": "m", "base_url": "http://127.0.0.1:9/v1",
+           "library": json.loads(sys.argv[2])}
+ChatTarget(deep_merge(DEFAULTS, {"target": section}), Path(sys.argv[1]))
+print(json.dumps({m: m in sys.modules for m in ("aiohttp", "bm25s")}))
+"""
+
+
+def loaded_after_building(root: Path, library: list[str]) -> dict[str, bool]:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, str(root), json.dumps(library)],
+        capture_output=True, text=True, check=True, cwd=root,
+    )  # fmt: skip
+    found: dict[str, bool] = json.loads(done.stdout)
+    return found
+
+
+def test_the_target_loads_what_its_sessions_import_before_any_loop_runs(tmp_path: Path) -> None:
+    # In a session these imports would run on the event loop and stall every conversation in
+    # flight; a fresh interpreter shows what building the target alone has loaded.
+    (tmp_path / "eval" / "agents").mkdir(parents=True)
+    import shutil
+
+    shutil.copytree(ROOT / "eval/agents/default", tmp_path / "eval/agents/default")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "docs" / "report.md").write_text("Revenue was $9.1M.\n", encoding="utf-8")
+    assert loaded_after_building(tmp_path, ["docs"]) == {"aiohttp": True, "bm25s": True}
+    # Nothing to search: the index backend (~0.5 s of CPU) is left for a session that needs it.
+    assert loaded_after_building(tmp_path, ["empty"]) == {"aiohttp": True, "bm25s": False}

@@ -106,6 +106,13 @@ class Hit:
     support: float
 
 
+def load_backend() -> None:
+    """Import bm25s now. It costs about 0.5 s of CPU (scipy.sparse, and numba where ranx has
+    installed it); a caller that will search from inside an event loop calls this first,
+    so the import does not stall every conversation in flight at the first search."""
+    import bm25s.selection  # noqa: F401
+
+
 class Index:
     """An in-memory BM25 index over chunks of several documents."""
 
@@ -139,7 +146,7 @@ class Index:
         return len(document.chunks)
 
     def _bm25(self) -> Any:
-        import bm25s  # lazy: keeps the CLI start fast
+        import bm25s  # lazy: keeps the CLI start fast (see load_backend)
 
         key = tuple(self._key) if self._key is not None else None
         if key is not None and key in _RETRIEVERS:

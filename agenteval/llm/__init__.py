@@ -63,6 +63,7 @@ __all__ = [
     "TransientError",
     "Usage",
     "UserMessage",
+    "client_class",
     "make_client",
 ]
 
@@ -96,10 +97,15 @@ def make_client(
         estimate_missing_usage=estimate_missing_usage,
         limits=limits or GLOBAL_LIMITS,
     )
-    if ep.protocol == "anthropic":
+    return client_class(ep.protocol)(ep, options)
+
+
+def client_class(protocol: str) -> type[BaseChatClient]:
+    """The client class of `protocol`, its module (and HTTP stack) imported on first use."""
+    if protocol == "anthropic":
         from agenteval.llm.anthropic_client import AnthropicClient
 
-        return AnthropicClient(ep, options)
+        return AnthropicClient
     from agenteval.llm.openai_compat import OpenAICompatClient
 
-    return OpenAICompatClient(ep, options)
+    return OpenAICompatClient

@@ -193,7 +193,7 @@ class AnthropicClient(BaseChatClient):
     async def send(self, body: dict[str, Any]) -> ParsedReply:
         import anthropic
 
-        where = self.endpoint.label()
+        where = self.where
         key = self.endpoint.read_api_key()
         # A per-call copy carries the key just for this request, so it is read from the
         # environment at call time and never kept on a long-lived object.

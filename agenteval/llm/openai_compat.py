@@ -190,7 +190,7 @@ class OpenAICompatClient(BaseChatClient):
         return body
 
     async def send(self, body: dict[str, Any]) -> ParsedReply:
-        where = self.endpoint.label()
+        where = self.where
         headers = {"content-type": "application/json"}
         key = self.endpoint.read_api_key()
         if key:

@@ -12,7 +12,8 @@ from agenteval.corpus.documents import read_text
 from agenteval.corpus.retrieval import ChunkedDocument, Hit, Index, chunk_document
 from agenteval.schema.transcript import ToolCall
 
-TOOL_NAMES = ("list_documents", "index_document", "query_documents", "read_document")
+SEARCH_TOOL = "query_documents"  # the one tool that searches the BM25 index
+TOOL_NAMES = ("list_documents", "index_document", SEARCH_TOOL, "read_document")
 DOCUMENT_SUFFIXES = (".md", ".txt", ".csv", ".html", ".htm", ".py", ".json", ".yaml", ".yml")
 
 
@@ -51,6 +52,16 @@ def _resolve_in(root: Path, library: tuple[Path, ...], path: str) -> Path:
     if not resolved.is_file():
         raise ToolError(f"file not found: {path}")
     return resolved
+
+
+def has_documents(root: Path, library: Sequence[str]) -> bool:
+    """Whether a library folder holds a document a session could index (stops at the first)."""
+    return any(
+        p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES
+        for folder in library
+        if (root / folder).is_dir()
+        for p in (root / folder).rglob("*")
+    )
 
 
 class DocumentTools:
