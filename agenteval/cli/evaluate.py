@@ -81,13 +81,9 @@ def run(
 
     An invalid scenario file is skipped and listed, and the run exits 2 at the end
     (unless --strict, which refuses before anything runs)."""
-    from agenteval import heap
     from agenteval.fileio import write_json
-    from agenteval.layout import Layout
-    from agenteval.pipeline import run_evaluation
     from agenteval.tracking.background import BackgroundTracker
 
-    heap.settle()  # the modules are loaded: the conversations are what comes and goes
     root = Path.cwd().resolve()
     if resume is not None:
         params, out = _saved_params(resume), resume
@@ -100,8 +96,14 @@ def run(
             params["suite"]["strict"] = True
         out = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         write_json(out / "params.json", params)
-    # MLflow is imported and its store opened in a child process while the run goes on.
+    # MLflow is imported and its store opened in a child process while the run goes on;
+    # started before the pipeline's own modules load, so its import overlaps theirs too.
     tracker = BackgroundTracker.start(params, root)
+    from agenteval import heap
+    from agenteval.layout import Layout
+    from agenteval.pipeline import run_evaluation
+
+    heap.settle()  # the modules are loaded: the conversations are what comes and goes
     try:
         layout = Layout.run_dir(root, out)
         result = run_evaluation(

@@ -31,17 +31,24 @@ import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from agenteval import heap
-from agenteval.layout import Layout
-from agenteval.tracking.run import TrackResult, log_evaluation
 from agenteval.tracking.store import (
     DEFAULT_EXPERIMENT,
     TrackingError,
     repository_root,
     resolve_tracking_uri,
 )
+
+if TYPE_CHECKING:
+    from agenteval.layout import Layout
+    from agenteval.tracking.run import TrackResult
+
+# Only the standard library and tracking.store load with this module: `agenteval run`
+# starts the child before it imports the pipeline (~0.25 s of pydantic models), so the
+# child's MLflow import begins on the idle core that much earlier. The rest is imported
+# where it is used, in the child inside `warm` (with the collector paused).
 
 # How long an abandoned child may take to mark its run FAILED before it is killed.
 ABORT_WAIT_S = 30.0
@@ -99,6 +106,8 @@ class BackgroundTracker:
             if self.handed_over
             else self._send(_request(layout, params, reports_pending=False))
         )
+        from agenteval.tracking.run import TrackResult, log_evaluation
+
         if not sent:
             self.cancel()
             return log_evaluation(layout, params)
@@ -132,6 +141,8 @@ def _paths(layout: Layout) -> dict[str, str]:
 
 
 def _layout(message: dict[str, Any]) -> Layout:
+    from agenteval.layout import Layout
+
     return Layout(Path(message["root"]), Path(message["data"]), Path(message["reports"]))
 
 
@@ -157,7 +168,8 @@ def warm(uri: str, experiment: str) -> None:
     import pyarrow  # noqa: F401
     from mlflow.tracing.client import TracingClient
 
-    from agenteval.tracking import conversations, records, results, sql_traces  # noqa: F401
+    from agenteval import layout  # noqa: F401
+    from agenteval.tracking import conversations, records, results, run, sql_traces  # noqa: F401
     from agenteval.tracking.store import ensure_experiment, mlflow_client
 
     with mlflow_client(uri) as client:
@@ -208,6 +220,8 @@ def main() -> int:
         return 0  # cancelled: nothing to log
     layout = _layout(request)
     ready = _await_reports if request.get("reports_pending") else None
+    from agenteval.tracking.run import log_evaluation
+
     try:
         result = log_evaluation(layout, request["params"], reports_ready=ready, trees=trees)
     except TrackingError as exc:
