@@ -81,6 +81,7 @@ def main() -> int:
           f"{workload.load_average()})")  # fmt: skip
     print(workload.compile_package())
     server, port = loopback.start_server(args.latency, tools=True)
+    jiffies = workload.cpu_jiffies()
     try:
         with tempfile.TemporaryDirectory(prefix="agenteval-inference-") as tmp:
             root = workload.shipped_root(Path(tmp))
@@ -91,7 +92,8 @@ def main() -> int:
     show("tracking off", off, args)
     show("tracking on", on, args)
     ratio = on["process_wall_s"] / off["process_wall_s"]
-    print(f"\ntracking on / off, process wall: {ratio:.2f}x   ({workload.load_average()})")
+    print(f"\ntracking on / off, process wall: {ratio:.2f}x   ({workload.load_average()}, "
+          f"{workload.steal_since(jiffies)})")  # fmt: skip
     return 0
 
 

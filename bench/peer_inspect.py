@@ -191,13 +191,15 @@ def main() -> int:
             (folder / "inspect").mkdir()
             root = agenteval_project(folder / "agenteval", args.items, port, args.concurrency)
             for round_ in range(args.repeats):
+                jiffies = workload.cpu_jiffies()
                 runs[INSPECT].append(
                     run_inspect(inspect, folder / "inspect", args.items, port, args.concurrency)
                 )
                 runs["agenteval, tracking off"].append(run_agenteval(root, port, False, round_))
                 runs["agenteval, tracking on"].append(run_agenteval(root, port, True, round_))
                 line = ", ".join(f"{k} {v[-1]['wall_s']:.1f} s" for k, v in runs.items())
-                print(f"round {round_ + 1}: {line} ({workload.load_average()})", flush=True)
+                print(f"round {round_ + 1}: {line} ({workload.load_average()}, "
+                      f"{workload.steal_since(jiffies)})", flush=True)  # fmt: skip
     finally:
         loopback.stop_server(server)
     report({name: summarise(r, args.items, args) for name, r in runs.items()}, args)

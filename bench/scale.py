@@ -184,10 +184,12 @@ def main() -> int:
               f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
               f"{workload.load_average()})")  # fmt: skip
         for n in sizes:
+            jiffies = workload.cpu_jiffies()
             results[n] = measure(n, port, args)
             fig = results[n]
             print(f"  {n:,d}: wall {fig['wall_s']:.1f} s, track {fig['steps']['track']:.2f} s, "
-                  f"no-op repro {fig['noop_repro_s']:.2f} s, {workload.load_average()}",
+                  f"no-op repro {fig['noop_repro_s']:.2f} s, {workload.load_average()}, "
+                  f"{workload.steal_since(jiffies)}",
                   flush=True)  # fmt: skip
     finally:
         loopback.stop_server(server)

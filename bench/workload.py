@@ -197,6 +197,25 @@ def compile_package() -> str:
     return f"bytecode: agenteval/ compiled before timing (PYTHONDONTWRITEBYTECODE {unset}set)"
 
 
+def cpu_jiffies() -> tuple[int, int] | None:
+    """(stolen, total) CPU time of the machine so far from /proc/stat; None off Linux."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    values = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+    return values[7], sum(values)
+
+
+def steal_since(start: tuple[int, int] | None) -> str:
+    """The share of the machine's CPU time its hypervisor took since `start`: on a shared
+    host it slows every harness alike, and explains walls that differ run to run."""
+    end = cpu_jiffies()
+    if start is None or end is None or end[1] == start[1]:
+        return "steal n/a"
+    return f"steal {100 * (end[0] - start[0]) / (end[1] - start[1]):.0f}%"
+
+
 def load_average() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.2f} / {five:.2f}"

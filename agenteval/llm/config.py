@@ -7,6 +7,7 @@ turns several completions into the transcript's Usage shape.
 from __future__ import annotations
 
 import asyncio
+import functools
 import weakref
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
@@ -85,13 +86,18 @@ class EndpointConfig:
         """
         loop = asyncio.get_running_loop()
         table = _LOOP_CLIENTS.setdefault(loop, {})
-        key = canonical_json([self.describe(), str(self.cache_dir), self.prices, self.options()])
+        key = self._client_key
         if key not in table:
             client = self.open()
             keeper = _close_with_loop(client, loop, key)
             table[key] = (client, keeper)  # registered before the await: no second client
             await keeper.__anext__()
         return table[key][0]
+
+    @functools.cached_property
+    def _client_key(self) -> str:
+        # Taken once: every session asks for its client, and the fields never change.
+        return canonical_json([self.describe(), str(self.cache_dir), self.prices, self.options()])
 
     def options(self) -> list[Any]:
         return [self.concurrency, self.max_attempts, self.timeout, self.estimate_missing_usage]
