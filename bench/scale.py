@@ -177,6 +177,7 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     print(workload.compile_package())
+    print(f"machine: {workload.cpu_probe()}")
     server, port = loopback.start_server(args.latency, tools=True)
     results: dict[int, dict[str, Any]] = {}
     try:
