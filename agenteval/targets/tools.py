@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +54,18 @@ def _resolve_in(root: Path, library: tuple[Path, ...], path: str) -> Path:
     return resolved
 
 
+def _documents(folders: Iterable[Path]) -> Iterator[Path]:
+    """The files under `folders` that a session can index, found lazily."""
+    for folder in folders:
+        if folder.is_dir():
+            for path in folder.rglob("*"):
+                if path.is_file() and path.suffix.lower() in DOCUMENT_SUFFIXES:
+                    yield path
+
+
 def has_documents(root: Path, library: Sequence[str]) -> bool:
     """Whether a library folder holds a document a session could index (stops at the first)."""
-    return any(
-        p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES
-        for folder in library
-        if (root / folder).is_dir()
-        for p in (root / folder).rglob("*")
-    )
+    return next(_documents(root / folder for folder in library), None) is not None
 
 
 class DocumentTools:
@@ -106,13 +110,7 @@ class DocumentTools:
         return str(path.relative_to(self.root))
 
     def list_documents(self) -> dict[str, Any]:
-        available = sorted(
-            self.relative(p)
-            for folder in self.library
-            if folder.is_dir()
-            for p in folder.rglob("*")
-            if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES
-        )
+        available = sorted(self.relative(p) for p in _documents(self.library))
         indexed = [{"path": p, "chunks": n} for p, n in sorted(self.indexed.items())]
         return {"indexed": indexed, "available": available}
 
