@@ -79,8 +79,7 @@ def main() -> int:
     print(f"{SCRIPT} --iterations {args.iterations} --concurrency {args.concurrency}   "
           f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"{workload.load_average()})")  # fmt: skip
-    print(workload.compile_package())
-    print(f"machine: {workload.cpu_probe()}")
+    workload.prepare_to_measure()
     server, port = loopback.start_server(args.latency, tools=True)
     jiffies = workload.cpu_jiffies()
     try:

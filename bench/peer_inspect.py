@@ -180,8 +180,7 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print(workload.compile_package())
-    print(f"machine: {workload.cpu_probe()}")
+    workload.prepare_to_measure()
     inspect = inspect_env()
     server, port = loopback.start_server(args.latency, tools=True)
     runs: dict[str, list[dict[str, Any]]] = {INSPECT: [], "agenteval, tracking off": [],

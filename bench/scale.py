@@ -176,8 +176,7 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.05)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    print(workload.compile_package())
-    print(f"machine: {workload.cpu_probe()}")
+    workload.prepare_to_measure()
     server, port = loopback.start_server(args.latency, tools=True)
     results: dict[int, dict[str, Any]] = {}
     try:

@@ -229,6 +229,13 @@ def cpu_probe() -> str:
     return f"probe {best * 1000:.0f} ms per 2M-step loop"
 
 
+def prepare_to_measure() -> None:
+    """What every benchmark does before its first timing: compile agenteval's bytecode and
+    print the machine's current speed, both on their own lines."""
+    print(compile_package())
+    print(f"machine: {cpu_probe()}", flush=True)
+
+
 def load_average() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.2f} / {five:.2f}"
