@@ -145,7 +145,9 @@ def print_table(results: dict[int, dict[str, Any]], args: argparse.Namespace) ->
     row("files written", [f"{results[n]['files_written']:,d}" for n in sizes])
     row("dvc commit -f (s)", [f"{results[n]['dvc_commit_s']:.2f}" for n in sizes])
     row("no-op dvc repro (s)", [f"{results[n]['noop_repro_s']:.2f}" for n in sizes])
-    row("  stages it ran", [",".join(results[n]["noop_stages_run"]) or "-" for n in sizes])
+    row("  stages it ran", [str(len(results[n]["noop_stages_run"])) for n in sizes])
+    for n in sizes:  # named below the table: three names overflow a column
+        print(f"    at {n:,d}: {', '.join(results[n]['noop_stages_run']) or 'none'}")
 
 
 def print_growth(results: dict[int, dict[str, Any]]) -> None:
