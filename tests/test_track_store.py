@@ -230,3 +230,92 @@ def test_sql_metrics_are_the_rows_log_batch_leaves(tmp_path: Path) -> None:
     assert MlflowClient(ours).get_run(our_run).data.metrics == metrics
     with pytest.raises(TrackingError, match="already has metrics"):
         insert_metrics(sql_store(ours), our_run, {"again": 1.0}, 1)
+
+
+def dataset_records(first: int, count: int, answer: str) -> list[dict[str, Any]]:
+    """Scenario-like records; every third one without a source (MLflow infers its type)."""
+    records = []
+    for i in range(first, first + count):
+        record: dict[str, Any] = {
+            "inputs": {"scenario_id": f"s{i}", "turns": [{"turn": 1, "user_message": "Zürich?"}]},
+            "expectations": {"turn_1": {"expected_answer": answer}},
+        }
+        if i % 3:
+            record["source"] = {"source_type": "HUMAN", "source_data": {"path": f"s{i}.yaml"}}
+        records.append(record)
+    return records
+
+
+def dataset_table_rows(uri: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """(records, datasets) without the ids, times and time-based digest that differ by store."""
+    path = uri.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as db:
+        records = db.execute(
+            "select input_hash, inputs, outputs, expectations, tags, source, source_id, "
+            "source_type, created_by, last_updated_by, created_time = last_update_time "
+            "from evaluation_dataset_records order by input_hash"
+        ).fetchall()
+        datasets = db.execute(
+            "select name, schema, profile, created_by, last_updated_by, digest is not null "
+            "from evaluation_datasets"
+        ).fetchall()
+    return records, datasets
+
+
+@pytest.mark.parametrize("batches", [[(0, 40)], [(0, 30), (20, 25)]], ids=["new", "merged"])
+def test_sql_dataset_upsert_leaves_the_rows_merge_records_writes(
+    tmp_path: Path, batches: list[tuple[int, int]]
+) -> None:
+    from agenteval.tracking.sql_datasets import merge_records
+    from agenteval.tracking.traces_store import sql_store
+
+    ours, experiment_id, _ = new_store(tmp_path / "ours")
+    theirs, _, _ = new_store(tmp_path / "theirs")
+    for uri, batched in ((ours, True), (theirs, False)):
+        with mlflow_client(uri) as client:
+            dataset = client.create_dataset("scenarios", experiment_id=experiment_id)
+            # A later batch repeats some inputs with another answer: those are merged.
+            for number, (first, count) in enumerate(batches):
+                records = dataset_records(first, count, answer=f"17 % ({number})")
+                if batched:
+                    merge_records(dataset, sql_store(uri), records)
+                else:
+                    dataset.merge_records(records)
+    mine, mlflows = dataset_table_rows(ours), dataset_table_rows(theirs)
+    assert len(mine[0]) == max(first + count for first, count in batches)
+    assert mine == mlflows
+
+
+def test_sql_dataset_upsert_is_one_flush_and_hands_repeated_inputs_to_mlflow(
+    tmp_path: Path,
+) -> None:
+    from agenteval.tracking.sql_datasets import upsert_records
+    from agenteval.tracking.traces_store import sql_store
+
+    uri, experiment_id, _ = new_store(tmp_path / "store")
+    with mlflow_client(uri) as client:
+        dataset = client.create_dataset("scenarios", experiment_id=experiment_id)
+    store = sql_store(uri)
+    statements: list[str] = []
+    from sqlalchemy import event
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement.split(None, 1)[0].upper())
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        assert upsert_records(store, dataset.dataset_id, dataset_records(0, 300, "a")) == {
+            "inserted": 300,
+            "updated": 0,
+        }
+        # Not one lookup and one insert per record (600 statements) as MLflow's loop does.
+        assert statements.count("INSERT") <= 2 and statements.count("SELECT") <= 6
+        repeated = dataset_records(300, 2, "b") + dataset_records(300, 1, "c")
+        assert upsert_records(store, dataset.dataset_id, repeated) == {
+            "inserted": 2,
+            "updated": 1,
+        }
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+    records, _ = dataset_table_rows(uri)
+    assert len(records) == 302

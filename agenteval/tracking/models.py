@@ -23,6 +23,7 @@ from agenteval.tracking.provenance import SHORT, agent_version_name, file_tags
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
 MODEL_TYPE = "agent"
 AGENT_DIGEST_TAG = "agent.config_digest"  # the full digest: how a model is found again
@@ -119,9 +120,12 @@ def scenario_dataset(
     items: Sequence[SuiteItem],
     digest: str | None,
     scrub: Scrubber,
+    sql: SqlAlchemyStore | None = None,
 ) -> tuple[str, str] | None:
     """(name, digest) of the evaluation dataset holding these scenarios, created the first
-    time this scenario set is evaluated in the experiment and named as the run's input."""
+    time this scenario set is evaluated in the experiment and named as the run's input.
+    `sql`: the store behind `client` when it is a SQL store, whose records then go in one
+    flush (`sql_datasets`) instead of a query and an insert each."""
     from mlflow.entities import Dataset, DatasetInput, InputTag
 
     if not digest or not items:
@@ -134,7 +138,13 @@ def scenario_dataset(
         dataset = client.create_dataset(
             name, experiment_id=experiment_id, tags={DATASET_DIGEST_TAG: digest}
         )
-        dataset.merge_records([scenario_record(item, scrub) for item in items])
+        records = [scenario_record(item, scrub) for item in items]
+        if sql is not None:
+            from agenteval.tracking.sql_datasets import merge_records
+
+            merge_records(dataset, sql, records)
+        else:
+            dataset.merge_records(records)
     source = json.dumps({"scenario_set_digest": digest, "scenarios": len(items)})
     entity = Dataset(name=name, digest=short, source_type="code", source=source)
     context = InputTag(key="mlflow.data.context", value="evaluation")

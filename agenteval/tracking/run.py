@@ -258,6 +258,7 @@ def _evaluation_links(
 ) -> EvaluationLinks:
     """The agent's LoggedModel and the scenario set's dataset, both named as run inputs."""
     from agenteval.tracking.models import EvaluationLinks, agent_version, scenario_dataset
+    from agenteval.tracking.traces_store import sql_store
 
     client, experiment_id, run_id = target.client, target.experiment_id, target.run_id
     agent = record.get("agent") or {}
@@ -265,7 +266,8 @@ def _evaluation_links(
         client, experiment_id, run_id, agent, params.get("target") or {}, scrubber
     )
     digest = (record.get("digests") or {}).get("scenario_set")
-    found = scenario_dataset(client, experiment_id, run_id, items, digest, scrubber)
+    sql = sql_store(target.uri)
+    found = scenario_dataset(client, experiment_id, run_id, items, digest, scrubber, sql)
     name, short = found or (None, None)
     return EvaluationLinks(model_id, name, short)
 
