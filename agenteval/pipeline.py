@@ -74,11 +74,16 @@ def _optional_float(value: Any) -> float | None:
 
 
 def step_infer(
-    params: dict[str, Any], layout: Layout, progress: bool = False, judge_too: bool = False
+    params: dict[str, Any],
+    layout: Layout,
+    progress: bool = False,
+    judge_too: bool = False,
+    stored: Callable[[Transcript], None] | None = None,
 ) -> InferResult:
     """Run the agent on every unit, holding its backend's lock (see agenteval.runlock), on
     the executor `run.executor` names. `judge_too` also grades each transcript as soon as it
-    is written, in the same event loop (what step_judge would write; for `overlaps_judging`)."""
+    is written, in the same event loop (what step_judge would write; for `overlaps_judging`);
+    `stored` is told of each transcript once written."""
     from agenteval.executors import open_executor
     from agenteval.runlock import endpoint_key, eval_lock
 
@@ -110,12 +115,27 @@ def step_infer(
             retry_statuses=frozenset(run.get("retry_statuses") or ()),
             on_done=tick,
             dispatch=executor.dispatch,
-            on_stored=grading.add if grading else None,
+            on_stored=_each(grading.add if grading else None, stored),
             **options,
         )
         transcripts = asyncio.run(grading.around(engine.run()) if grading else engine.run())
         report = executor.report()
     return InferResult(transcripts, engine.stop_reason, report, dict(engine.writes))
+
+
+def _each(
+    *hooks: Callable[[Transcript], None] | None,
+) -> Callable[[Transcript], None] | None:
+    """One hook calling every given one in turn (None when none is given)."""
+    given = [hook for hook in hooks if hook is not None]
+    if len(given) <= 1:
+        return given[0] if given else None
+
+    def every(transcript: Transcript) -> None:
+        for hook in given:
+            hook(transcript)
+
+    return every
 
 
 def overlaps_judging(params: dict[str, Any]) -> bool:
@@ -222,19 +242,21 @@ def run_evaluation(
     layout: Layout,
     progress: bool = False,
     *,
+    stored: Callable[[Transcript], None] | None = None,
     judged: Callable[[], None] | None = None,
     scored: Callable[[], None] | None = None,
 ) -> RunResult:
     """The whole evaluation; a stopped inference is still judged and reported as it stands.
 
-    `judged` is called once the transcripts and verdicts are final, `scored` once the
-    scorecard is written (tracking can start while the intervals and reports are computed)."""
+    `stored` is called with each transcript once its file is written, `judged` once the
+    transcripts and verdicts are final, `scored` once the scorecard is written (tracking
+    can start while the intervals and reports are computed)."""
     from agenteval.controls.inrun import check
 
     check(params, layout.root)  # mixed-in controls' files, before the agent runs
     step_suite(params, layout)
     overlapped = overlaps_judging(params)
-    inferred = step_infer(params, layout, progress, judge_too=overlapped)
+    inferred = step_infer(params, layout, progress, judge_too=overlapped, stored=stored)
     if not overlapped:
         step_judge(params, layout, progress)
     if judged is not None:

@@ -14,12 +14,17 @@ are written (the rest: params, metrics and the reports as artifacts). Before bot
 `judged` says the transcripts and verdicts are final: the child digests them (part of the
 run's key) while the parent computes the scorecard, instead of after.
 
-Protocol (JSON lines): parent -> child `{"uri", "experiment"}`, optionally `{"judged":
-{"root", "data", "reports"}}`, then `{"root", "data", "reports", "params",
-"reports_pending"}`, then (if pending) `{"reports": "ready"}` or `{"abort": "..."}`; child
--> parent `{"result": ...}` or `{"error": "..."}`. A closed stdin before the request means:
-nothing to log, exit; before the last line: abandon the run (it ends FAILED, its traces
-removed).
+Earlier still, while the agent runs, the parent names each transcript it stores, and the
+child, idle once the store is open, builds that conversation's spans ahead
+(`tracking.prebuild`); a transcript changed since is built again at logging time.
+
+Protocol (JSON lines): parent -> child `{"uri", "experiment"}`, optionally `{"follow":
+{"root", "data", "reports"}, "params"}` and then any number of `{"stored": [scenario_id,
+iteration]}`, optionally `{"judged": {"root", "data", "reports"}}`, then `{"root", "data",
+"reports", "params", "reports_pending"}`, then (if pending) `{"reports": "ready"}` or
+`{"abort": "..."}`; child -> parent `{"result": ..., "prebuilt": n}` or `{"error": "..."}`.
+A closed stdin before the request means: nothing to log, exit; before the last line:
+abandon the run (it ends FAILED, its traces removed).
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -43,6 +50,8 @@ from agenteval.tracking.store import (
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
+    from agenteval.schema.transcript import Transcript
+    from agenteval.tracking.prebuild import SpanCache
     from agenteval.tracking.run import TrackResult
 
 # Only the standard library and tracking.store load with this module: `agenteval run`
@@ -58,6 +67,7 @@ class BackgroundTracker:
     def __init__(self, process: subprocess.Popen[str]) -> None:
         self.process = process
         self.handed_over = False  # `scored` reached the child: it is logging the run
+        self.prebuilt = 0  # conversations the child logged with spans it built ahead
 
     @classmethod
     def start(cls, params: dict[str, Any], root: Path) -> BackgroundTracker | None:
@@ -91,6 +101,14 @@ class BackgroundTracker:
         except (OSError, ValueError):  # the child is gone
             return False
 
+    def follow(self, layout: Layout, params: dict[str, Any]) -> None:
+        """The run directory is known: the child may build stored conversations' spans."""
+        self._send({"follow": _paths(layout), "params": params})
+
+    def stored(self, transcript: Transcript) -> None:
+        """This transcript is stored: the child builds its spans while the agent runs on."""
+        self._send({"stored": [transcript.scenario_id, transcript.iteration]})
+
     def judged(self, layout: Layout) -> None:
         """Transcripts and verdicts are final: the child digests them while the parent scores."""
         self._send({"judged": _paths(layout)})
@@ -117,6 +135,7 @@ class BackgroundTracker:
         self.process.wait()
         if answer is None:  # the child died without answering: log here instead
             return log_evaluation(layout, params)
+        self.prebuilt = int(answer.get("prebuilt") or 0)
         if "error" in answer:
             raise TrackingError(str(answer["error"]))
         found = answer.get("result")
@@ -162,8 +181,9 @@ def _last_json_line(stream: IO[str]) -> dict[str, Any] | None:
     return found
 
 
-def warm(uri: str, experiment: str) -> None:
-    """Import what log_evaluation needs and open the store (MLflow caches it per URI)."""
+def warm(uri: str, experiment: str) -> str:
+    """Import what log_evaluation needs and open the store (MLflow caches it per URI);
+    returns the experiment's id."""
     import pandas  # noqa: F401  (the scenario table is written as parquet)
     import pyarrow  # noqa: F401
     from mlflow.tracing.client import TracingClient
@@ -173,35 +193,99 @@ def warm(uri: str, experiment: str) -> None:
     from agenteval.tracking.store import ensure_experiment, mlflow_client
 
     with mlflow_client(uri) as client:
-        ensure_experiment(client, experiment, uri)
+        experiment_id = ensure_experiment(client, experiment, uri)
     TracingClient(uri)
     records._mlflow()
+    return experiment_id
 
 
 class Abandoned(Exception):
     """The parent's evaluation failed after the hand-over: the run is not to be kept."""
 
 
-def _await_reports() -> None:
+class Inbox:
+    """The parent's messages, read off stdin by a thread of their own. The parent names
+    every transcript it stores, some while this child still imports MLflow: its writes
+    never wait on a full pipe, and the child sees when a hand-over is queued behind
+    transcripts it could still build ahead (it then builds none: they would delay it)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.messages: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.waiting = 0  # read, not yet taken, and not a `stored` (the end counts too)
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: IO[str]) -> None:
+        with contextlib.suppress(OSError, ValueError):  # broken or garbled: as if closed
+            for line in stream:
+                if line.strip():
+                    self._put(json.loads(line))
+        self._put(None)
+
+    def _put(self, message: dict[str, Any] | None) -> None:
+        if message is None or "stored" not in message:
+            with self.lock:
+                self.waiting += 1
+        self.messages.put(message)
+
+    def get(self) -> dict[str, Any] | None:
+        """The next message; None once the parent closed its end."""
+        message = self.messages.get()
+        if message is None or "stored" not in message:
+            with self.lock:
+                self.waiting -= 1
+        return message
+
+    def handover_waiting(self) -> bool:
+        return self.waiting > 0
+
+
+def _await_reports(inbox: Inbox) -> None:
     """Block until the parent has written the reports (or given the run up)."""
-    line = sys.stdin.readline()
-    message = json.loads(line) if line.strip() else {"abort": "the parent went away"}
+    message = inbox.get()
+    while message is not None and "stored" in message:
+        message = inbox.get()
+    message = message or {"abort": "the parent went away"}
     if message.get("reports") != "ready":
         raise Abandoned(str(message.get("abort") or message))
 
 
-def _next_request() -> tuple[dict[str, Any] | None, dict[str, str | None] | None]:
-    """The logging request (None: cancelled), and the tree digests of a `judged` before it."""
+def _next_request(
+    inbox: Inbox, uri: str, experiment_id: str | None
+) -> tuple[dict[str, Any] | None, dict[str, str | None] | None, SpanCache | None]:
+    """The logging request (None: cancelled), the tree digests of a `judged` before it,
+    and the spans built ahead meanwhile (None unless `follow` named this run's params)."""
     from agenteval.tracking.provenance import tree_digests
 
-    trees = None
-    while line := sys.stdin.readline():
-        message = json.loads(line)
-        if "judged" not in message:
-            return message, trees
-        with contextlib.suppress(OSError):  # unreadable now: run_key tries again, and says why
-            trees = tree_digests(_layout(message["judged"]))
-    return None, trees
+    trees, cache, followed = None, None, None
+    while (message := inbox.get()) is not None:
+        if "stored" in message:
+            if cache is not None and not inbox.handover_waiting():
+                cache.add(*message["stored"])
+        elif "follow" in message:
+            followed = message["params"]
+            cache = _span_cache(_layout(message["follow"]), uri, experiment_id, followed)
+        elif "judged" in message:
+            with contextlib.suppress(OSError):  # unreadable now: run_key tries again
+                trees = tree_digests(_layout(message["judged"]))
+        else:
+            return message, trees, (cache if message.get("params") == followed else None)
+    return None, trees, None
+
+
+def _span_cache(
+    layout: Layout, uri: str, experiment_id: str | None, params: dict[str, Any]
+) -> SpanCache | None:
+    """A cache for this run's spans; None when the store did not open (log_evaluation
+    then fails with the store's own message)."""
+    if experiment_id is None:
+        return None
+    from agenteval.tracking.prebuild import span_cache
+
+    try:
+        return span_cache(layout.transcripts, uri, experiment_id, params)
+    except Exception:  # the store refused: logging without the cache reports why
+        return None
 
 
 def main() -> int:
@@ -212,25 +296,30 @@ def main() -> int:
         return 0
     setup = json.loads(first)
     heap.claim()  # this child is a process of its own (see agenteval.heap)
+    inbox = Inbox(sys.stdin)
+    experiment_id = None
     # A store that cannot be opened now fails again in log_evaluation, with its message.
     with contextlib.suppress(Exception), heap.importing():
-        warm(setup["uri"], setup["experiment"])
-    request, trees = _next_request()
+        experiment_id = warm(setup["uri"], setup["experiment"])
+    request, trees, cache = _next_request(inbox, setup["uri"], experiment_id)
     if request is None:
         return 0  # cancelled: nothing to log
     layout = _layout(request)
-    ready = _await_reports if request.get("reports_pending") else None
+    ready = (lambda: _await_reports(inbox)) if request.get("reports_pending") else None
     from agenteval.tracking.run import log_evaluation
 
     try:
-        result = log_evaluation(layout, request["params"], reports_ready=ready, trees=trees)
+        result = log_evaluation(
+            layout, request["params"], reports_ready=ready, trees=trees, prebuilt=cache
+        )
     except TrackingError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
         return 1
     except Exception as exc:  # a store that refuses us: the parent reports it, exit 1
         print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
         return 1
-    print(json.dumps({"result": asdict(result) if result else None}), flush=True)
+    answer = {"result": asdict(result) if result else None, "prebuilt": cache.used if cache else 0}
+    print(json.dumps(answer), flush=True)
     return 0
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agenteval.layout import load_transcript, load_verdict
 from agenteval.llm.scrub import Scrubber
@@ -33,9 +33,11 @@ from agenteval.tracking.records import (
     SOURCE_RUN_KEY,
     TOKEN_USAGE_KEY,
     USER_KEY,
+    BuiltSpans,
     SpanSpec,
     TraceRecord,
     TraceSpec,
+    build_spans,
     build_trace,
     session_id,
 )
@@ -52,24 +54,54 @@ class Conversation:
     judge: Any  # the verdict's judge Participant, None when not judged
     session: str  # unique per run: see records.session_id
     verdict: Verdict | None = None
+    spans: list[TurnSpans] | None = None  # built ahead from this transcript (prebuild)
+
+
+@dataclass(frozen=True)
+class TurnSpans:
+    """One turn's root span spec and its trace's built spans: all a turn's trace takes
+    from the transcript alone, so they can be built before the run is logged."""
+
+    turn: TranscriptTurn
+    root: SpanSpec
+    built: BuiltSpans
+
+
+class Prebuilt(Protocol):
+    """Conversations whose spans were built ahead (`tracking.prebuild.SpanCache`), in the
+    experiment `experiment_id`."""
+
+    experiment_id: str
+
+    def take(self, scenario_id: str, iteration: int) -> tuple[Transcript, list[TurnSpans]] | None:
+        """The transcript and its spans, if its file still holds what they were built from."""
+        ...
 
 
 def iter_conversations(
-    items: Sequence[SuiteItem], transcripts: Path, verdicts: Path, card: Scorecard, run_key: str
+    items: Sequence[SuiteItem],
+    transcripts: Path,
+    verdicts: Path,
+    card: Scorecard,
+    run_key: str,
+    prebuilt: Prebuilt | None = None,
 ) -> Iterator[Conversation]:
     """Every scenario iteration of the scorecard that has at least one recorded turn, read
     from disk one at a time so a 10,000-conversation run never sits in memory at once;
-    `items` are the suite's (for the ground truth)."""
+    `items` are the suite's (for the ground truth); `prebuilt` has the spans of some."""
     by_id = {i.scenario.id: i for i in items}
     for result in card.scenarios:
-        transcript = load_transcript(transcripts, result.id, result.iteration)
+        key = result.id, result.iteration
+        found = prebuilt.take(*key) if prebuilt is not None else None
+        transcript, spans = found or (load_transcript(transcripts, *key), None)
         if transcript is None or not transcript.turns:
             continue
         verdict = load_verdict(verdicts, result.id, result.iteration)
         turns = {t.turn: t for t in verdict.turns} if verdict else {}
         judge = verdict.judge if verdict else None
         session = session_id(run_key, result.id, result.iteration)
-        yield Conversation(result, transcript, by_id.get(result.id), turns, judge, session, verdict)
+        item = by_id.get(result.id)
+        yield Conversation(result, transcript, item, turns, judge, session, verdict, spans)
 
 
 def turn_records(
@@ -83,11 +115,20 @@ def turn_records(
     turn's trace also carries the scenario's outcome as session-level feedback. `model_id`
     links every trace to the agent's LoggedModel."""
     records = []
-    for turn, start_ns, end_ns in _timeline(conversation.transcript):
-        spec = _trace_spec(conversation, turn, experiment_id, run_id, scrub, model_id)
-        root, tools = _spans(conversation, turn, start_ns, end_ns, scrub)
-        records.append(build_trace(spec, root, tools))
+    spans = conversation.spans or turn_spans(conversation.transcript, scrub, experiment_id)
+    for made in spans:
+        spec = _trace_spec(conversation, made.turn, experiment_id, run_id, scrub, model_id)
+        records.append(build_trace(spec, made.root, built=made.built))
     return records
+
+
+def turn_spans(transcript: Transcript, scrub: Scrubber, experiment_id: str) -> list[TurnSpans]:
+    """Every turn's spans, built (under new trace ids) from the transcript alone."""
+    made = []
+    for turn, start_ns, end_ns in _timeline(transcript):
+        root, tools = _spans(transcript, turn, start_ns, end_ns, scrub)
+        made.append(TurnSpans(turn, root, build_spans(root, tools, experiment_id)))
+    return made
 
 
 def _timeline(transcript: Transcript) -> Iterator[tuple[TranscriptTurn, int, int]]:
@@ -152,9 +193,8 @@ def _trace_spec(
 
 
 def _spans(
-    c: Conversation, turn: TranscriptTurn, start_ns: int, end_ns: int, scrub: Scrubber
+    transcript: Transcript, turn: TranscriptTurn, start_ns: int, end_ns: int, scrub: Scrubber
 ) -> tuple[SpanSpec, list[SpanSpec]]:
-    transcript = c.transcript
     attributes = _turn_attributes(turn)
     if turn is transcript.turns[0] and transcript.setup_calls:
         # Setup (indexing documents) is not a tool call the agent chose: an attribute, not a
@@ -166,7 +206,7 @@ def _spans(
     if failed:
         attributes["agenteval.error"] = scrub.scrub_text(transcript.error or "")
     root = SpanSpec(
-        name=f"{c.result.id} turn {turn.turn}",
+        name=f"{transcript.scenario_id} turn {turn.turn}",
         span_type="AGENT",
         start_ns=start_ns,
         end_ns=end_ns,

@@ -38,10 +38,14 @@ def session_id(run_key: str, scenario_id: str, iteration: int) -> str:
 
 @dataclass
 class TraceRecord:
-    """One trace ready to store: its info (with assessments attached) and its spans."""
+    """One trace ready to store: its info (with assessments attached) and its spans.
+    `span_rows`, when the spans were built ahead (`tracking.prebuild`), are their rows for
+    the SQL writer whose `rows_key` (experiment id, ASCII-escaped JSON) made them."""
 
     info: TraceInfo
     spans: list[Span] = field(default_factory=list)
+    span_rows: list[dict[str, Any]] | None = None
+    rows_key: tuple[int, bool] | None = None
 
     @property
     def assessments(self) -> list[Assessment]:
@@ -109,16 +113,41 @@ def _mlflow() -> Any:
     )
 
 
-def build_trace(spec: TraceSpec, root: SpanSpec, children: Sequence[SpanSpec]) -> TraceRecord:
-    """A trace whose root span is `root` and whose other spans are its direct children."""
+@dataclass(frozen=True)
+class BuiltSpans:
+    """The spans of one trace, built: its new id, the root span first, then its children;
+    with their SQL rows when they were built ahead for a SQL store (see TraceRecord)."""
+
+    trace_id: str
+    spans: list[Span]
+    rows: list[dict[str, Any]] | None = None
+    rows_key: tuple[int, bool] | None = None
+
+
+def build_spans(root: SpanSpec, children: Sequence[SpanSpec], experiment_id: str) -> BuiltSpans:
+    """A new trace's spans: `root` and its direct children, under fresh random ids."""
     m = _mlflow()
     otel_trace_id = random.getrandbits(128) or 1
     trace_id = m.trace_id(otel_trace_id)
     root_id = random.getrandbits(64) or 1
-    spans = [_span(m, trace_id, otel_trace_id, root_id, None, root, spec.experiment_id)]
+    spans = [_span(m, trace_id, otel_trace_id, root_id, None, root, experiment_id)]
     for child in children:
         span_id = random.getrandbits(64) or 1
         spans.append(_span(m, trace_id, otel_trace_id, span_id, root_id, child, None))
+    return BuiltSpans(trace_id, spans)
+
+
+def build_trace(
+    spec: TraceSpec,
+    root: SpanSpec,
+    children: Sequence[SpanSpec] = (),
+    built: BuiltSpans | None = None,
+) -> TraceRecord:
+    """A trace whose root span is `root` and whose other spans are its direct children
+    (`built`: those spans already built from the same specs, in this experiment)."""
+    m = _mlflow()
+    built = built or build_spans(root, children, spec.experiment_id)
+    trace_id = built.trace_id
     metadata = dict(spec.metadata)
     metadata[m.schema[0]] = m.schema[1]
     metadata["mlflow.traceInputs"] = _cut(m.dump(root.inputs), METADATA_CHARS) or ""
@@ -140,7 +169,7 @@ def build_trace(spec: TraceSpec, root: SpanSpec, children: Sequence[SpanSpec]) -
         tags={"mlflow.traceName": spec.name, **spec.tags},
         assessments=list(spec.assessments),
     )
-    return TraceRecord(info, spans)
+    return TraceRecord(info, list(built.spans), built.rows, built.rows_key)
 
 
 def _span(

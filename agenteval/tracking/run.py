@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from agenteval.llm.scrub import Scrubber
     from agenteval.schema.scorecard import ScenarioResult, Scorecard
     from agenteval.schema.suite import SuiteItem
+    from agenteval.tracking.conversations import Prebuilt
     from agenteval.tracking.models import EvaluationLinks
 
 RUN_RECORD = "mlflow_run.json"
@@ -73,6 +74,7 @@ def log_evaluation(
     traces: bool | None = None,
     reports_ready: Callable[[], None] | None = None,
     trees: Mapping[str, str | None] | None = None,
+    prebuilt: Prebuilt | None = None,
 ) -> TrackResult | None:
     """Log the run in `layout` (scorecard, metrics, reports, transcripts, verdicts).
 
@@ -82,7 +84,8 @@ def log_evaluation(
     `reports_ready`, when given, is called after the traces and before anything under
     reports/ is read: logging can start once the scorecard exists (it returns when the
     reports are written, or raises to abandon the run, which then ends FAILED). `trees`:
-    the run's `provenance.tree_digests`, when they were taken before.
+    the run's `provenance.tree_digests`, when they were taken before. `prebuilt`: spans of
+    its conversations built ahead (the MLflow child's `tracking.prebuild.SpanCache`).
     """
     section = params.get("tracking") or {}
     if not section.get("enabled", True):
@@ -119,7 +122,7 @@ def log_evaluation(
         else:
             run_id = _create_run(client, experiment_id, card, params, (key, basis), dest)
             target = _Target(client, dest.uri, experiment_id, run_id, key)
-            sent = _fill_run(target, layout, params, card, traces, reports_ready)
+            sent = _fill_run(target, layout, params, card, (traces, prebuilt), reports_ready)
             created = True
     result = TrackResult(
         run_id,
@@ -168,7 +171,7 @@ def _fill_run(
     layout: Layout,
     params: dict[str, Any],
     card: Scorecard,
-    traces: bool,
+    traces: tuple[bool, Prebuilt | None],
     reports_ready: Callable[[], None] | None = None,
 ) -> TraceCounts:
     """The agent model and scenario dataset, traces, then (the reports written) params,
@@ -190,9 +193,9 @@ def _fill_run(
 
         items = load_suite(layout).items if layout.suite.is_file() else []
         links = _evaluation_links(target, items, params, record, scrubber)
-        sent = (
-            _log_traces(target, layout, items, card, scrubber, links) if traces else TraceCounts()
-        )
+        logged, prebuilt = traces
+        found = (items, card, prebuilt)
+        sent = _log_traces(target, layout, found, scrubber, links) if logged else TraceCounts()
         if reports_ready is not None:
             reports_ready()
         noise = load_noise(card, layout.reports)
@@ -275,8 +278,7 @@ def _evaluation_links(
 def _log_traces(
     target: _Target,
     layout: Layout,
-    items: Sequence[SuiteItem],
-    card: Scorecard,
+    found: tuple[Sequence[SuiteItem], Scorecard, Prebuilt | None],
     scrubber: Scrubber,
     links: EvaluationLinks,
 ) -> TraceCounts:
@@ -284,10 +286,15 @@ def _log_traces(
     from agenteval.tracking.conversations import iter_conversations, turn_records
     from agenteval.tracking.traces_store import log_traces
 
-    found = iter_conversations(items, layout.transcripts, layout.verdicts, card, target.run_key)
+    items, card, prebuilt = found
+    if prebuilt is not None and prebuilt.experiment_id != target.experiment_id:
+        prebuilt = None  # built for another experiment: its spans name that one
+    conversations = iter_conversations(
+        items, layout.transcripts, layout.verdicts, card, target.run_key, prebuilt
+    )
     records = (
         record
-        for conversation in found
+        for conversation in conversations
         for record in turn_records(
             conversation, target.experiment_id, target.run_id, scrubber, links.model_id
         )

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from agenteval.tracking.records import SOURCE_RUN_KEY, TraceRecord
+from agenteval.tracking.records import SOURCE_RUN_KEY, BuiltSpans, TraceRecord
 
 if TYPE_CHECKING:
     from mlflow.entities import Assessment, Experiment, Span
@@ -108,8 +108,10 @@ class SqlTraceWriter:
         ]
         for assessment in info.assessments:
             rows.assessments.append(_assessment_row(assessment, trace_id, row))
-        for span in record.spans:
-            rows.spans.append(self._span_row(span, experiment_id))
+        if record.span_rows is not None and record.rows_key == (experiment_id, self.ensure_ascii):
+            rows.spans += record.span_rows  # built ahead by this same function (prebuild)
+        else:
+            rows.spans += [self.span_row(span, experiment_id) for span in record.spans]
         starts = [info.request_time]
         rows.partitions += [(RollupFamily.TRACE_METRIC, experiment_id, starts),
                             (RollupFamily.ASSESSMENT, experiment_id, starts)]  # fmt: skip
@@ -118,7 +120,13 @@ class SqlTraceWriter:
             for s in record.spans
         ]
 
-    def _span_row(self, span: Span, experiment_id: int) -> dict[str, Any]:
+    def with_rows(self, built: BuiltSpans) -> BuiltSpans:
+        """`built` with the rows this writer stores for its spans, made now."""
+        experiment_id = int(self.experiment.experiment_id)
+        rows = [self.span_row(span, experiment_id) for span in built.spans]
+        return replace(built, rows=rows, rows_key=(experiment_id, self.ensure_ascii))
+
+    def span_row(self, span: Span, experiment_id: int) -> dict[str, Any]:
         from mlflow.tracing.otel.translation import translate_span_when_storing
         from mlflow.tracing.utils import TraceJSONEncoder
 
