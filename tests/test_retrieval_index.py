@@ -57,3 +57,22 @@ def test_other_chunking_is_another_index() -> None:
     coarse, fine = shared_index(1200), shared_index(200)
     assert coarse.search("refund policy", 4) != fine.search("refund policy", 4)
     assert len(retrieval._SEARCHES) == 2
+
+
+def test_equal_scores_come_in_chunk_order_whatever_numpy_does() -> None:
+    import numpy as np
+
+    from agenteval.corpus.retrieval import top_k_ids
+
+    scores = np.array([1.0, 3.0, 3.0, 2.0, 3.0, 0.0], dtype=np.float32)
+    assert top_k_ids(scores, 2) == ([1, 2], [3.0, 3.0])  # a tie at the cut: the earlier
+    assert top_k_ids(scores, 4) == ([1, 2, 4, 3], [3.0, 3.0, 3.0, 2.0])
+    assert top_k_ids(scores, 9)[0] == [1, 2, 4, 3, 0, 5]
+    assert top_k_ids(scores, 0) == ([], [])
+    # Through an index: one passage in two documents scores the same in both.
+    index = Index()
+    index.add("b.md", ["the refund policy allows thirty days", "batteries last two years"])
+    index.add("a.md", ["the refund policy allows thirty days"])
+    first, second = index.search("refund policy", 2)
+    assert first.score == second.score > 0
+    assert (first.chunk.doc, second.chunk.doc) == ("b.md", "a.md")

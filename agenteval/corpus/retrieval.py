@@ -113,6 +113,28 @@ def load_backend() -> None:
     import bm25s.selection  # noqa: F401
 
 
+def top_k_ids(scores: Any, k: int) -> tuple[list[int], list[float]]:
+    """The k best-scoring chunks, best first, equal scores in chunk order.
+
+    bm25s's own top-k (numpy's argpartition, then an unstable argsort; jax's top_k when
+    installed) orders equal scores however that numpy build or backend does: the same
+    library and query gave another recall@3 on another machine. Ties are common (the same
+    passage in two documents, short chunks that match one term), so they are broken here,
+    by position: results are the same wherever they run."""
+    import numpy as np
+
+    n = len(scores)
+    if k <= 0 or n == 0:
+        return [], []
+    if k < n:  # every chunk that scores at least the k-th best, ties at the cut included
+        kth = np.partition(scores, n - k)[n - k]
+        candidates = np.flatnonzero(scores >= kth)
+    else:
+        candidates = np.arange(n)
+    order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
+    return [int(i) for i in order], [float(scores[i]) for i in order]
+
+
 class Index:
     """An in-memory BM25 index over chunks of several documents."""
 
@@ -195,11 +217,9 @@ class Index:
         if self._retriever is None:
             self._retriever = self._bm25()
         k = min(top_k, len(self.chunks))
-        from bm25s.selection import topk
-
-        # What BM25.retrieve does for one query, without its per-call tqdm progress bar
-        # (a third of a query's cost here): the same scores, the same top-k selection.
-        scores, ids = topk(self._retriever.get_scores(terms), k=k, backend="auto", sorted=True)
+        # BM25.retrieve's scores, without its per-call tqdm progress bar (a third of a
+        # query's cost here), and a top-k of our own: see `top_k_ids`.
+        ids, scores = top_k_ids(self._retriever.get_scores(terms), k)
         hits = []
         for idx, score in zip(ids, scores, strict=True):
             if score <= 0:
