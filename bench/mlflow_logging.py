@@ -1,7 +1,8 @@
 """Benchmark: MLflow logging time on a local sqlite store, with synthetic evaluations.
 
 Run from the repository root with the venv active:  python bench/mlflow_logging.py
-Options: --scenarios N (metrics, params and artifacts; default 1000), --turns N (traces,
+Options: --scenarios N (metrics, params and artifacts, and the records of a new evaluation
+dataset, MLflow's way and ours; default 1000), --turns N (traces,
 each turn one trace with one tool call, three feedback scores and two expectations;
 default 200). Everything happens in a temporary folder; nothing reaches the network.
 """
@@ -60,28 +61,31 @@ def write_scorecard(layout: Layout, results: list[ScenarioResult]) -> None:
     (layout.reports / "summary.md").write_text("# bench\n", encoding="utf-8")
 
 
+def suite_item(r: ScenarioResult) -> SuiteItem:
+    scenario = Scenario.model_validate(
+        {
+            "id": r.id,
+            "category": r.category,
+            "persona": "bench",
+            "setup": {"index_documents": []},
+            "turns": [
+                {
+                    "turn": t.turn,
+                    "objective": "ask",
+                    "ground_truth": {"expected_answer": "42"},
+                    "success_criteria": "says 42",
+                }
+                for t in r.turns
+            ],
+        }
+    )
+    return SuiteItem(path=f"bench/{r.id}.yaml", digest="0" * 64, scenario=scenario)
+
+
 def write_conversations(layout: Layout, results: list[ScenarioResult]) -> None:
     """Suite, transcripts and verdicts matching the scorecard, for the trace benchmark."""
-    items = []
+    items = [suite_item(r) for r in results]
     for r in results:
-        scenario = Scenario.model_validate(
-            {
-                "id": r.id,
-                "category": r.category,
-                "persona": "bench",
-                "setup": {"index_documents": []},
-                "turns": [
-                    {
-                        "turn": t.turn,
-                        "objective": "ask",
-                        "ground_truth": {"expected_answer": "42"},
-                        "success_criteria": "says 42",
-                    }
-                    for t in r.turns
-                ],
-            }
-        )
-        items.append(SuiteItem(path=f"bench/{r.id}.yaml", digest="0" * 64, scenario=scenario))
         transcript = Transcript(
             scenario_id=r.id,
             scenario_digest="0" * 64,
@@ -134,6 +138,31 @@ def timed_log(layout: Layout, uri: str, experiment: str, traces: bool) -> tuple[
     return time.perf_counter() - start, result.traces_logged
 
 
+def dataset_upserts(uri: str, items: list[SuiteItem]) -> tuple[float, float]:
+    """Seconds to put these scenarios into a new evaluation dataset: through MLflow's
+    `merge_records` (a query and an insert per record), then through
+    `tracking.sql_datasets` (one lookup, one flush), which log_evaluation uses on SQL stores."""
+    from agenteval.llm.scrub import Scrubber
+    from agenteval.tracking.models import scenario_record
+    from agenteval.tracking.sql_datasets import merge_records
+    from agenteval.tracking.store import mlflow_client
+    from agenteval.tracking.traces_store import sql_store
+
+    seconds = []
+    with mlflow_client(uri) as client:
+        experiment = client.create_experiment("datasets")
+        for batched in (False, True):
+            records = [scenario_record(item, Scrubber()) for item in items]
+            dataset = client.create_dataset(f"scenarios-{batched}", experiment_id=experiment)
+            start = time.perf_counter()
+            if batched:
+                merge_records(dataset, sql_store(uri), records)
+            else:
+                dataset.merge_records(records)
+            seconds.append(time.perf_counter() - start)
+    return seconds[0], seconds[1]
+
+
 def per_value_log_metric(uri: str, n: int) -> float:
     """Seconds per value when each metric is its own log_metric call (what batching avoids)."""
     from mlflow import MlflowClient
@@ -166,6 +195,14 @@ def main() -> int:
         rows.append((f"{args.scenarios} scenarios, existing store", f"{warm:.2f} s"))
         per_value = per_value_log_metric(uri, 300)
         rows.append(("unbatched log_metric, per value", f"{per_value * 1000:.1f} ms"))
+        items = [suite_item(scenario_result(i)) for i in range(args.scenarios)]
+        theirs, ours = dataset_upserts(uri, items)
+        rows.append(
+            (f"{args.scenarios} scenarios into a new dataset, merge_records", f"{theirs:.2f} s")
+        )
+        rows.append(
+            (f"{args.scenarios} scenarios into a new dataset, sql_datasets", f"{ours:.2f} s")
+        )
         n_scenarios = max(1, args.turns // TURNS_PER_SCENARIO)
         results = [scenario_result(i) for i in range(n_scenarios)]
         convo = Layout.run_dir(ROOT, Path(tmp) / "traces")
