@@ -106,16 +106,8 @@ def run(
     heap.settle()  # the modules are loaded: the conversations are what comes and goes
     try:
         layout = Layout.run_dir(root, out)
-        if tracker is not None:
-            tracker.follow(layout, params)  # it builds spans ahead as transcripts are stored
-        result = run_evaluation(
-            params,
-            layout,
-            progress=progress and sys.stderr.isatty(),
-            stored=tracker.stored if tracker else None,
-            judged=(lambda: tracker.judged(layout)) if tracker else None,
-            scored=(lambda: tracker.scored(layout, params)) if tracker else None,
-        )
+        hooks = tracker.hooks(layout, params) if tracker is not None else {}
+        result = run_evaluation(params, layout, progress and sys.stderr.isatty(), **hooks)
     except BaseException as exc:
         if tracker is not None:
             tracker.cancel()

@@ -36,6 +36,7 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -100,6 +101,13 @@ class BackgroundTracker:
             return True
         except (OSError, ValueError):  # the child is gone
             return False
+
+    def hooks(self, layout: Layout, params: dict[str, Any]) -> dict[str, Callable[..., None]]:
+        """`run_evaluation`'s stored / judged / scored callbacks for this run, the child told
+        of its directory first (so it builds spans ahead as transcripts are stored)."""
+        self.follow(layout, params)
+        return {"stored": self.stored, "judged": lambda: self.judged(layout),
+                "scored": lambda: self.scored(layout, params)}  # fmt: skip
 
     def follow(self, layout: Layout, params: dict[str, Any]) -> None:
         """The run directory is known: the child may build stored conversations' spans."""
