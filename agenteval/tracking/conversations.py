@@ -96,10 +96,10 @@ def iter_conversations(
         transcript, spans = found or (load_transcript(transcripts, *key), None)
         if transcript is None or not transcript.turns:
             continue
-        verdict = load_verdict(verdicts, result.id, result.iteration)
+        verdict = load_verdict(verdicts, *key)
         turns = {t.turn: t for t in verdict.turns} if verdict else {}
         judge = verdict.judge if verdict else None
-        session = session_id(run_key, result.id, result.iteration)
+        session = session_id(run_key, *key)
         item = by_id.get(result.id)
         yield Conversation(result, transcript, item, turns, judge, session, verdict, spans)
 
@@ -118,7 +118,7 @@ def turn_records(
     spans = conversation.spans or turn_spans(conversation.transcript, scrub, experiment_id)
     for made in spans:
         spec = _trace_spec(conversation, made.turn, experiment_id, run_id, scrub, model_id)
-        records.append(build_trace(spec, made.root, built=made.built))
+        records.append(build_trace(spec, made.root, made.built))
     return records
 
 

@@ -137,16 +137,10 @@ def build_spans(root: SpanSpec, children: Sequence[SpanSpec], experiment_id: str
     return BuiltSpans(trace_id, spans)
 
 
-def build_trace(
-    spec: TraceSpec,
-    root: SpanSpec,
-    children: Sequence[SpanSpec] = (),
-    built: BuiltSpans | None = None,
-) -> TraceRecord:
-    """A trace whose root span is `root` and whose other spans are its direct children
-    (`built`: those spans already built from the same specs, in this experiment)."""
+def build_trace(spec: TraceSpec, root: SpanSpec, built: BuiltSpans) -> TraceRecord:
+    """The trace of `built` (`build_spans` of `root` and its children, in this experiment),
+    with the info, metadata and assessments `spec` gives it."""
     m = _mlflow()
-    built = built or build_spans(root, children, spec.experiment_id)
     trace_id = built.trace_id
     metadata = dict(spec.metadata)
     metadata[m.schema[0]] = m.schema[1]
