@@ -1,5 +1,5 @@
-"""The garbage collector tuned for agenteval's batch processes (`agenteval run`, its MLflow
-child, the DVC stages).
+"""The garbage collector and the BLAS thread pool tuned for agenteval's batch processes
+(`agenteval run`, its MLflow child, the DVC stages).
 
 A run keeps a large heap of long-lived objects (the modules of pydantic, aiohttp, MLflow,
 SQLAlchemy, pandas; the suite) and allocates millions of short-lived ones on top (messages,
@@ -9,17 +9,30 @@ measured on `python bench/peer_inspect.py` (500 conversations), 0.44 s of the pa
 and 0.83 s of the MLflow child's went to the collector, most of it in full collections
 during imports and trace building. `settle()` takes what is alive now out of the
 collector's sight (`gc.freeze`) and collects less often; cycles are still collected.
+
+NumPy's bundled OpenBLAS starts a thread per core when it loads, and they spin: on this
+project's 2-core machines `import numpy, scipy.special` costs 0.42 s of CPU with them and
+0.23 s without (`OPENBLAS_NUM_THREADS=1`), for the same wall time. agenteval does no
+linear algebra that gains from them (its largest product is a bootstrap of a few hundred
+values), and in `agenteval run` the parent's stats step loads NumPy while the MLflow
+child logs the traces, so the spinning threads took CPU from the run's critical path
+(measured: the child's logging 0.1 s longer). A claimed process therefore loads OpenBLAS
+single-threaded unless the user set the variable; processes it starts inherit that (the
+MLflow child, executor workers), MCP agents do not (they get named variables only).
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 # Young generation every 10,000 net allocations (not 700); older ones after 20 (not 10)
 # collections of the one below: a few full collections per 10,000 conversations.
 THRESHOLDS = (10_000, 20, 20)
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"  # read once, when NumPy loads OpenBLAS
 
 
 _claimed = False
@@ -32,6 +45,8 @@ def claim() -> None:
     another program (a test's CliRunner, a notebook) leaves that program's collector alone."""
     global _claimed
     _claimed = True
+    if "numpy" not in sys.modules:  # once loaded, its thread pool is already running
+        os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
 def settle() -> None:

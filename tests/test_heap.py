@@ -68,3 +68,40 @@ def test_an_unclaimed_process_keeps_its_collector(monkeypatch: pytest.MonkeyPatc
         assert gc.isenabled()
     assert gc.get_freeze_count() == 0
     assert gc.get_threshold() == (700, 10, 10)
+
+
+BLAS_PROBE = """
+import os, sys
+from agenteval import heap
+if sys.argv[1] == "claim":
+    heap.claim()
+import numpy  # noqa: F401  (loads OpenBLAS)
+from threadpoolctl import threadpool_info
+pools = [p["num_threads"] for p in threadpool_info() if p["internal_api"] == "openblas"]
+print(os.environ.get("OPENBLAS_NUM_THREADS"), pools[0] if pools else None)
+"""
+
+
+def _blas_threads(mode: str, env: dict[str, str]) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if k != heap.BLAS_THREADS_ENV} | env
+    done = subprocess.run(
+        [sys.executable, "-c", BLAS_PROBE, mode], env=clean, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_a_claimed_process_loads_openblas_single_threaded() -> None:
+    variable, threads = _blas_threads("claim", {})
+    assert variable == "1"
+    if threads != "None":  # a NumPy built without OpenBLAS has no pool to check
+        assert threads == "1"
+
+
+def test_the_users_blas_setting_and_unclaimed_processes_are_left_alone() -> None:
+    assert _blas_threads("claim", {heap.BLAS_THREADS_ENV: "2"})[0] == "2"
+    assert _blas_threads("none", {})[0] == "None"
