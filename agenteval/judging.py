@@ -51,8 +51,10 @@ async def judge_case(
     writer: GroupCommitWriter,
     semaphore: asyncio.Semaphore,
     notify: Callable[[Verdict], None],
+    fresh: Callable[[Verdict], None] | None = None,
 ) -> Verdict:
-    """The case's verdict: the stored one if still valid, else a new one, committed."""
+    """The case's verdict: the stored one if still valid, else a new one, committed (and
+    then also told to `fresh`)."""
     stored = load_verdict_file(case.path)
     if stored is not None and _still_valid(stored, case.item, case.transcript, judge):
         notify(stored)  # a judge call costs money: never pay twice for the same grade
@@ -62,6 +64,8 @@ async def judge_case(
     verdict.ground_truth_digest = case.item.ground_truth_digest
     await writer.write(case.path, verdict)  # scrubbed, journaled and renamed off the loop
     notify(verdict)
+    if fresh is not None:
+        fresh(verdict)
     return verdict
 
 
@@ -72,16 +76,22 @@ async def judge_cases(
     *,
     concurrency: int = 4,
     on_done: Callable[[Verdict], None] | None = None,
+    on_fresh: Callable[[Verdict], None] | None = None,
+    fresh_cases: int | None = None,
 ) -> list[Verdict]:
     """A verdict per case (in the order given), reusing stored ones that are still valid;
     new verdicts are committed through `writer` (each case's path must lie under its
-    journal's folder)."""
+    journal's folder). `on_fresh` hears of each new verdict of the first `fresh_cases`
+    cases (all by default)."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
     notify = on_done or (lambda _v: None)
+    told = len(cases) if fresh_cases is None else fresh_cases
     order = sorted(range(len(cases)), key=lambda i: _order(cases[i]))
-    done = await asyncio.gather(
-        *(judge_case(cases[i], judge, writer, semaphore, notify) for i in order)
-    )
+    grading = [
+        judge_case(cases[i], judge, writer, semaphore, notify, on_fresh if i < told else None)
+        for i in order
+    ]
+    done = await asyncio.gather(*grading)
     by_index = dict(zip(order, done, strict=True))
     return [by_index[i] for i in range(len(cases))]
 
@@ -99,12 +109,14 @@ async def run_judging(
     concurrency: int = 4,
     on_done: Callable[[Verdict], None] | None = None,
     extra: Sequence[Case] = (),
+    on_fresh: Callable[[Verdict], None] | None = None,
 ) -> list[Verdict]:
     """One verdict per stored transcript of the suite; a missing transcript is left unjudged.
 
     `extra` cases (labelled controls, judge.controls_per_run) are judged in the same batch,
-    by the same judge, interleaved with the real ones; only the suite's verdicts are returned.
-    Verdicts are committed in groups through data/.verdicts.journal (see GroupCommitWriter).
+    by the same judge, interleaved with the real ones; only the suite's verdicts are returned
+    (and told to `on_fresh` when new). Verdicts are committed in groups through
+    data/.verdicts.journal (see GroupCommitWriter).
     """
     cases = []
     for item in suite.items:
@@ -115,7 +127,13 @@ async def run_judging(
                 cases.append(Case(item, transcript, path))
     async with group_commit(verdicts_journal(verdicts)) as writer:
         judged = await judge_cases(
-            [*cases, *extra], judge, writer, concurrency=concurrency, on_done=on_done
+            [*cases, *extra],
+            judge,
+            writer,
+            concurrency=concurrency,
+            on_done=on_done,
+            on_fresh=on_fresh,
+            fresh_cases=len(cases),
         )
     return judged[: len(cases)]
 
@@ -140,8 +158,10 @@ class StreamJudging:
         concurrency: int = 4,
         on_done: Callable[[Verdict], None] | None = None,
         extra: Sequence[Case] = (),
+        on_fresh: Callable[[Verdict], None] | None = None,
     ) -> None:
         self.items = {item.scenario.id: item for item in suite.items}
+        self.on_fresh = on_fresh  # new verdicts of the suite's transcripts (not the controls)
         self.verdicts, self.judge, self.extra = verdicts, judge, extra
         self.semaphore = asyncio.Semaphore(max(1, concurrency))
         self.notify = on_done or (lambda _v: None)
@@ -151,11 +171,11 @@ class StreamJudging:
     def add(self, transcript: Transcript) -> None:
         item = self.items[transcript.scenario_id]
         path = transcript_path(self.verdicts, transcript.scenario_id, transcript.iteration)
-        self._start(Case(item, transcript, path))
+        self._start(Case(item, transcript, path), self.on_fresh)
 
-    def _start(self, case: Case) -> None:
+    def _start(self, case: Case, fresh: Callable[[Verdict], None] | None = None) -> None:
         assert self.writer is not None, "add() is called from inside around()"
-        grading = judge_case(case, self.judge, self.writer, self.semaphore, self.notify)
+        grading = judge_case(case, self.judge, self.writer, self.semaphore, self.notify, fresh)
         self.pending.append(asyncio.ensure_future(grading))
 
     async def around(self, inference: Awaitable[T]) -> T:

@@ -18,6 +18,7 @@ from agenteval.layout import Layout, load_suite
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
+from agenteval.schema.verdict import Verdict
 from agenteval.scorecard import build_scorecard, metrics_of
 from agenteval.simulators.base import make_simulator
 from agenteval.suite.build import build_suite
@@ -78,12 +79,12 @@ def step_infer(
     layout: Layout,
     progress: bool = False,
     judge_too: bool = False,
-    stored: Callable[[Transcript], None] | None = None,
+    graded: Callable[[Verdict], None] | None = None,
 ) -> InferResult:
     """Run the agent on every unit, holding its backend's lock (see agenteval.runlock), on
     the executor `run.executor` names. `judge_too` also grades each transcript as soon as it
-    is written, in the same event loop (what step_judge would write; for `overlaps_judging`);
-    `stored` is told of each transcript once written."""
+    is written, in the same event loop (what step_judge would write; for `overlaps_judging`),
+    and tells `graded` of each new verdict once written."""
     from agenteval.executors import open_executor
     from agenteval.runlock import endpoint_key, eval_lock
 
@@ -104,7 +105,7 @@ def step_infer(
         progress_bar("agent", total, progress) as tick,
         open_executor(params, layout.root, options) as executor,
     ):
-        grading = _stream_judging(params, layout, suite) if judge_too else None
+        grading = _stream_judging(params, layout, suite, graded) if judge_too else None
         engine = Inference(
             suite,
             target,
@@ -115,27 +116,12 @@ def step_infer(
             retry_statuses=frozenset(run.get("retry_statuses") or ()),
             on_done=tick,
             dispatch=executor.dispatch,
-            on_stored=_each(grading.add if grading else None, stored),
+            on_stored=grading.add if grading else None,
             **options,
         )
         transcripts = asyncio.run(grading.around(engine.run()) if grading else engine.run())
         report = executor.report()
     return InferResult(transcripts, engine.stop_reason, report, dict(engine.writes))
-
-
-def _each(
-    *hooks: Callable[[Transcript], None] | None,
-) -> Callable[[Transcript], None] | None:
-    """One hook calling every given one in turn (None when none is given)."""
-    given = [hook for hook in hooks if hook is not None]
-    if len(given) <= 1:
-        return given[0] if given else None
-
-    def every(transcript: Transcript) -> None:
-        for hook in given:
-            hook(transcript)
-
-    return every
 
 
 def overlaps_judging(params: dict[str, Any]) -> bool:
@@ -145,18 +131,30 @@ def overlaps_judging(params: dict[str, Any]) -> bool:
     return str((params.get("judge") or {}).get("kind", "code")) in OVERLAPS_INFERENCE
 
 
-def _stream_judging(params: dict[str, Any], layout: Layout, suite: Suite) -> StreamJudging:
+def _stream_judging(
+    params: dict[str, Any],
+    layout: Layout,
+    suite: Suite,
+    graded: Callable[[Verdict], None] | None,
+) -> StreamJudging:
     """This run's judge, with its judge.controls_per_run controls, ready to run alongside."""
     from agenteval.controls.inrun import mix
 
     controls = mix(params, layout.root, layout.controls)
     judge = make_judge(params, layout.root)
     concurrency = int(params["run"].get("concurrency", 4))
-    return StreamJudging(suite, layout.verdicts, judge, concurrency=concurrency, extra=controls)
+    return StreamJudging(suite, layout.verdicts, judge, concurrency=concurrency, extra=controls,
+                         on_fresh=graded)  # fmt: skip
 
 
-def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -> int:
-    """Grade the stored transcripts, with judge.controls_per_run labelled controls mixed in."""
+def step_judge(
+    params: dict[str, Any],
+    layout: Layout,
+    progress: bool = False,
+    graded: Callable[[Verdict], None] | None = None,
+) -> int:
+    """Grade the stored transcripts, with judge.controls_per_run labelled controls mixed in;
+    `graded` hears of each new verdict of a transcript once written."""
     install_scrubber(params)
     suite = load_suite(layout)
     judge = make_judge(params, layout.root)
@@ -174,6 +172,7 @@ def step_judge(params: dict[str, Any], layout: Layout, progress: bool = False) -
                 concurrency=int(params["run"].get("concurrency", 4)),
                 on_done=tick,
                 extra=controls,
+                on_fresh=graded,
             )
         )
     return len(verdicts)
@@ -242,23 +241,24 @@ def run_evaluation(
     layout: Layout,
     progress: bool = False,
     *,
-    stored: Callable[[Transcript], None] | None = None,
+    graded: Callable[[Verdict], None] | None = None,
     judged: Callable[[], None] | None = None,
     scored: Callable[[], None] | None = None,
 ) -> RunResult:
     """The whole evaluation; a stopped inference is still judged and reported as it stands.
 
-    `stored` is called with each transcript once its file is written, `judged` once the
+    `graded` is called with each new verdict once its file is written, `judged` once the
     transcripts and verdicts are final, `scored` once the scorecard is written (tracking
-    can start while the intervals and reports are computed)."""
+    can write traces while the agent runs, and the rest while the intervals and reports
+    are computed)."""
     from agenteval.controls.inrun import check
 
     check(params, layout.root)  # mixed-in controls' files, before the agent runs
     step_suite(params, layout)
     overlapped = overlaps_judging(params)
-    inferred = step_infer(params, layout, progress, judge_too=overlapped, stored=stored)
+    inferred = step_infer(params, layout, progress, judge_too=overlapped, graded=graded)
     if not overlapped:
-        step_judge(params, layout, progress)
+        step_judge(params, layout, progress, graded)
     if judged is not None:
         judged()
     card = step_score(params, layout)

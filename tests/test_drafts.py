@@ -211,7 +211,7 @@ def test_draft_from_an_mlflow_trace_reads_its_whole_session(
     assert [t.user_message for t in scenario.turns] == [t["user_message"] for t in shipped["turns"]]
     assert isinstance(scenario.captured_from, CapturedFrom)
     # the session id names the scenario, its iteration and the run it belongs to
-    assert scenario.captured_from.session_id == f"switch_between_documents.0.{logged.run_key[:12]}"
+    assert scenario.captured_from.session_id == f"switch_between_documents.0.{logged.run_id[:12]}"
     missing = CliRunner().invoke(app, ["draft", "--from-mlflow-trace", "tr-0000"])
     assert missing.exit_code == 2
 

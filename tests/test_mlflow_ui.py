@@ -251,8 +251,8 @@ def test_each_session_is_one_scenario_iteration_with_its_turns_and_judgment(
     page: Any, store: Store, tmp_path: Path
 ) -> None:
     stored = session_turns(store)
-    key = store.runs[0].data.tags["agenteval.run_key"][:12]
-    newest_session = re.compile(rf"^\S+\.\d+\.{key}$")  # scenario.iteration.run key
+    run = store.runs[0].info.run_id[:12]
+    newest_session = re.compile(rf"^\S+\.\d+\.{run}$")  # scenario.iteration.run id
     path = f"/experiments/{store.experiment_id}/traces?groupBy=session"
     text = visit(page, path, newest_session)
     shot(page, "sessions")

@@ -210,7 +210,7 @@ def test_artifacts_include_reports_and_scenario_table(logged: Logged, tmp_path: 
     assert sorted(table["id"]) == sorted(SCENARIOS) and len(table) == len(card.scenarios)
     for result in card.scenarios:
         row = table[table["id"] == result.id].iloc[0]
-        session = f"{result.id}.{result.iteration}.{logged.result.run_key[:12]}"
+        session = f"{result.id}.{result.iteration}.{logged.result.run_id[:12]}"
         assert row["session"] == session and row["root_cause"] == result.root_cause
         assert row["status"] == result.status and row["category"] == result.category
         assert row["score"] == pytest.approx(result.score)
@@ -226,8 +226,8 @@ def test_one_trace_per_turn_grouped_into_sessions(logged: Logged) -> None:
     traces = run_traces(logged)
     assert logged.result.traces_logged == len(traces) == sum(len(t.turns) for t in records)
     sessions = Counter(t.info.trace_metadata["mlflow.trace.session"] for t in traces)
-    key = logged.result.run_key[:12]
-    assert sessions == {f"{t.scenario_id}.{t.iteration}.{key}": len(t.turns) for t in records}
+    run = logged.result.run_id[:12]
+    assert sessions == {f"{t.scenario_id}.{t.iteration}.{run}": len(t.turns) for t in records}
     by_turn = {
         (t.info.tags["agenteval.scenario_id"], int(t.info.tags["agenteval.turn"])): t
         for t in traces
@@ -291,7 +291,7 @@ def test_each_session_carries_its_scenario_outcome(logged: Logged) -> None:
     card = Scorecard.model_validate(read_json(logged.layout.scorecard))
     traces = run_traces(logged)
     for result in card.scenarios:
-        session = f"{result.id}.{result.iteration}.{logged.result.run_key[:12]}"
+        session = f"{result.id}.{result.iteration}.{logged.result.run_id[:12]}"
         own = [t for t in traces if t.info.trace_metadata[SESSION] == session]
         assert len(own) == len(result.turns)
         found = {
@@ -396,14 +396,14 @@ def test_lost_traces_fail_loudly_and_leave_no_reusable_run(
     assert retry is not None and retry.created
     statuses = sorted(r.info.status for r in client(uri).search_runs([retry.experiment_id]))
     assert statuses == ["FAILED", "FINISHED"]
-    # The failed attempt's traces are gone: the retry's sessions (same run key) hold each
-    # turn once, not the attempt's turns as well.
+    # The failed attempt's traces are gone: the experiment's sessions are the retry's, each
+    # turn once, not the attempt's as well.
     traces = client(uri).search_traces(
         locations=[retry.experiment_id], include_spans=False, max_results=500
     )
     card = Scorecard.model_validate(read_json(logged.layout.scorecard))
-    key = retry.run_key[:12]
-    expected = {f"{r.id}.{r.iteration}.{key}": len(r.turns) for r in card.scenarios}
+    run = retry.run_id[:12]
+    expected = {f"{r.id}.{r.iteration}.{run}": len(r.turns) for r in card.scenarios}
     assert Counter(t.info.trace_metadata[SESSION] for t in traces) == expected
 
 

@@ -102,8 +102,8 @@ def test_a_full_run_with_traces_goes_over_rest_and_reads_back(
     )
     assert len(traces) == result.traces_logged == sum(len(t.turns) for t in records)
     sessions = Counter(t.info.trace_metadata["mlflow.trace.session"] for t in traces)
-    key = run.data.tags["agenteval.run_key"]
-    assert sessions == {session_id(key, t.scenario_id, t.iteration): len(t.turns) for t in records}
+    rid = result.run_id
+    assert sessions == {session_id(rid, t.scenario_id, t.iteration): len(t.turns) for t in records}
     assert sum(len(t.data.spans) for t in traces) == result.spans_logged > len(traces)
     assert sum(len(t.info.assessments) for t in traces) == result.assessments_logged > 0
     # ... and they are rows of the PostgreSQL store.

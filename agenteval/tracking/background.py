@@ -14,17 +14,18 @@ are written (the rest: params, metrics and the reports as artifacts). Before bot
 `judged` says the transcripts and verdicts are final: the child digests them (part of the
 run's key) while the parent computes the scorecard, instead of after.
 
-Earlier still, while the agent runs, the parent names each transcript it stores, and the
-child, idle once the store is open, builds that conversation's spans ahead
-(`tracking.prebuild`); a transcript changed since is built again at logging time.
+Earlier still, while the agent runs, the parent names each conversation whose verdict it
+writes, and the child, idle once the store is open, writes that conversation's traces into
+the run it starts for them (`tracking.stream`); at the hand-over only what the scorecard
+adds is left to write, and a conversation changed since is logged again, whole.
 
 Protocol (JSON lines): parent -> child `{"uri", "experiment"}`, optionally `{"follow":
-{"root", "data", "reports"}, "params"}` and then any number of `{"stored": [scenario_id,
+{"root", "data", "reports"}, "params"}` and then any number of `{"graded": [scenario_id,
 iteration]}`, optionally `{"judged": {"root", "data", "reports"}}`, then `{"root", "data",
 "reports", "params", "reports_pending"}`, then (if pending) `{"reports": "ready"}` or
-`{"abort": "..."}`; child -> parent `{"result": ..., "prebuilt": n}` or `{"error": "..."}`.
-A closed stdin before the request means: nothing to log, exit; before the last line:
-abandon the run (it ends FAILED, its traces removed).
+`{"abort": "..."}`; child -> parent `{"result": ..., "streamed": n}` or `{"error": "..."}`.
+A closed stdin before the request means: nothing to log (a run streamed into ends FAILED,
+without traces), exit; before the last line: abandon the run (likewise).
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ from agenteval.tracking.store import (
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
-    from agenteval.schema.transcript import Transcript
-    from agenteval.tracking.prebuild import SpanCache
+    from agenteval.schema.verdict import Verdict
     from agenteval.tracking.run import TrackResult
+    from agenteval.tracking.stream import TraceStream
 
 # Only the standard library and tracking.store load with this module: `agenteval run`
 # starts the child before it imports the pipeline (~0.25 s of pydantic models), so the
@@ -68,7 +69,8 @@ class BackgroundTracker:
     def __init__(self, process: subprocess.Popen[str]) -> None:
         self.process = process
         self.handed_over = False  # `scored` reached the child: it is logging the run
-        self.prebuilt = 0  # conversations the child logged with spans it built ahead
+        self.streamed = 0  # conversations whose traces the child wrote while the run ran
+        self.graded_any = False  # the child may have started a run to write traces into
 
     @classmethod
     def start(cls, params: dict[str, Any], root: Path) -> BackgroundTracker | None:
@@ -103,19 +105,20 @@ class BackgroundTracker:
             return False
 
     def hooks(self, layout: Layout, params: dict[str, Any]) -> dict[str, Callable[..., None]]:
-        """`run_evaluation`'s stored / judged / scored callbacks for this run, the child told
-        of its directory first (so it builds spans ahead as transcripts are stored)."""
+        """`run_evaluation`'s graded / judged / scored callbacks for this run, the child told
+        of its directory first (so it writes traces as verdicts are stored)."""
         self.follow(layout, params)
-        return {"stored": self.stored, "judged": lambda: self.judged(layout),
+        return {"graded": self.graded, "judged": lambda: self.judged(layout),
                 "scored": lambda: self.scored(layout, params)}  # fmt: skip
 
     def follow(self, layout: Layout, params: dict[str, Any]) -> None:
-        """The run directory is known: the child may build stored conversations' spans."""
+        """The run directory is known: the child may write graded conversations' traces."""
         self._send({"follow": _paths(layout), "params": params})
 
-    def stored(self, transcript: Transcript) -> None:
-        """This transcript is stored: the child builds its spans while the agent runs on."""
-        self._send({"stored": [transcript.scenario_id, transcript.iteration]})
+    def graded(self, verdict: Verdict) -> None:
+        """A new verdict is stored: the child writes its conversation's traces meanwhile."""
+        self.graded_any = True
+        self._send({"graded": [verdict.scenario_id, verdict.iteration]})
 
     def judged(self, layout: Layout) -> None:
         """Transcripts and verdicts are final: the child digests them while the parent scores."""
@@ -143,16 +146,18 @@ class BackgroundTracker:
         self.process.wait()
         if answer is None:  # the child died without answering: log here instead
             return log_evaluation(layout, params)
-        self.prebuilt = int(answer.get("prebuilt") or 0)
+        self.streamed = int(answer.get("streamed") or 0)
         if "error" in answer:
             raise TrackingError(str(answer["error"]))
         found = answer.get("result")
         return TrackResult(**found) if found else None
 
     def cancel(self) -> None:
-        """Nothing to log (the run failed): a run the child started ends FAILED."""
-        if self.handed_over and self.process.poll() is None:
-            self._send({"abort": "the evaluation failed before its reports were written"})
+        """Nothing to log (the run failed): a run the child started ends FAILED, without
+        traces (it is given the time to say so; a child with nothing started is killed)."""
+        if (self.handed_over or self.graded_any) and self.process.poll() is None:
+            if self.handed_over:
+                self._send({"abort": "the evaluation failed before its reports were written"})
             with contextlib.suppress(OSError, ValueError):
                 assert self.process.stdin is not None
                 self.process.stdin.close()
@@ -197,7 +202,7 @@ def warm(uri: str, experiment: str) -> str:
     from mlflow.tracing.client import TracingClient
 
     from agenteval import layout  # noqa: F401
-    from agenteval.tracking import conversations, records, results, run, sql_traces  # noqa: F401
+    from agenteval.tracking import records, results, run, sql_traces, stream  # noqa: F401
     from agenteval.tracking.store import ensure_experiment, mlflow_client
 
     with mlflow_client(uri) as client:
@@ -213,45 +218,29 @@ class Abandoned(Exception):
 
 class Inbox:
     """The parent's messages, read off stdin by a thread of their own. The parent names
-    every transcript it stores, some while this child still imports MLflow: its writes
-    never wait on a full pipe, and the child sees when a hand-over is queued behind
-    transcripts it could still build ahead (it then builds none: they would delay it)."""
+    every conversation it grades, some while this child still imports MLflow: its writes
+    never wait on a full pipe."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.messages: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
-        self.lock = threading.Lock()
-        self.waiting = 0  # read, not yet taken, and not a `stored` (the end counts too)
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
 
     def _read(self, stream: IO[str]) -> None:
         with contextlib.suppress(OSError, ValueError):  # broken or garbled: as if closed
             for line in stream:
                 if line.strip():
-                    self._put(json.loads(line))
-        self._put(None)
-
-    def _put(self, message: dict[str, Any] | None) -> None:
-        if message is None or "stored" not in message:
-            with self.lock:
-                self.waiting += 1
-        self.messages.put(message)
+                    self.messages.put(json.loads(line))
+        self.messages.put(None)
 
     def get(self) -> dict[str, Any] | None:
         """The next message; None once the parent closed its end."""
-        message = self.messages.get()
-        if message is None or "stored" not in message:
-            with self.lock:
-                self.waiting -= 1
-        return message
-
-    def handover_waiting(self) -> bool:
-        return self.waiting > 0
+        return self.messages.get()
 
 
 def _await_reports(inbox: Inbox) -> None:
     """Block until the parent has written the reports (or given the run up)."""
     message = inbox.get()
-    while message is not None and "stored" in message:
+    while message is not None and "graded" in message:
         message = inbox.get()
     message = message or {"abort": "the parent went away"}
     if message.get("reports") != "ready":
@@ -260,39 +249,44 @@ def _await_reports(inbox: Inbox) -> None:
 
 def _next_request(
     inbox: Inbox, uri: str, experiment_id: str | None
-) -> tuple[dict[str, Any] | None, dict[str, str | None] | None, SpanCache | None]:
+) -> tuple[dict[str, Any] | None, dict[str, str | None] | None, TraceStream | None]:
     """The logging request (None: cancelled), the tree digests of a `judged` before it,
-    and the spans built ahead meanwhile (None unless `follow` named this run's params)."""
+    and the traces written meanwhile (None unless `follow` named this run's params)."""
     from agenteval.tracking.provenance import tree_digests
 
-    trees, cache, followed = None, None, None
+    trees, stream, followed = None, None, None
     while (message := inbox.get()) is not None:
-        if "stored" in message:
-            if cache is not None and not inbox.handover_waiting():
-                cache.add(*message["stored"])
+        if "graded" in message:
+            if stream is not None:
+                stream.add(*message["graded"])
         elif "follow" in message:
             followed = message["params"]
-            cache = _span_cache(_layout(message["follow"]), uri, experiment_id, followed)
+            stream = _trace_stream(_layout(message["follow"]), uri, experiment_id, followed)
         elif "judged" in message:
             with contextlib.suppress(OSError):  # unreadable now: run_key tries again
                 trees = tree_digests(_layout(message["judged"]))
+        elif stream is not None and message.get("params") != followed:
+            stream.discard()  # streamed for other params: not this evaluation's traces
+            return message, trees, None
         else:
-            return message, trees, (cache if message.get("params") == followed else None)
+            return message, trees, stream
+    if stream is not None:
+        stream.discard()  # the evaluation was given up before its hand-over
     return None, trees, None
 
 
-def _span_cache(
+def _trace_stream(
     layout: Layout, uri: str, experiment_id: str | None, params: dict[str, Any]
-) -> SpanCache | None:
-    """A cache for this run's spans; None when the store did not open (log_evaluation
-    then fails with the store's own message)."""
+) -> TraceStream | None:
+    """A stream for this run's traces; None when the store did not open or is not a SQL
+    store (log_evaluation then logs every trace, or fails with the store's own message)."""
     if experiment_id is None:
         return None
-    from agenteval.tracking.prebuild import span_cache
+    from agenteval.tracking.stream import trace_stream
 
     try:
-        return span_cache(layout.transcripts, uri, experiment_id, params)
-    except Exception:  # the store refused: logging without the cache reports why
+        return trace_stream(layout, uri, experiment_id, params)
+    except Exception:  # the store refused: logging without the stream reports why
         return None
 
 
@@ -309,7 +303,7 @@ def main() -> int:
     # A store that cannot be opened now fails again in log_evaluation, with its message.
     with contextlib.suppress(Exception), heap.importing():
         experiment_id = warm(setup["uri"], setup["experiment"])
-    request, trees, cache = _next_request(inbox, setup["uri"], experiment_id)
+    request, trees, stream = _next_request(inbox, setup["uri"], experiment_id)
     if request is None:
         return 0  # cancelled: nothing to log
     layout = _layout(request)
@@ -318,15 +312,16 @@ def main() -> int:
 
     try:
         result = log_evaluation(
-            layout, request["params"], reports_ready=ready, trees=trees, prebuilt=cache
+            layout, request["params"], reports_ready=ready, trees=trees, stream=stream
         )
-    except TrackingError as exc:
-        print(json.dumps({"error": str(exc)}), flush=True)
-        return 1
     except Exception as exc:  # a store that refuses us: the parent reports it, exit 1
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        if stream is not None and not stream.adopted:
+            stream.discard()  # failed before the run was made this one: not kept either
+        error = str(exc) if isinstance(exc, TrackingError) else f"{type(exc).__name__}: {exc}"
+        print(json.dumps({"error": error}), flush=True)
         return 1
-    answer = {"result": asdict(result) if result else None, "prebuilt": cache.used if cache else 0}
+    streamed = len(stream.entries) if stream is not None else 0
+    answer = {"result": asdict(result) if result else None, "streamed": streamed}
     print(json.dumps(answer), flush=True)
     return 0
 

@@ -9,16 +9,21 @@ application. Session ids are unique per run (`records.session_id`): a scenario e
 by three runs is three sessions of its own turns, never one session of all of them.
 
 Conversations are read one at a time (`iter_conversations`) and turned into finished trace
-records (`turn_records`); `tracking.traces_store` writes them in batches.
+records (`turn_records`); `tracking.traces_store` writes them in batches. A trace is made
+of two parts: what the transcript, its verdict and the scenario say (`early_records`), and
+what only the scorecard and the run's links add (`late_parts`: the scenario's status tag,
+the agent's LoggedModel, the session-level feedback). `turn_records` joins them; the
+traces `agenteval run` writes while it runs (`tracking.stream`) get the late part once
+the scorecard exists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from agenteval.layout import load_transcript, load_verdict
 from agenteval.llm.scrub import Scrubber
@@ -42,40 +47,42 @@ from agenteval.tracking.records import (
     session_id,
 )
 
+if TYPE_CHECKING:
+    from mlflow.entities import Assessment
+
 MS = 1_000_000  # nanoseconds
 
 
 @dataclass(frozen=True)
 class Conversation:
-    result: ScenarioResult
+    result: ScenarioResult | None  # None while it is streamed: there is no scorecard yet
     transcript: Transcript
     item: SuiteItem | None
     verdict_turns: dict[int, Any]  # turn -> TurnVerdict
     judge: Any  # the verdict's judge Participant, None when not judged
     session: str  # unique per run: see records.session_id
     verdict: Verdict | None = None
-    spans: list[TurnSpans] | None = None  # built ahead from this transcript (prebuild)
 
 
 @dataclass(frozen=True)
 class TurnSpans:
-    """One turn's root span spec and its trace's built spans: all a turn's trace takes
-    from the transcript alone, so they can be built before the run is logged."""
+    """One turn's root span spec and its trace's built spans."""
 
     turn: TranscriptTurn
     root: SpanSpec
     built: BuiltSpans
 
 
-class Prebuilt(Protocol):
-    """Conversations whose spans were built ahead (`tracking.prebuild.SpanCache`), in the
-    experiment `experiment_id`."""
+@dataclass(frozen=True)
+class Late:
+    """What one turn's trace takes from the scorecard and the run's links, for a trace whose
+    other rows are already stored (`SqlTraceWriter.write_late`)."""
 
-    experiment_id: str
-
-    def take(self, scenario_id: str, iteration: int) -> tuple[Transcript, list[TurnSpans]] | None:
-        """The transcript and its spans, if its file still holds what they were built from."""
-        ...
+    trace_id: str
+    request_time_ms: int
+    tags: dict[str, str]
+    metadata: dict[str, str]
+    assessments: list[Assessment]
 
 
 def iter_conversations(
@@ -83,25 +90,25 @@ def iter_conversations(
     transcripts: Path,
     verdicts: Path,
     card: Scorecard,
-    run_key: str,
-    prebuilt: Prebuilt | None = None,
+    run_id: str,
+    skip: Set[tuple[str, int]] = frozenset(),
 ) -> Iterator[Conversation]:
     """Every scenario iteration of the scorecard that has at least one recorded turn, read
     from disk one at a time so a 10,000-conversation run never sits in memory at once;
-    `items` are the suite's (for the ground truth); `prebuilt` has the spans of some."""
+    `items` are the suite's (for the ground truth); `skip`: those already stored whole."""
     by_id = {i.scenario.id: i for i in items}
     for result in card.scenarios:
         key = result.id, result.iteration
-        found = prebuilt.take(*key) if prebuilt is not None else None
-        transcript, spans = found or (load_transcript(transcripts, *key), None)
+        if key in skip:
+            continue
+        transcript = load_transcript(transcripts, *key)
         if transcript is None or not transcript.turns:
             continue
         verdict = load_verdict(verdicts, *key)
         turns = {t.turn: t for t in verdict.turns} if verdict else {}
         judge = verdict.judge if verdict else None
-        session = session_id(run_key, *key)
-        item = by_id.get(result.id)
-        yield Conversation(result, transcript, item, turns, judge, session, verdict, spans)
+        session = session_id(run_id, *key)
+        yield Conversation(result, transcript, by_id.get(result.id), turns, judge, session, verdict)
 
 
 def turn_records(
@@ -114,12 +121,57 @@ def turn_records(
     """One finished trace per turn, with its tool spans, feedback and expectations; the first
     turn's trace also carries the scenario's outcome as session-level feedback. `model_id`
     links every trace to the agent's LoggedModel."""
+    early = early_records(conversation, experiment_id, run_id, scrub)
+    traces = [(r.info.trace_id, r.info.request_time) for r in early]
+    late = late_parts(conversation, traces, scrub, model_id)
+    return [with_late(record, part) for record, part in zip(early, late, strict=True)]
+
+
+def early_records(
+    conversation: Conversation, experiment_id: str, run_id: str, scrub: Scrubber
+) -> list[TraceRecord]:
+    """Each turn's trace without its late part: spans, tags, metadata, the judge's feedback
+    and the scenario's expectations, all known once the verdict is stored."""
     records = []
-    spans = conversation.spans or turn_spans(conversation.transcript, scrub, experiment_id)
-    for made in spans:
-        spec = _trace_spec(conversation, made.turn, experiment_id, run_id, scrub, model_id)
+    for made in turn_spans(conversation.transcript, scrub, experiment_id):
+        spec = _trace_spec(conversation, made.turn, experiment_id, run_id, scrub)
         records.append(build_trace(spec, made.root, made.built))
     return records
+
+
+def late_parts(
+    conversation: Conversation,
+    traces: Sequence[tuple[str, int]],
+    scrub: Scrubber,
+    model_id: str | None,
+) -> list[Late]:
+    """The late part of each trace of its `early_records` ((trace id, request time), in turn
+    order): the status the scorecard gives, the LoggedModel, and on the first turn's trace
+    the session-level feedback."""
+    result = conversation.result
+    assert result is not None, "the late part comes from the scorecard"
+    parts = []
+    for index, (trace_id, request_time) in enumerate(traces):
+        found = []
+        if index == 0:
+            found = assessments.session_feedback(
+                result, conversation.verdict, conversation.session, scrub
+            )
+        metadata = {MODEL_ID_KEY: model_id} if model_id else {}
+        tags = {"agenteval.status": str(result.status)}
+        parts.append(Late(trace_id, request_time, tags, metadata, found))
+    return parts
+
+
+def with_late(record: TraceRecord, late: Late) -> TraceRecord:
+    """`record` made whole: its late part added to its info (the one-shot way to write it)."""
+    info = record.info
+    info.tags.update(late.tags)
+    info.trace_metadata.update(late.metadata)
+    for assessment in late.assessments:
+        assessment.trace_id = info.trace_id
+    info.assessments = list(info.assessments) + list(late.assessments)
+    return record
 
 
 def turn_spans(transcript: Transcript, scrub: Scrubber, experiment_id: str) -> list[TurnSpans]:
@@ -161,29 +213,24 @@ def _trace_spec(
     experiment_id: str,
     run_id: str,
     scrub: Scrubber,
-    model_id: str | None,
 ) -> TraceSpec:
-    result = c.result
+    transcript = c.transcript
     found = []
     verdict_turn = c.verdict_turns.get(turn.turn)
     if c.judge is not None and verdict_turn is not None:
         found += assessments.feedback(c.judge, verdict_turn, scrub)
     found += assessments.expectations(c.item, turn.turn, scrub)
-    if turn is c.transcript.turns[0]:
-        found += assessments.session_feedback(result, c.verdict, c.session, scrub)
-    metadata = {SESSION_KEY: c.session, USER_KEY: c.transcript.simulator.kind,
+    metadata = {SESSION_KEY: c.session, USER_KEY: transcript.simulator.kind,
                 SOURCE_RUN_KEY: run_id}  # fmt: skip
-    if model_id:
-        metadata[MODEL_ID_KEY] = model_id
+    category = c.item.scenario.category if c.item else (c.result.category if c.result else "")
     return TraceSpec(
-        name=f"{result.id} turn {turn.turn}",
+        name=f"{transcript.scenario_id} turn {turn.turn}",
         experiment_id=experiment_id,
         tags={
-            "agenteval.scenario_id": result.id,
-            "agenteval.iteration": str(result.iteration),
+            "agenteval.scenario_id": transcript.scenario_id,
+            "agenteval.iteration": str(transcript.iteration),
             "agenteval.turn": str(turn.turn),
-            "agenteval.category": result.category,
-            "agenteval.status": result.status,
+            "agenteval.category": category,
         },
         metadata=metadata,
         request_preview=scrub.scrub_text(turn.user_message),

@@ -25,27 +25,24 @@ SESSION_KEY = "mlflow.trace.session"
 USER_KEY = "mlflow.trace.user"
 SOURCE_RUN_KEY = "mlflow.sourceRun"
 MODEL_ID_KEY = "mlflow.modelId"  # links a trace to a LoggedModel (the agent version)
-SESSION_RUN_CHARS = 12  # characters of the run key in a session id
+SESSION_RUN_CHARS = 12  # characters of the run id in a session id
 TOKEN_USAGE_KEY = "mlflow.chat.tokenUsage"  # span attribute MLflow totals per trace
 
 
-def session_id(run_key: str, scenario_id: str, iteration: int) -> str:
-    """`false_premise.0.7189ff3c0721`: the scenario, its iteration and the run key, so every
-    run's conversation is its own session. Only characters that are safe in the path of the
-    MLflow UI's session page (a `/` there is "Page Not Found")."""
-    return f"{scenario_id}.{iteration}.{run_key[:SESSION_RUN_CHARS]}"
+def session_id(run_id: str, scenario_id: str, iteration: int) -> str:
+    """`false_premise.0.7189ff3c0721`: the scenario, its iteration and the MLflow run, so
+    every run's conversation is its own session (the run id, not the run key: the traces of
+    `agenteval run` are written while it runs, before its key exists). Only characters that
+    are safe in the path of the MLflow UI's session page (a `/` there is "Page Not Found")."""
+    return f"{scenario_id}.{iteration}.{run_id[:SESSION_RUN_CHARS]}"
 
 
 @dataclass
 class TraceRecord:
-    """One trace ready to store: its info (with assessments attached) and its spans.
-    `span_rows`, when the spans were built ahead (`tracking.prebuild`), are their rows for
-    the SQL writer whose `rows_key` (experiment id, ASCII-escaped JSON) made them."""
+    """One trace ready to store: its info (with assessments attached) and its spans."""
 
     info: TraceInfo
     spans: list[Span] = field(default_factory=list)
-    span_rows: list[dict[str, Any]] | None = None
-    rows_key: tuple[int, bool] | None = None
 
     @property
     def assessments(self) -> list[Assessment]:
@@ -115,13 +112,10 @@ def _mlflow() -> Any:
 
 @dataclass(frozen=True)
 class BuiltSpans:
-    """The spans of one trace, built: its new id, the root span first, then its children;
-    with their SQL rows when they were built ahead for a SQL store (see TraceRecord)."""
+    """The spans of one trace, built: its new id, the root span first, then its children."""
 
     trace_id: str
     spans: list[Span]
-    rows: list[dict[str, Any]] | None = None
-    rows_key: tuple[int, bool] | None = None
 
 
 def build_spans(root: SpanSpec, children: Sequence[SpanSpec], experiment_id: str) -> BuiltSpans:
@@ -163,7 +157,7 @@ def build_trace(spec: TraceSpec, root: SpanSpec, built: BuiltSpans) -> TraceReco
         tags={"mlflow.traceName": spec.name, **spec.tags},
         assessments=list(spec.assessments),
     )
-    return TraceRecord(info, list(built.spans), built.rows, built.rows_key)
+    return TraceRecord(info, list(built.spans))
 
 
 def _span(

@@ -157,7 +157,7 @@ def _link_fields(links: EvaluationLinks | None) -> dict[str, str | None]:
             "dataset_digest": links.dataset_digest}  # fmt: skip
 
 
-def scenario_table(card: Scorecard, run_key: str) -> pd.DataFrame:
+def scenario_table(card: Scorecard, run_id: str) -> pd.DataFrame:
     """One row per scenario iteration (the per-scenario values, kept out of the metrics);
     `session` joins it to the MLflow trace sessions of the run."""
     import pandas as pd
@@ -170,7 +170,7 @@ def scenario_table(card: Scorecard, run_key: str) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     for result in card.scenarios:
         row: dict[str, Any] = {
-            "session": session_id(run_key, result.id, result.iteration),
+            "session": session_id(run_id, result.id, result.iteration),
             "id": result.id,
             "iteration": result.iteration,
             "category": result.category,
@@ -211,7 +211,6 @@ def log_artifacts(
     card: Scorecard,
     secrets: Iterable[str],
     *,
-    run_key: str,
     provenance: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Upload the reports, provenance.json and the scenario table; returns the names logged."""
@@ -235,7 +234,7 @@ def log_artifacts(
                 client.log_artifact(run_id, str(_redacted(path, Path(tmp), secrets)))
                 logged.append(name)
         table = Path(tmp) / TABLE_NAME
-        scenario_table(card, run_key).to_parquet(table, index=False)
+        scenario_table(card, run_id).to_parquet(table, index=False)
         client.log_artifact(run_id, str(table))
         logged.append(TABLE_NAME)
     return logged

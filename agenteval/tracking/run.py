@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from agenteval.llm.scrub import Scrubber
     from agenteval.schema.scorecard import ScenarioResult, Scorecard
     from agenteval.schema.suite import SuiteItem
-    from agenteval.tracking.conversations import Prebuilt
     from agenteval.tracking.models import EvaluationLinks
+    from agenteval.tracking.stream import TraceStream
 
 RUN_RECORD = "mlflow_run.json"
 
@@ -74,7 +74,7 @@ def log_evaluation(
     traces: bool | None = None,
     reports_ready: Callable[[], None] | None = None,
     trees: Mapping[str, str | None] | None = None,
-    prebuilt: Prebuilt | None = None,
+    stream: TraceStream | None = None,
 ) -> TrackResult | None:
     """Log the run in `layout` (scorecard, metrics, reports, transcripts, verdicts).
 
@@ -84,8 +84,9 @@ def log_evaluation(
     `reports_ready`, when given, is called after the traces and before anything under
     reports/ is read: logging can start once the scorecard exists (it returns when the
     reports are written, or raises to abandon the run, which then ends FAILED). `trees`:
-    the run's `provenance.tree_digests`, when they were taken before. `prebuilt`: spans of
-    its conversations built ahead (the MLflow child's `tracking.prebuild.SpanCache`).
+    the run's `provenance.tree_digests`, when they were taken before. `stream`: the traces
+    the MLflow child of `agenteval run` wrote while the run ran (`tracking.stream`), whose
+    run this one becomes.
     """
     section = params.get("tracking") or {}
     if not section.get("enabled", True):
@@ -115,14 +116,17 @@ def log_evaluation(
     key, basis = run_key(layout, params, trees)
     with store_failures(dest.uri), mlflow_client(dest.uri) as client:
         experiment_id = ensure_experiment(client, dest.experiment, dest.uri)
+        stream = _usable(stream, dest.uri, experiment_id, traces)
         existing = find_run(client, experiment_id, key)
         sent = TraceCounts()
         if existing is not None:
+            if stream is not None:
+                stream.discard(delete_run=True)  # this evaluation is logged: keep that run
             run_id, created = existing, False
         else:
-            run_id = _create_run(client, experiment_id, card, params, (key, basis), dest)
+            run_id = _run_for(client, experiment_id, card, params, (key, basis), dest, stream)
             target = _Target(client, dest.uri, experiment_id, run_id, key)
-            sent = _fill_run(target, layout, params, card, (traces, prebuilt), reports_ready)
+            sent = _fill_run(target, layout, params, card, (traces, stream), reports_ready)
             created = True
     result = TrackResult(
         run_id,
@@ -148,6 +152,38 @@ def write_run_record(layout: Layout, result: TrackResult | None) -> Path:
     return path
 
 
+def _usable(
+    stream: TraceStream | None, uri: str, experiment_id: str, traces: bool
+) -> TraceStream | None:
+    """`stream` if its traces belong in this run, else None (and its run discarded)."""
+    if stream is None:
+        return None
+    if stream.broken or not traces or (stream.uri, stream.experiment_id) != (uri, experiment_id):
+        stream.discard()
+        return None
+    return stream
+
+
+def _run_for(
+    client: MlflowClient,
+    experiment_id: str,
+    card: Scorecard,
+    params: dict[str, Any],
+    keyed: tuple[str, str],
+    dest: _Destination,
+    stream: TraceStream | None,
+) -> str:
+    """The run to fill: the one the stream wrote traces into, else a new one."""
+    if stream is not None:
+        from agenteval.tracking.provenance import run_name
+
+        name = dest.run_name or run_name(card.config, params)
+        adopted = stream.adopt(*keyed, name)
+        if adopted is not None:
+            return adopted
+    return _create_run(client, experiment_id, card, params, keyed, dest)
+
+
 def _create_run(
     client: MlflowClient,
     experiment_id: str,
@@ -171,7 +207,7 @@ def _fill_run(
     layout: Layout,
     params: dict[str, Any],
     card: Scorecard,
-    traces: tuple[bool, Prebuilt | None],
+    traces: tuple[bool, TraceStream | None],
     reports_ready: Callable[[], None] | None = None,
 ) -> TraceCounts:
     """The agent model and scenario dataset, traces, then (the reports written) params,
@@ -193,8 +229,8 @@ def _fill_run(
 
         items = load_suite(layout).items if layout.suite.is_file() else []
         links = _evaluation_links(target, items, params, record, scrubber)
-        logged, prebuilt = traces
-        found = (items, card, prebuilt)
+        logged, stream = traces
+        found = (items, card, stream)
         sent = _log_traces(target, layout, found, scrubber, links) if logged else TraceCounts()
         if reports_ready is not None:
             reports_ready()
@@ -216,9 +252,7 @@ def _fill_run(
             links=links,
         )
         secrets = provenance.known_secret_values(params)
-        results.log_artifacts(
-            client, run_id, layout, card, secrets, run_key=target.run_key, provenance=record
-        )
+        results.log_artifacts(client, run_id, layout, card, secrets, provenance=record)
     except BaseException:
         _discard_traces(target)
         client.set_terminated(run_id, status="FAILED")
@@ -278,19 +312,20 @@ def _evaluation_links(
 def _log_traces(
     target: _Target,
     layout: Layout,
-    found: tuple[Sequence[SuiteItem], Scorecard, Prebuilt | None],
+    found: tuple[Sequence[SuiteItem], Scorecard, TraceStream | None],
     scrubber: Scrubber,
     links: EvaluationLinks,
 ) -> TraceCounts:
-    """Every turn as a trace, streamed from disk in batches and verified in the store."""
+    """Every turn as a trace, streamed from disk in batches and verified in the store; the
+    conversations the stream stored get only their late part."""
     from agenteval.tracking.conversations import iter_conversations, turn_records
     from agenteval.tracking.traces_store import log_traces
 
-    items, card, prebuilt = found
-    if prebuilt is not None and prebuilt.experiment_id != target.experiment_id:
-        prebuilt = None  # built for another experiment: its spans name that one
+    items, card, stream = found
+    done = stream.finish(card, links.model_id) if stream is not None else None
+    skip = done.keys if done is not None else frozenset()
     conversations = iter_conversations(
-        items, layout.transcripts, layout.verdicts, card, target.run_key, prebuilt
+        items, layout.transcripts, layout.verdicts, card, target.run_id, skip
     )
     records = (
         record
@@ -299,7 +334,8 @@ def _log_traces(
             conversation, target.experiment_id, target.run_id, scrubber, links.model_id
         )
     )
-    return log_traces(target.uri, target.experiment_id, target.run_id, records)
+    already = (done.counts, done.probe) if done is not None else (TraceCounts(), None)
+    return log_traces(target.uri, target.experiment_id, target.run_id, records, already=already)
 
 
 def _discard_traces(target: _Target) -> None:

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agenteval.tracking.records import SOURCE_RUN_KEY, BuiltSpans, TraceRecord
+from agenteval.tracking.records import SOURCE_RUN_KEY, TraceRecord
 
 if TYPE_CHECKING:
     from mlflow.entities import Assessment, Experiment, Span
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    from agenteval.tracking.conversations import Late
 
 
 # Trace ids per counting query: well under any database's limit on bound parameters
@@ -108,10 +110,7 @@ class SqlTraceWriter:
         ]
         for assessment in info.assessments:
             rows.assessments.append(_assessment_row(assessment, trace_id, row))
-        if record.span_rows is not None and record.rows_key == (experiment_id, self.ensure_ascii):
-            rows.spans += record.span_rows  # built ahead by this same function (prebuild)
-        else:
-            rows.spans += [self.span_row(span, experiment_id) for span in record.spans]
+        rows.spans += [self.span_row(span, experiment_id) for span in record.spans]
         starts = [info.request_time]
         rows.partitions += [(RollupFamily.TRACE_METRIC, experiment_id, starts),
                             (RollupFamily.ASSESSMENT, experiment_id, starts)]  # fmt: skip
@@ -120,11 +119,31 @@ class SqlTraceWriter:
             for s in record.spans
         ]
 
-    def with_rows(self, built: BuiltSpans) -> BuiltSpans:
-        """`built` with the rows this writer stores for its spans, made now."""
+    def write_late(self, parts: Sequence[Late]) -> None:
+        """Add the late parts (tags, metadata, assessments) of traces already stored: the rows
+        `write` would have made for them had they been in the trace from the start."""
+        from mlflow.store.tracking.utils.sql_trace_rollups import RollupFamily
+
+        rows = Rows()
         experiment_id = int(self.experiment.experiment_id)
-        rows = [self.span_row(span, experiment_id) for span in built.spans]
-        return replace(built, rows=rows, rows_key=(experiment_id, self.ensure_ascii))
+        for late in parts:
+            trace_id = late.trace_id
+            rows.trace_tags += [{"request_id": trace_id, "key": k, "value": v}
+                                for k, v in late.tags.items()]  # fmt: skip
+            rows.trace_request_metadata += [
+                {"request_id": trace_id, "key": k, "value": v}
+                for k, v in sorted(late.metadata.items())
+            ]
+            trace = {"experiment_id": experiment_id, "timestamp_ms": late.request_time_ms}
+            for assessment in late.assessments:
+                assessment.trace_id = trace_id
+                rows.assessments.append(_assessment_row(assessment, trace_id, trace))
+            if late.assessments:
+                rows.partitions.append(
+                    (RollupFamily.ASSESSMENT, experiment_id, [late.request_time_ms])
+                )
+        with self.store.ManagedSessionMaker(read_only=False) as session:
+            insert_rows(session, rows)
 
     def span_row(self, span: Span, experiment_id: int) -> dict[str, Any]:
         from mlflow.tracing.otel.translation import translate_span_when_storing

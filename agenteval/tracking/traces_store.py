@@ -145,10 +145,13 @@ def log_traces(
     *,
     writer: TraceWriter | None = None,
     batch: int = BATCH_TRACES,
+    already: tuple[TraceCounts, TraceRecord | None] = (TraceCounts(), None),
 ) -> TraceCounts:
-    """Write every record in batches, then verify the store holds exactly what was sent."""
+    """Write every record in batches, then verify the store holds exactly what was sent.
+    `already`: what this run's traces in the store hold before this call (the traces
+    `tracking.stream` wrote while the run ran) and one of them, whole, to read back."""
     writer = writer or make_writer(uri, experiment_id)
-    sent, probe = TraceCounts(), None
+    sent, probe = already
     for chunk in _batches(records, batch):
         sent += TraceCounts.of(chunk)  # counted before the store sees them
         probe = probe or chunk[0]
