@@ -155,3 +155,45 @@ def test_two_runs_tracked_at_once_do_not_collide(shared: Shared, tmp_path: Path)
         runs.add(record["run_id"])
     assert len(experiments) == 1 and len(runs) == 2
     assert {r.info.run_id for r in client.search_runs(list(experiments))} == runs
+
+
+def test_the_sql_writer_stores_whole_traces_in_postgresql(shared: Shared) -> None:
+    """`sql_traces` straight into a PostgreSQL store (its statements compiled for psycopg,
+    the rows handed to the driver): every trace counted back, one read back whole through
+    MLflow, its late part added afterwards (`write_late`) as `agenteval run` adds it."""
+    from agenteval.llm.scrub import Scrubber
+    from agenteval.tracking.conversations import early_records, late_parts
+    from agenteval.tracking.sql_traces import SqlTraceWriter
+    from agenteval.tracking.store import mlflow_client
+    from agenteval.tracking.traces_store import log_traces, make_writer
+    from tests.test_track_store import conversation
+
+    uri = shared.postgres.create_database("direct")
+    with mlflow_client(uri) as client:
+        experiment_id = client.create_experiment("direct")
+        run_id = client.create_run(experiment_id).info.run_id
+    writer = make_writer(uri, experiment_id)
+    assert isinstance(writer, SqlTraceWriter)
+    scrub = Scrubber.from_environment([])
+    found = [conversation("alpha"), conversation("beta", status="TIMEOUT")]
+    early = [early_records(c, experiment_id, run_id, scrub) for c in found]
+    late = [
+        part
+        for c, records in zip(found, early, strict=True)
+        for part in late_parts(
+            c, [(r.info.trace_id, r.info.request_time) for r in records], scrub, None
+        )
+    ]
+    sent = log_traces(uri, experiment_id, run_id, [r for rs in early for r in rs], writer=writer)
+    writer.write_late(late)
+    assert sent.traces == 4 and sent.spans > 4
+    from mlflow.tracing.client import TracingClient
+
+    first = TracingClient(uri).get_trace(early[0][0].info.trace_id)
+    names = {a.name for a in first.info.assessments}
+    assert {"correctness", "expected_answer", "scenario_status"} <= names
+    assert first.info.tags["agenteval.status"] == "PASS"
+    direct = Shared(shared.server, shared.postgres, "direct")
+    assert sql(direct, "SELECT bool_and(valid), count(*) FROM assessments") == [
+        (True, sent.assessments + sum(len(p.assessments) for p in late))
+    ]
