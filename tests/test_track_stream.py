@@ -65,13 +65,19 @@ def test_a_trace_completed_later_holds_the_rows_of_one_written_whole(tmp_path: P
     assert without_drawn(table_rows(ours)) == without_drawn(table_rows(theirs))
 
 
-def evaluated(tmp_path: Path) -> tuple[str, dict[str, Any], Layout, str]:
+def project(tmp_path: Path) -> tuple[str, dict[str, Any], Layout]:
+    """A fresh sqlite store, the params of three scenarios logging to it, a run folder."""
     (tmp_path / "store").mkdir()
     uri = f"sqlite:///{(tmp_path / 'store' / 'mlflow.db').as_posix()}"
     sets = [f"suite.ids=[{','.join(SCENARIOS)}]", f"tracking.uri={uri}",
             f"tracking.experiment={EXPERIMENT}"]  # fmt: skip
     params = load_params(ROOT / "params.yaml", sets)
     layout = Layout.run_dir(ROOT, tmp_path / "run")
+    return uri, params, layout
+
+
+def evaluated(tmp_path: Path) -> tuple[str, dict[str, Any], Layout, str]:
+    uri, params, layout = project(tmp_path)
     run_evaluation(params, layout)
     with mlflow_client(uri) as client:
         experiment_id = ensure_experiment(client, EXPERIMENT, uri)
@@ -159,12 +165,7 @@ def test_a_discarded_stream_leaves_a_failed_run_without_traces(tmp_path: Path) -
 def test_the_tracking_child_fed_the_graded_conversations_logs_the_whole_run(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "store").mkdir()
-    uri = f"sqlite:///{(tmp_path / 'store' / 'mlflow.db').as_posix()}"
-    sets = [f"suite.ids=[{','.join(SCENARIOS)}]", f"tracking.uri={uri}",
-            f"tracking.experiment={EXPERIMENT}"]  # fmt: skip
-    params = load_params(ROOT / "params.yaml", sets)
-    layout = Layout.run_dir(ROOT, tmp_path / "run")
+    uri, params, layout = project(tmp_path)
     tracker = BackgroundTracker.start(params, ROOT)
     assert tracker is not None
     run_evaluation(params, layout, **tracker.hooks(layout, params))
@@ -180,12 +181,7 @@ def test_the_tracking_child_fed_the_graded_conversations_logs_the_whole_run(
 
 
 def test_a_child_cancelled_after_streaming_leaves_no_trace(tmp_path: Path) -> None:
-    (tmp_path / "store").mkdir()
-    uri = f"sqlite:///{(tmp_path / 'store' / 'mlflow.db').as_posix()}"
-    sets = [f"suite.ids=[{','.join(SCENARIOS)}]", f"tracking.uri={uri}",
-            f"tracking.experiment={EXPERIMENT}"]  # fmt: skip
-    params = load_params(ROOT / "params.yaml", sets)
-    layout = Layout.run_dir(ROOT, tmp_path / "run")
+    uri, params, layout = project(tmp_path)
     tracker = BackgroundTracker.start(params, ROOT)
     assert tracker is not None
     hooks = tracker.hooks(layout, params)
