@@ -173,30 +173,16 @@ def _run_for(
     dest: _Destination,
     stream: TraceStream | None,
 ) -> str:
-    """The run to fill: the one the stream wrote traces into, else a new one."""
-    if stream is not None:
-        from agenteval.tracking.provenance import run_name
-
-        name = dest.run_name or run_name(card.config, params)
-        adopted = stream.adopt(*keyed, name)
-        if adopted is not None:
-            return adopted
-    return _create_run(client, experiment_id, card, params, keyed, dest)
-
-
-def _create_run(
-    client: MlflowClient,
-    experiment_id: str,
-    card: Scorecard,
-    params: dict[str, Any],
-    keyed: tuple[str, str],
-    dest: _Destination,
-) -> str:
+    """The run to fill, named and tagged with its key: the one the stream wrote traces
+    into, else a new one."""
     from agenteval.tracking.provenance import run_name
     from agenteval.tracking.store import RUN_KEY_TAG
 
-    key, basis = keyed
     name = dest.run_name or run_name(card.config, params)
+    adopted = stream.adopt(*keyed, name) if stream is not None else None
+    if adopted is not None:
+        return adopted
+    key, basis = keyed
     tags = {RUN_KEY_TAG: key, f"{RUN_KEY_TAG}.basis": basis}
     run = client.create_run(experiment_id, run_name=name, tags=tags)
     return str(run.info.run_id)

@@ -174,7 +174,7 @@ class TraceStream:
 
     def adopt(self, key: str, basis: str, name: str) -> str | None:
         """This run's id once its key is known (None when nothing was streamed): named, and
-        tagged with the key as `_create_run` tags a run."""
+        tagged with the key as `run._run_for` tags a new run."""
         from agenteval.tracking.store import RUN_KEY_TAG, mlflow_client
 
         if self.run_id is None:
