@@ -5,6 +5,8 @@ they are, a run abandoned after the hand-over ends FAILED, a dead child changes 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from agenteval.layout import Layout
 from agenteval.params import load_params
 from agenteval.pipeline import run_evaluation
 from agenteval.report import CHARTS
+from agenteval.tracking import background
 from agenteval.tracking.background import BackgroundTracker
 from agenteval.tracking.provenance import run_key
 from agenteval.tracking.run import log_evaluation
@@ -116,3 +119,67 @@ def test_a_dead_child_leaves_the_logging_to_the_parent(tmp_path: Path) -> None:
     assert tracked is not None and tracked.created
     assert all(p.is_file() for p in charts(layout))
     assert trace_count(uri, tracked.run_id) == tracked.traces_logged > 0
+
+
+def test_a_prestarted_child_is_the_one_that_logs_the_run(tmp_path: Path) -> None:
+    background.prestart()
+    early = background._early
+    assert early is not None and early.poll() is None
+    uri, params, layout, tracker = started(tmp_path)  # tracking on: start claims it
+    assert tracker.process is early and background._early is None
+    run_evaluation(params, layout, **tracker.hooks(layout, params))
+    tracked = tracker.finish(layout, params)
+    assert tracked is not None and tracked.created
+    assert trace_count(uri, tracked.run_id) == tracked.traces_logged > 0
+    assert tracker.streamed == 1  # the scenario's conversation, written while the agent ran
+
+
+def test_a_prestarted_child_is_killed_when_tracking_is_off(tmp_path: Path) -> None:
+    background.prestart()
+    early = background._early
+    assert early is not None
+    off = [f"suite.ids=[{SCENARIO}]", "tracking.enabled=false"]
+    params = load_params(ROOT / "params.yaml", off)
+    assert BackgroundTracker.start(params, ROOT) is None
+    assert early.returncode is not None and background._early is None
+
+
+def test_a_prestarted_child_that_died_is_replaced(tmp_path: Path) -> None:
+    background.prestart()
+    early = background._early
+    assert early is not None
+    early.kill()
+    early.wait()
+    _, _, _, tracker = started(tmp_path)
+    assert tracker.process is not early and tracker.process.poll() is None
+    tracker.cancel()
+
+
+def children_marked(mark: str) -> list[int]:
+    """Live processes of the MLflow child that carry `mark` in their environment."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"agenteval.tracking.background" in cmdline and mark.encode() in environ:
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_the_command_line_leaves_no_prestarted_child_when_it_refuses(tmp_path: Path) -> None:
+    mark = f"AGENTEVAL_TEST_MARK={os.getpid()}-{tmp_path.name}"
+    name, _, value = mark.partition("=")
+    env = dict(os.environ, **{name: value})
+    command = [sys.executable, "-m", "agenteval", "run", "--set", "nope.key=1"]
+    # Output to a file, not a pipe: a child left alive would hold a pipe open, and the
+    # test would wait for it to exit before it looks.
+    with (tmp_path / "stderr.txt").open("w") as stderr:
+        code = subprocess.run(command, cwd=ROOT, env=env, stderr=stderr, check=False)
+    errors = (tmp_path / "stderr.txt").read_text()
+    assert code.returncode == 2, errors
+    assert "nope" in errors and "Traceback" not in errors
+    assert children_marked(mark) == []  # killed on the way out, not left importing MLflow

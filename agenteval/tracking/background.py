@@ -30,6 +30,7 @@ without traces), exit; before the last line: abandon the run (likewise).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -65,6 +66,48 @@ if TYPE_CHECKING:
 ABORT_WAIT_S = 30.0
 
 
+# The child `prestart` launched for this process's `agenteval run`, until start claims it.
+_early: subprocess.Popen[str] | None = None
+
+
+def prestart() -> None:
+    """Launch the child now, before the command line and the params are loaded: it imports
+    MLflow (most of its 2.5 s of CPU) while they load and waits for its store. The console
+    script calls this for `agenteval run` only; `start` claims it, or kills it when tracking
+    is off, and so does the interpreter's exit if the command never got that far."""
+    global _early
+    if _early is None:
+        _early = _spawn()
+        atexit.register(drop_early)
+
+
+def _claim_early() -> subprocess.Popen[str] | None:
+    global _early
+    process, _early = _early, None
+    if process is not None and process.poll() is not None:
+        return None  # it died (killed from outside): start a new one
+    return process
+
+
+def drop_early() -> None:
+    """Kill a prestarted child nobody claimed (tracking is off, or the command failed)."""
+    process = _claim_early()
+    if process is not None:
+        process.kill()
+        process.wait()
+
+
+def _spawn() -> subprocess.Popen[str]:
+    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
+    return subprocess.Popen(
+        [sys.executable, "-m", "agenteval.tracking.background"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
 class BackgroundTracker:
     def __init__(self, process: subprocess.Popen[str]) -> None:
         self.process = process
@@ -77,18 +120,11 @@ class BackgroundTracker:
         """A warming child for this run's store; None when tracking is off."""
         section = params.get("tracking") or {}
         if not section.get("enabled", True):
+            drop_early()
             return None
         uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
         experiment = section.get("experiment") or DEFAULT_EXPERIMENT
-        env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "agenteval.tracking.background"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        tracker = cls(process)
+        tracker = cls(_claim_early() or _spawn())
         if not tracker._send({"uri": uri, "experiment": experiment}):
             tracker.cancel()
             return None
@@ -194,15 +230,21 @@ def _last_json_line(stream: IO[str]) -> dict[str, Any] | None:
     return found
 
 
-def warm(uri: str, experiment: str) -> str:
-    """Import what log_evaluation needs and open the store (MLflow caches it per URI);
-    returns the experiment's id."""
-    import pandas  # noqa: F401  (the scenario table is written as parquet)
-    import pyarrow  # noqa: F401
-    from mlflow.tracing.client import TracingClient
+def preload() -> None:
+    """Import what log_evaluation needs, before the store is known (MLflow pulls in
+    pandas and pyarrow, which the scenario table needs, itself)."""
+    import mlflow.store.tracking.sqlalchemy_store  # a third of the import
+    import mlflow.tracing.client  # noqa: F401
 
     from agenteval import layout  # noqa: F401
     from agenteval.tracking import records, results, run, sql_traces, stream  # noqa: F401
+
+
+def warm(uri: str, experiment: str) -> str:
+    """Open the store (MLflow caches it per URI); returns the experiment's id."""
+    from mlflow.tracing.client import TracingClient
+
+    from agenteval.tracking import records
     from agenteval.tracking.store import ensure_experiment, mlflow_client
 
     with mlflow_client(uri) as client:
@@ -293,11 +335,15 @@ def _trace_stream(
 def main() -> int:
     # Not niced: on a machine whose cores are busy with other work, a niced child starves
     # and the run waits for it at the end (measured with bench/peer_inspect.py).
+    heap.claim()  # this child is a process of its own (see agenteval.heap)
+    # Imported before the first line, which a prestarted child gets only once the parent
+    # has loaded its params; failing imports fail again, with their message, in logging.
+    with contextlib.suppress(Exception), heap.importing():
+        preload()
     first = sys.stdin.readline()
     if not first:
         return 0
     setup = json.loads(first)
-    heap.claim()  # this child is a process of its own (see agenteval.heap)
     inbox = Inbox(sys.stdin)
     experiment_id = None
     # A store that cannot be opened now fails again in log_evaluation, with its message.
