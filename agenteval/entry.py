@@ -12,9 +12,7 @@ import sys
 
 
 def main() -> None:
-    from agenteval import heap
-
-    heap.claim()  # before the child starts: it inherits the BLAS setting (see heap)
+    # The child claims its own process (agenteval.heap) and the command line claims this one.
     if sys.argv[1:2] == ["run"] and not {"--help", "-h"} & set(sys.argv[2:]):
         from agenteval.tracking.background import prestart
 
