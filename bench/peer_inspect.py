@@ -1,31 +1,41 @@
 """Benchmark: agenteval and inspect_ai side by side, same items, same loopback endpoint.
 
 Run from the repository root with the venv active:  python bench/peer_inspect.py
-Options: --items 500  --concurrency 32  --latency 0.05  --repeats 3
+Options: --items 500  --concurrency 32  --latency 0.05  --repeats 3  --workload both
 
 inspect_ai is never a project dependency: the script creates its own virtual environment
 (.cache/bench/inspect_ai-<version>/, reused by later runs) with inspect_ai and openai pinned
 below, from the package registry. Both harnesses talk to one OpenAI-compatible loopback
 endpoint (bench/loopback.py, its own process, `latency` per request) at the same
 concurrency, on the same N items, each as its own command line process, timed from start
-to exit:
+to exit. Each item is the same work for both, in one of two workloads:
 
-- agenteval: `agenteval run` on N generated single-turn scenarios with the `chat` target
-  (one query_documents call, then the answer: two requests per item), the code judge, the
-  reports, and MLflow tracking on (the default: params, metrics, artifacts and one trace
-  per item with its spans, feedback and expectations, counted back in the store) or off
-  (`tracking.enabled=false`). The sqlite store exists before the clock starts.
-- inspect_ai: `inspect eval` of a task with the same N questions, `generate()` and an
-  `includes()` scorer, `--model openai/bench-model -M responses_api=false` (chat
-  completions, as the endpoint speaks), `--max-connections` = concurrency, `--display
-  plain`, writing its usual .eval log: one request per item.
+- `tool` (tool call, then the answer: 2 requests per item): the agenteval scenario expects
+  a `query_documents` call, and the inspect_ai task offers the same tool
+  (`use_tools(query_documents())` then `generate()`, which runs the call and asks again).
+- `plain` (the answer only: 1 request per item): no tool is expected, and the endpoint
+  never calls one; the inspect_ai task is `generate()` alone.
 
-Each repeat runs the three in turn; the table shows medians. wall/ideal divides by
-requests x latency / concurrency, the time the endpoint alone imposes. CPU is each
-harness's process tree (agenteval with tracking on: the parent and its MLflow child),
-endpoint the loopback's CPU during that run, and floor the least wall any schedule could
-reach on this machine's cores: max(ideal, (CPU + endpoint) / cores). So a ratio target
-can be checked against what the machine allows, not only against the last run.
+The harnesses:
+
+- agenteval: `agenteval run` on N generated single-turn scenarios with the `chat` target,
+  the code judge, the reports, and MLflow tracking on (the default: params, metrics,
+  artifacts and one trace per item with its spans, feedback and expectations, counted back
+  in the store) or off (`tracking.enabled=false`). The sqlite store exists before the
+  clock starts.
+- inspect_ai: `inspect eval` of a task with the same N questions and an `includes()`
+  scorer, `--model openai/bench-model -M responses_api=false` (chat completions, as the
+  endpoint speaks), `--max-connections` = concurrency, `--display plain`, writing its usual
+  .eval log.
+
+The endpoint's request count is checked: both harnesses must send the same number, or the
+workload is not the same work and the script stops. Each repeat runs the three in turn;
+the table shows medians. wall/ideal divides by requests x latency / concurrency, the time
+the endpoint alone imposes. CPU is each harness's process tree (agenteval with tracking
+on: the parent and its MLflow child), endpoint the loopback's CPU during that run, and
+floor the least wall any schedule could reach on this machine's cores: max(ideal, (CPU +
+endpoint) / cores). So a ratio target can be checked against what the machine allows, not
+only against the last run.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -60,15 +71,33 @@ import os
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
 from inspect_ai.scorer import includes
-from inspect_ai.solver import generate
+from inspect_ai.solver import generate, use_tools
+from inspect_ai.tool import tool
+
+
+@tool
+def query_documents():
+    async def execute(query: str) -> str:
+        \"\"\"Search the document library.
+
+        Args:
+            query: What to look for.
+        \"\"\"
+        return "Opening hours: 9:00 to 17:00 on weekdays."
+
+    return execute
 
 
 @task
 def bench():
     n = int(os.environ["BENCH_ITEMS"])
     samples = [Sample(input={question!r}.format(i=i), target="9:00 to 17:00") for i in range(n)]
-    return Task(dataset=samples, solver=generate(), scorer=includes())
+    solver = {solver}
+    return Task(dataset=samples, solver=solver, scorer=includes())
 """
+# The inspect_ai solver doing what one agenteval item does in each workload.
+SOLVERS = {"tool": "[use_tools(query_documents()), generate()]", "plain": "generate()"}
+WORKLOADS = {"tool": "tool call, then the answer", "plain": "the answer only"}
 
 
 def inspect_env() -> Path:
@@ -107,8 +136,8 @@ def run_timed(cmd: list[str], cwd: Path, env: dict[str, str], port: int) -> dict
             "output": done.stdout + done.stderr}  # fmt: skip
 
 
-def agenteval_project(folder: Path, items: int, port: int, concurrency: int) -> Path:
-    root = workload.generated_root(folder, items)
+def agenteval_project(folder: Path, items: int, port: int, concurrency: int, tools: bool) -> Path:
+    root = workload.generated_root(folder, items, tools=tools)
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for section, values in workload.chat_overrides(port, concurrency, ["library"]).items():
         params[section] = {**params[section], **values}
@@ -131,8 +160,11 @@ def run_agenteval(root: Path, port: int, tracking: bool, round_: int) -> dict[st
     return result
 
 
-def run_inspect(inspect: Path, folder: Path, items: int, port: int, c: int) -> dict[str, Any]:
-    (folder / "task.py").write_text(TASK.format(question=QUESTION), encoding="utf-8")
+def run_inspect(
+    inspect: Path, folder: Path, items: int, port: int, c: int, kind: str
+) -> dict[str, Any]:
+    task = TASK.format(question=QUESTION, solver=SOLVERS[kind])
+    (folder / "task.py").write_text(task, encoding="utf-8")
     env = dict(os.environ, OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1",
                OPENAI_API_KEY="bench-not-a-key", BENCH_ITEMS=str(items),
                INSPECT_LOG_DIR=str(folder / "logs"))  # fmt: skip
@@ -150,7 +182,8 @@ def run_inspect(inspect: Path, folder: Path, items: int, port: int, c: int) -> d
         "plain",
     ]
     result = run_timed(cmd, folder, env, port)
-    if f"Samples: {items}/{items}" not in result["output"]:
+    done = re.findall(r"Samples:\s*(\d+)/\s*(\d+)", result["output"])  # the display pads
+    if not done or done[-1] != (str(items), str(items)):
         raise SystemExit(f"inspect did not finish every sample:\n{result['output'][-2000:]}")
     return result
 
@@ -170,10 +203,11 @@ def summarise(runs: list[dict[str, Any]], items: int, args: argparse.Namespace) 
             "endpoint_cpu_s": endpoint, "floor_s": floor}  # fmt: skip
 
 
-def report(rows: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
+def report(kind: str, rows: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
     machine = f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {workload.load_average()}"
-    print(f"\n{args.items} items, concurrency {args.concurrency}, endpoint latency "
-          f"{args.latency * 1000:.0f} ms, median of {args.repeats} ({machine})")  # fmt: skip
+    print(f"\nworkload {kind} ({WORKLOADS[kind]}): {args.items} items, concurrency "
+          f"{args.concurrency}, endpoint latency {args.latency * 1000:.0f} ms, median of "
+          f"{args.repeats} ({machine})")  # fmt: skip
     print(f"{'harness':34s}{'wall':>9s}{'per item':>11s}{'requests':>10s}{'ideal':>8s}"
           f"{'wall/ideal':>12s}{'CPU':>8s}{'endpoint':>10s}{'floor':>8s}   walls")  # fmt: skip
     for name, row in rows.items():
@@ -186,7 +220,7 @@ def report(rows: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
         "floor: max(ideal, (CPU + endpoint) / cores), medians"
     )
     on, off, peer = rows["agenteval, tracking on"], rows["agenteval, tracking off"], rows[INSPECT]
-    print(f"\nagenteval tracking on / off, wall:      {on['wall_s'] / off['wall_s']:.2f}x "
+    print(f"agenteval tracking on / off, wall:      {on['wall_s'] / off['wall_s']:.2f}x "
           f"(target <= 1.5)")  # fmt: skip
     print(
         f"inspect_ai / agenteval (tracking on), per item: "
@@ -195,11 +229,44 @@ def report(rows: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"  4x needs agenteval (tracking on) within {peer['wall_s'] / 4:.2f} s; "
           f"its CPU floor here is {on['floor_s']:.2f} s, "
           f"at most {peer['wall_s'] / on['floor_s']:.2f}x")  # fmt: skip
-    print(f"rerun: {SCRIPT} --items {args.items} --concurrency {args.concurrency} "
-          f"--repeats {args.repeats}")  # fmt: skip
 
 
 INSPECT = f"inspect_ai {INSPECT_PINS[0].split('==')[1]}"
+
+
+def same_work(kind: str, runs: dict[str, list[dict[str, Any]]], items: int) -> None:
+    """Stop unless every run sent the requests this workload's items make (2 or 1 each)."""
+    wanted = items * (2 if kind == "tool" else 1)
+    sent = {name: [r["requests"] for r in rs] for name, rs in runs.items()}
+    if any(n != wanted for counts in sent.values() for n in counts):
+        raise SystemExit(f"workload {kind}: expected {wanted} requests per run, sent {sent}")
+
+
+def measure(kind: str, inspect: Path, folder: Path, args: argparse.Namespace) -> None:
+    """Every repeat of the three harness runs on one workload, then its table."""
+    server, port = loopback.start_server(args.latency, tools=kind == "tool")
+    runs: dict[str, list[dict[str, Any]]] = {INSPECT: [], "agenteval, tracking off": [],
+                                              "agenteval, tracking on": []}  # fmt: skip
+    try:
+        (folder / "inspect").mkdir()
+        root = agenteval_project(
+            folder / "agenteval", args.items, port, args.concurrency, kind == "tool"
+        )
+        for round_ in range(args.repeats):
+            jiffies = workload.cpu_jiffies()
+            runs[INSPECT].append(
+                run_inspect(inspect, folder / "inspect", args.items, port, args.concurrency, kind)
+            )
+            runs["agenteval, tracking off"].append(run_agenteval(root, port, False, round_))
+            runs["agenteval, tracking on"].append(run_agenteval(root, port, True, round_))
+            line = ", ".join(f"{k} {v[-1]['wall_s']:.1f} s" for k, v in runs.items())
+            print(f"{kind} round {round_ + 1}: {line} ({workload.load_average()}, "
+                  f"{workload.steal_since(jiffies)})", flush=True)  # fmt: skip
+    finally:
+        loopback.stop_server(server)
+    same_work(kind, runs, args.items)
+    report(kind, {name: summarise(r, args.items, args) for name, r in runs.items()}, args)
+    print(json.dumps({name: [r["wall_s"] for r in r_] for name, r_ in runs.items()}))
 
 
 def main() -> int:
@@ -208,31 +275,17 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workload", choices=["tool", "plain", "both"], default="both")
     args = parser.parse_args()
     workload.prepare_to_measure()
     inspect = inspect_env()
-    server, port = loopback.start_server(args.latency, tools=True)
-    runs: dict[str, list[dict[str, Any]]] = {INSPECT: [], "agenteval, tracking off": [],
-                                              "agenteval, tracking on": []}  # fmt: skip
-    try:
-        with tempfile.TemporaryDirectory(prefix="agenteval-peer-") as tmp:
-            folder = Path(tmp)
-            (folder / "inspect").mkdir()
-            root = agenteval_project(folder / "agenteval", args.items, port, args.concurrency)
-            for round_ in range(args.repeats):
-                jiffies = workload.cpu_jiffies()
-                runs[INSPECT].append(
-                    run_inspect(inspect, folder / "inspect", args.items, port, args.concurrency)
-                )
-                runs["agenteval, tracking off"].append(run_agenteval(root, port, False, round_))
-                runs["agenteval, tracking on"].append(run_agenteval(root, port, True, round_))
-                line = ", ".join(f"{k} {v[-1]['wall_s']:.1f} s" for k, v in runs.items())
-                print(f"round {round_ + 1}: {line} ({workload.load_average()}, "
-                      f"{workload.steal_since(jiffies)})", flush=True)  # fmt: skip
-    finally:
-        loopback.stop_server(server)
-    report({name: summarise(r, args.items, args) for name, r in runs.items()}, args)
-    print(json.dumps({name: [r["wall_s"] for r in r_] for name, r_ in runs.items()}))
+    kinds = ["tool", "plain"] if args.workload == "both" else [args.workload]
+    with tempfile.TemporaryDirectory(prefix="agenteval-peer-") as tmp:
+        for kind in kinds:
+            (Path(tmp) / kind).mkdir()
+            measure(kind, inspect, Path(tmp) / kind, args)
+    print(f"\nrerun: {SCRIPT} --items {args.items} --concurrency {args.concurrency} "
+          f"--repeats {args.repeats} --workload {args.workload}")  # fmt: skip
     return 0
 
 

@@ -33,15 +33,15 @@ turns:
   - turn: 1
     objective: "Ask the opening hours"
     user_message: "Question {i}: what are the opening hours on weekdays?"
-    expected_tools: [query_documents]
-    ground_truth:
+{tools}    ground_truth:
       expected_answer: "9:00 to 17:00 on weekdays"
     success_criteria: "Gives the weekday opening hours, 9:00 to 17:00."
 """
 
 
-def generated_root(folder: Path, n: int) -> Path:
-    """A repository-shaped folder with `n` generated single-turn scenarios (6 categories)."""
+def generated_root(folder: Path, n: int, tools: bool = True) -> Path:
+    """A repository-shaped folder with `n` generated single-turn scenarios (6 categories),
+    each expecting one `query_documents` call unless `tools` is false."""
     root = folder / "repo"
     shutil.copytree(ROOT / "eval" / "agents" / "default", root / "eval" / "agents" / "default")
     (root / "library").mkdir(parents=True)
@@ -51,9 +51,10 @@ def generated_root(folder: Path, n: int) -> Path:
     scenarios = root / "eval" / "scenarios"
     scenarios.mkdir(parents=True)
     width = len(str(n))
+    expected = "    expected_tools: [query_documents]\n" if tools else ""
     for i in range(n):
         sid = f"s{i:0{width}d}"
-        text = SCENARIO.format(sid=sid, i=i, category=i % 6)
+        text = SCENARIO.format(sid=sid, i=i, category=i % 6, tools=expected)
         (scenarios / f"{sid}.yaml").write_text(text, encoding="utf-8")
     return root
 
@@ -109,6 +110,9 @@ def timed_steps(config: dict[str, Any]) -> dict[str, Any]:
     import agenteval.llm.openai_compat  # noqa: F401  (imported lazily by the client factory)
     import agenteval.tracking.run as tracking_run
     from agenteval import pipeline
+    from agenteval.corpus.retrieval import load_backend
+
+    load_backend()  # bm25s and scipy.sparse, which the chat target imports as it is made
     from agenteval.layout import Layout
 
     root = Path(config["root"])
