@@ -98,6 +98,7 @@ def bench():
 # The inspect_ai solver doing what one agenteval item does in each workload.
 SOLVERS = {"tool": "[use_tools(query_documents()), generate()]", "plain": "generate()"}
 WORKLOADS = {"tool": "tool call, then the answer", "plain": "the answer only"}
+REQUESTS_PER_ITEM = {"tool": 2, "plain": 1}
 
 
 def inspect_env() -> Path:
@@ -235,8 +236,8 @@ INSPECT = f"inspect_ai {INSPECT_PINS[0].split('==')[1]}"
 
 
 def same_work(kind: str, runs: dict[str, list[dict[str, Any]]], items: int) -> None:
-    """Stop unless every run sent the requests this workload's items make (2 or 1 each)."""
-    wanted = items * (2 if kind == "tool" else 1)
+    """Stop unless every run sent the requests this workload's items make."""
+    wanted = items * REQUESTS_PER_ITEM[kind]
     sent = {name: [r["requests"] for r in rs] for name, rs in runs.items()}
     if any(n != wanted for counts in sent.values() for n in counts):
         raise SystemExit(f"workload {kind}: expected {wanted} requests per run, sent {sent}")

@@ -111,9 +111,9 @@ def timed_steps(config: dict[str, Any]) -> dict[str, Any]:
     import agenteval.tracking.run as tracking_run
     from agenteval import pipeline
     from agenteval.corpus.retrieval import load_backend
+    from agenteval.layout import Layout
 
     load_backend()  # bm25s and scipy.sparse, which the chat target imports as it is made
-    from agenteval.layout import Layout
 
     root = Path(config["root"])
     layout = (
