@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 import venv
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +96,23 @@ def bench():
     solver = {solver}
     return Task(dataset=samples, solver=solver, scorer=includes())
 """
-# The inspect_ai solver doing what one agenteval item does in each workload.
-SOLVERS = {"tool": "[use_tools(query_documents()), generate()]", "plain": "generate()"}
-WORKLOADS = {"tool": "tool call, then the answer", "plain": "the answer only"}
-REQUESTS_PER_ITEM = {"tool": 2, "plain": 1}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One item's work, the same for both harnesses."""
+
+    description: str
+    solver: str  # the inspect_ai solver doing what one agenteval item does
+    tools: bool  # the scenario expects query_documents and the endpoint calls it
+    requests_per_item: int
+
+
+WORKLOADS = {
+    "tool": Workload("tool call, then the answer", "[use_tools(query_documents()), generate()]",
+                     tools=True, requests_per_item=2),
+    "plain": Workload("the answer only", "generate()", tools=False, requests_per_item=1),
+}  # fmt: skip
 
 
 def inspect_env() -> Path:
@@ -164,7 +178,7 @@ def run_agenteval(root: Path, port: int, tracking: bool, round_: int) -> dict[st
 def run_inspect(
     inspect: Path, folder: Path, items: int, port: int, c: int, kind: str
 ) -> dict[str, Any]:
-    task = TASK.format(question=QUESTION, solver=SOLVERS[kind])
+    task = TASK.format(question=QUESTION, solver=WORKLOADS[kind].solver)
     (folder / "task.py").write_text(task, encoding="utf-8")
     env = dict(os.environ, OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1",
                OPENAI_API_KEY="bench-not-a-key", BENCH_ITEMS=str(items),
@@ -206,7 +220,7 @@ def summarise(runs: list[dict[str, Any]], items: int, args: argparse.Namespace) 
 
 def report(kind: str, rows: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
     machine = f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {workload.load_average()}"
-    print(f"\nworkload {kind} ({WORKLOADS[kind]}): {args.items} items, concurrency "
+    print(f"\nworkload {kind} ({WORKLOADS[kind].description}): {args.items} items, concurrency "
           f"{args.concurrency}, endpoint latency {args.latency * 1000:.0f} ms, median of "
           f"{args.repeats} ({machine})")  # fmt: skip
     print(f"{'harness':34s}{'wall':>9s}{'per item':>11s}{'requests':>10s}{'ideal':>8s}"
@@ -237,7 +251,7 @@ INSPECT = f"inspect_ai {INSPECT_PINS[0].split('==')[1]}"
 
 def same_work(kind: str, runs: dict[str, list[dict[str, Any]]], items: int) -> None:
     """Stop unless every run sent the requests this workload's items make."""
-    wanted = items * REQUESTS_PER_ITEM[kind]
+    wanted = items * WORKLOADS[kind].requests_per_item
     sent = {name: [r["requests"] for r in rs] for name, rs in runs.items()}
     if any(n != wanted for counts in sent.values() for n in counts):
         raise SystemExit(f"workload {kind}: expected {wanted} requests per run, sent {sent}")
@@ -245,13 +259,13 @@ def same_work(kind: str, runs: dict[str, list[dict[str, Any]]], items: int) -> N
 
 def measure(kind: str, inspect: Path, folder: Path, args: argparse.Namespace) -> None:
     """Every repeat of the three harness runs on one workload, then its table."""
-    server, port = loopback.start_server(args.latency, tools=kind == "tool")
+    server, port = loopback.start_server(args.latency, tools=WORKLOADS[kind].tools)
     runs: dict[str, list[dict[str, Any]]] = {INSPECT: [], "agenteval, tracking off": [],
                                               "agenteval, tracking on": []}  # fmt: skip
     try:
         (folder / "inspect").mkdir()
         root = agenteval_project(
-            folder / "agenteval", args.items, port, args.concurrency, kind == "tool"
+            folder / "agenteval", args.items, port, args.concurrency, WORKLOADS[kind].tools
         )
         for round_ in range(args.repeats):
             jiffies = workload.cpu_jiffies()
@@ -276,11 +290,11 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--workload", choices=["tool", "plain", "both"], default="both")
+    parser.add_argument("--workload", choices=[*WORKLOADS, "both"], default="both")
     args = parser.parse_args()
     workload.prepare_to_measure()
     inspect = inspect_env()
-    kinds = ["tool", "plain"] if args.workload == "both" else [args.workload]
+    kinds = list(WORKLOADS) if args.workload == "both" else [args.workload]
     with tempfile.TemporaryDirectory(prefix="agenteval-peer-") as tmp:
         for kind in kinds:
             (Path(tmp) / kind).mkdir()
