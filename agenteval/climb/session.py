@@ -38,7 +38,7 @@ from agenteval.climb.evaluation import (
     suites,
 )
 from agenteval.climb.failures import failures, unique_per_scenario
-from agenteval.climb.guard import Guard, Material
+from agenteval.climb.guard import Guard, GuardRules, Material, corpus_files
 from agenteval.climb.holdout import HoldoutSpent, Thresholdout
 from agenteval.climb.keep import Delta, held_verdict, paired_delta, train_improves
 from agenteval.climb.ledger import Ledger
@@ -91,14 +91,7 @@ def prepare(root: Path, overrides: Sequence[str], folder: Path) -> State:
                 f"the {name} split has {len(splits[name])} scenario(s); a paired "
                 "bound needs at least 2 (more scenarios, or pin some with split:)"
             )
-    extra = [
-        p.relative_to(root).as_posix()
-        for base in ("eval/corpus", "data/corpora")
-        if (root / base).is_dir()
-        for p in (root / base).rglob("*")
-        if p.is_file()
-    ]
-    guard = Guard(spec, Material.of(everything, extra))
+    guard = Guard(spec, Material.of(everything, corpus_files(root)), GuardRules.from_params(params))
     ledger = Ledger.open(root, params, splits["held"])
     iterations = int(params["climb"]["iterations"])
     resolved = {name: split_suite(suite, ids, iterations) for name, ids in splits.items()}
