@@ -12,7 +12,7 @@ from agenteval.climb.artifacts import Change, Edit, Spec, set_knob
 from agenteval.climb.failures import REMOVED, failure_class, redact
 from agenteval.climb.guard import Guard, Material
 from agenteval.climb.holdout import HoldoutSpent, Thresholdout
-from agenteval.climb.keep import held_verdict, lower_bound, paired_delta, pass_shares
+from agenteval.climb.keep import KeepRule, held_verdict, lower_bound, paired_delta, pass_shares
 from agenteval.climb.meaning import Truth
 from agenteval.climb.proposers import Context, SearchProposer, parse_edit
 from agenteval.schema.agent import KnobRange
@@ -134,14 +134,15 @@ def test_held_is_judged_on_what_thresholdout_releases() -> None:
     parent = card({s: ["FAIL"] * 3 for s in ids})
     better = card({s: ["PASS"] * 3 if s in ("s0", "s1", "s2") else ["FAIL"] * 3 for s in ids})
     train = paired_delta(parent, better, ids, 0.95)
-    agree = held_verdict(train, paired_delta(parent, better, ids, 0.95), mechanism(), 0.05)
-    assert agree.source == "train" and agree.non_inferior
+    knob = KeepRule("knob", -0.05, "non-inferior")
+    agree = held_verdict(train, paired_delta(parent, better, ids, 0.95), mechanism(), knob, 0.95)
+    assert agree.source == "train" and agree.kept
     worse_ids = {s: ["FAIL"] * 3 for s in ids} | {"s0": ["FAIL"] * 3}
     hurt = card(worse_ids | {"s5": ["FAIL"] * 3})
     base_held = card({s: ["PASS"] * 3 if s in ("s4", "s5") else ["FAIL"] * 3 for s in ids})
     held = paired_delta(base_held, hurt, ids, 0.95)
-    verdict = held_verdict(train, held, mechanism(), 0.05)
-    assert verdict.source == "held" and not verdict.non_inferior
+    verdict = held_verdict(train, held, mechanism(), knob, 0.95)
+    assert verdict.source == "held" and not verdict.kept
 
 
 # ------------------------------------------------------------------ the guard

@@ -48,7 +48,8 @@ def climb(
     set_: SetOption = None,
 ) -> None:
     """Run a session on a scratch branch: one edit a round, kept only when train improves
-    beyond noise and held does not regress; test evaluated once at the end."""
+    beyond noise and held does not regress (a knob edit) or improves (a free-text edit);
+    test evaluated once at the end."""
     if ctx.invoked_subcommand is not None:
         return
     from agenteval.climb.artifacts import ClimbError

@@ -420,6 +420,13 @@ class ClimbParams(_Section):
     margin: float = Field(
         0.05, ge=0, le=1, description="Held non-inferiority margin on the per-scenario pass share."
     )
+    text_gain: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="A free-text edit is kept only when its held bound exceeds this (held "
+        "improves beyond noise); a knob edit when it exceeds -margin (non-inferior).",
+    )
     holdout: HoldoutParams = Field(default_factory=HoldoutParams)
     guard: GuardParams = Field(default_factory=GuardParams)
     repro: bool = Field(
