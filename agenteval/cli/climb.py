@@ -106,5 +106,20 @@ def evaluate(set_: SetOption = None) -> None:
         raise typer.Exit(EXIT_NOT_KEPT)
 
 
+@app.command("guard-check")
+def guard_check(set_: SetOption = None) -> None:
+    """Measure the guard on eval/climb/guard_controls.yaml: the question similarity tuned on
+    the dev half, detection and false refusals on the held half (no evaluation is run)."""
+    from agenteval.climb.artifacts import ClimbError
+    from agenteval.climb.guard_check import check, render
+
+    sets = _overrides(set_, {})
+    try:
+        result = check(Path.cwd().resolve(), load_params(Path("params.yaml"), sets))
+    except ClimbError as exc:
+        fail(str(exc).splitlines())
+    typer.echo(render(result))
+
+
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="climb")
