@@ -170,6 +170,9 @@ def test_a_proposer_reads_no_value_the_guard_would_refuse(guard: Guard) -> None:
     text = redact(reason, material)
     assert text.startswith("turn 2: states '$95' instead of ") and "16" not in text
     assert "sixteen" not in text and text.count(REMOVED) == 2
+    # A multi-word answer goes word by word: what lies between its words stays readable.
+    apart = redact("The Ledgerline SDK reads its token before the client opens.", material)
+    assert apart.count(REMOVED) == 2 and "SDK reads its token before the" in apart
     reply = "The Heron weighs twenty-three point six kilograms and Lior Tamsin manages Coastal."
     for said in (reply, "Failed requests are retried three times; the cap is 210 dollars."):
         assert material.values.encoded(said)  # the guard would refuse it in an edit ...

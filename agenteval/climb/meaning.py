@@ -109,6 +109,10 @@ class Sign:
     truth: Truth
 
 
+# (start, end, counts on its own, the words apart when they are) of one place a text says a value
+Match = tuple[int, int, bool, tuple[tuple[int, int], ...]]
+
+
 @dataclass(frozen=True)
 class Hit:
     sign: Sign
@@ -116,6 +120,11 @@ class Hit:
     end: int
     found: str  # the words that say it
     counts: bool  # specific, or in a sentence that names its question
+    parts: tuple[tuple[int, int], ...] = ()  # the words alone, when they are apart
+
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        return self.parts or ((self.start, self.end),)
 
 
 def _quantity_specific(q: Quantity) -> bool:
@@ -202,11 +211,11 @@ class Values:
         said = _Said(norm)
         found = []
         for sign in self.signs:
-            for start, end, alone in said.matches(sign):
+            for start, end, alone, parts in said.matches(sign):
                 counts = alone and sign.specific
                 if not counts:
                     counts = self._in_context(norm, start, end, sign.truth)
-                found.append(Hit(sign, start, end, norm[start:end], counts))
+                found.append(Hit(sign, start, end, norm[start:end], counts, parts))
         return norm, found
 
     def encoded(self, text: str) -> list[Hit]:
@@ -217,11 +226,14 @@ class Values:
         """The (normalised) text with every restated value replaced by `mark`, specific or not:
         a proposer must not learn even a small number that a scenario expects."""
         norm, found = self.hits(text)
-        spans = sorted({(h.start, h.end) for h in found})
+        merged: list[list[int]] = []
+        for start, end in sorted({span for h in found for span in h.spans}):
+            if merged and not norm[merged[-1][1] : start].strip():  # touching: one mark
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
         out, last = [], 0
-        for start, end in spans:
-            if start < last:  # overlapping spans: one mark covers both
-                continue
+        for start, end in merged:
             out += [norm[last:start], mark]
             last = end
         return "".join([*out, norm[last:]])
@@ -245,28 +257,28 @@ class _Said:
         self.years = literals.years(text, literals.spans(text))
         self.sentences = _sentences(text)
 
-    def matches(self, sign: Sign) -> list[tuple[int, int, bool]]:
-        """(start, end, counts alone) of every place the text says the sign's value."""
+    def matches(self, sign: Sign) -> list[Match]:
+        """Every place the text says the sign's value (see `Match`)."""
         key = sign.key
         if sign.kind == "quantity":
             near = [(q, _deviation(key, q)) for q in self.quantities]
-            return [(q.start, q.end, d <= EXACT_TOLERANCE + 1e-12 and self._alone(q, key))
+            return [(q.start, q.end, d <= EXACT_TOLERANCE + 1e-12 and self._alone(q, key), ())
                     for q, d in near if d <= VALUE_TOLERANCE + 1e-12]  # fmt: skip
         if sign.kind == "date":
-            return [(d.start, d.end, True) for d in self.dates if _same_date(key, d.key)]
+            return [(d.start, d.end, True, ()) for d in self.dates if _same_date(key, d.key)]
         if sign.kind == "time":
-            return [(t.start, t.end, True) for t in self.times if t.key == key]
+            return [(t.start, t.end, True, ()) for t in self.times if t.key == key]
         if sign.kind == "id":
             wanted = str(key).lower()
-            return [(i.start, i.end, True) for i in self.ids if str(i.key).lower() == wanted]
+            return [(i.start, i.end, True, ()) for i in self.ids if str(i.key).lower() == wanted]
         if sign.kind == "year":
-            return [(y.start, y.end, True) for y in self.years if y.key == key]
+            return [(y.start, y.end, True, ()) for y in self.years if y.key == key]
         if sign.kind == "version":
             return self._versions(key)
         if sign.kind == "name":
             joined = NAME_GAP.join(re.escape(w) for w in key)
             pattern = re.compile(rf"(?<!\w){joined}(?!\w)", re.I)
-            return [(m.start(), m.end(), True) for m in pattern.finditer(self.text)]
+            return [(m.start(), m.end(), True, ()) for m in pattern.finditer(self.text)]
         return self._words(key)
 
     def _alone(self, said: Quantity, expected: Quantity) -> bool:
@@ -281,19 +293,20 @@ class _Said:
             return False
         return not COMPOUND.match(self.text, said.start)
 
-    def _versions(self, key: tuple[str, str]) -> list[tuple[int, int, bool]]:
+    def _versions(self, key: tuple[str, str]) -> list[Match]:
         product, version = key
         found = literals.versions(self.text, product)
-        return [(v.start, v.end, True) for v in found
+        return [(v.start, v.end, True, ()) for v in found
                 if v.key == version and product in v.text.lower()]  # fmt: skip
 
-    def _words(self, wanted: tuple[str, ...]) -> list[tuple[int, int, bool]]:
-        """A multi-word answer: all its stems within one sentence, the span they cover."""
+    def _words(self, wanted: tuple[str, ...]) -> list[Match]:
+        """A multi-word answer: all its stems within one sentence; the span they cover, and
+        each word (what redaction removes)."""
         found = []
         for _lo, _hi, words in self.sentences:
-            spans = [(s, e) for s, e, w in words if w in wanted]
+            spans = tuple((s, e) for s, e, w in words if w in wanted)
             if {w for _s, _e, w in words if w in wanted} == set(wanted):
-                found.append((min(s for s, _ in spans), max(e for _, e in spans), True))
+                found.append((spans[0][0], spans[-1][1], True, spans))
         return found
 
 
