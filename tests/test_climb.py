@@ -36,6 +36,7 @@ def test_search_improves_train_beyond_noise_and_keeps_no_held_regression(tmp_pat
     for record in kept:
         assert record["train"]["low"] > 0
         assert record["held"]["bound"] > -result["params"]["margin"]
+        assert record["keep_rule"] == "knob" and "(knob rule: bound" in record["reason"]
         assert record["held"]["delta"]["worsened"] == []
         # one knob a round, committed on the scratch branch with nothing else
         changed = git(repo, "show", "--name-only", "--format=", record["commit"]).split()

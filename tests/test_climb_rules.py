@@ -12,7 +12,8 @@ from agenteval.climb.artifacts import Change, Edit, Spec, set_knob
 from agenteval.climb.failures import REMOVED, failure_class, redact
 from agenteval.climb.guard import Guard, Material
 from agenteval.climb.holdout import HoldoutSpent, Thresholdout
-from agenteval.climb.keep import held_verdict, lower_bound, paired_delta, pass_shares
+from agenteval.climb.keep import KeepRule, held_verdict, lower_bound, paired_delta, pass_shares
+from agenteval.climb.meaning import Truth
 from agenteval.climb.proposers import Context, SearchProposer, parse_edit
 from agenteval.schema.agent import KnobRange
 from agenteval.schema.scorecard import ScenarioResult, Scorecard, Summary, TurnResult
@@ -133,14 +134,15 @@ def test_held_is_judged_on_what_thresholdout_releases() -> None:
     parent = card({s: ["FAIL"] * 3 for s in ids})
     better = card({s: ["PASS"] * 3 if s in ("s0", "s1", "s2") else ["FAIL"] * 3 for s in ids})
     train = paired_delta(parent, better, ids, 0.95)
-    agree = held_verdict(train, paired_delta(parent, better, ids, 0.95), mechanism(), 0.05)
-    assert agree.source == "train" and agree.non_inferior
+    knob = KeepRule("knob", -0.05, "non-inferior")
+    agree = held_verdict(train, paired_delta(parent, better, ids, 0.95), mechanism(), knob, 0.95)
+    assert agree.source == "train" and agree.kept
     worse_ids = {s: ["FAIL"] * 3 for s in ids} | {"s0": ["FAIL"] * 3}
     hurt = card(worse_ids | {"s5": ["FAIL"] * 3})
     base_held = card({s: ["PASS"] * 3 if s in ("s4", "s5") else ["FAIL"] * 3 for s in ids})
     held = paired_delta(base_held, hurt, ids, 0.95)
-    verdict = held_verdict(train, held, mechanism(), 0.05)
-    assert verdict.source == "held" and not verdict.non_inferior
+    verdict = held_verdict(train, held, mechanism(), knob, 0.95)
+    assert verdict.source == "held" and not verdict.kept
 
 
 # ------------------------------------------------------------------ the guard
@@ -163,8 +165,8 @@ def prompt_edit(added: str) -> Change:
 
 
 def held_question(guard: Guard) -> str:
-    return next(q for q, split in guard.material.questions.items() if split == "held"
-                and len(q.split()) > 8)  # fmt: skip
+    return next(q for q, where in guard.material.questions.items()
+                if {s for _, s in where} == {"held"} and len(q.split()) > 8)  # fmt: skip
 
 
 def test_a_general_edit_passes(guard: Guard) -> None:
@@ -187,10 +189,10 @@ def test_quoting_the_suite_is_refused(guard: Guard, added: str, reason: str) -> 
     assert any(reason in r for r in reasons), reasons
 
 
-def test_quoting_a_held_question_is_a_leak(guard: Guard) -> None:
+def test_a_held_question_asked_again_in_any_order_is_a_leak(guard: Guard) -> None:
     question = held_question(guard)
-    words = question.split()
-    reasons = guard.check(prompt_edit(f"- If asked: {' '.join(words[1:8]).upper()} ...\n"))
+    shuffled = " ".join(reversed(question.rstrip("?").split())).upper()
+    reasons = guard.check(prompt_edit(f"- Users ask things like: {shuffled}.\n"))
     assert any(r.startswith("leaks a held question") for r in reasons), reasons
 
 
@@ -244,7 +246,8 @@ def test_failure_classes_and_references_removed() -> None:
     assert failure_class(slow, None) == "weak efficiency"
     unmeasured = ScenarioResult(id="z", category="c", status="NOT_JUDGED", score=None)
     assert failure_class(unmeasured, None) == "not judged"
-    material = Material(values={"$2,690", "lior tamsin"})
+    material = Material(truths=[Truth("$2,690", (("a", "train"),)),
+                                Truth("Lior Tamsin", (("b", "held"),))])  # fmt: skip
     text = redact("states '$95' instead of '$2,690'; said Lior Tamsin; expected 'x'", material)
     assert "$2,690" not in text and "Lior" not in text and text.count(REMOVED) == 3
 

@@ -48,7 +48,8 @@ def climb(
     set_: SetOption = None,
 ) -> None:
     """Run a session on a scratch branch: one edit a round, kept only when train improves
-    beyond noise and held does not regress; test evaluated once at the end."""
+    beyond noise and held does not regress (a knob edit) or improves (a free-text edit);
+    test evaluated once at the end."""
     if ctx.invoked_subcommand is not None:
         return
     from agenteval.climb.artifacts import ClimbError
@@ -103,6 +104,21 @@ def evaluate(set_: SetOption = None) -> None:
     if record["outcome"] != "kept":
         typer.echo(f"HEAD's files restored; the edit is saved as {record['patch']}")
         raise typer.Exit(EXIT_NOT_KEPT)
+
+
+@app.command("guard-check")
+def guard_check(set_: SetOption = None) -> None:
+    """Measure the guard on eval/climb/guard_controls.yaml: the question similarity tuned on
+    the dev half, detection and false refusals on the held half (no evaluation is run)."""
+    from agenteval.climb.artifacts import ClimbError
+    from agenteval.climb.guard_check import check, render
+
+    sets = _overrides(set_, {})
+    try:
+        result = check(Path.cwd().resolve(), load_params(Path("params.yaml"), sets))
+    except ClimbError as exc:
+        fail(str(exc).splitlines())
+    typer.echo(render(result))
 
 
 def register(root: typer.Typer) -> None:

@@ -4,7 +4,8 @@ A failure's class comes from the scorecard: an unmeasured status is its own clas
 classed by its first failing turn, by correctness when that is below the minimum (refused an
 answerable question, answered an unanswerable one, a wrong value, the answer missing, no
 commitment) and otherwise by its weakest dimension. What a proposer reads is the train
-transcript (question, reply) and the class, with every reference answer removed.
+transcript (question, reply) and the class, with every reference answer removed by the
+guard's own value reader (one matcher: what the guard refuses in an edit, `redact` removes).
 """
 
 from __future__ import annotations
@@ -65,12 +66,17 @@ def _reason_of_turn(root_cause: str | None, turn: int) -> str | None:
     return next((p for p in parts if p.startswith(f"turn {turn}:")), root_cause)
 
 
+_TURN_LABEL = re.compile(r"^\s*turn \d+:\s*")
+
+
 def redact(text: str, material: Material) -> str:
-    """The text with every ground-truth value replaced (case-insensitively)."""
-    out = text
-    for value in sorted(material.values, key=len, reverse=True):
-        out = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", REMOVED, out, flags=re.IGNORECASE)
-    return re.sub(r"expected '[^']*'", f"expected {REMOVED}", out)
+    """The text with every ground-truth value of every split removed, read as the guard reads
+    an edit (`climb.meaning`: "sixteen weeks" goes as surely as "16 weeks", a small number
+    too), and whatever a judge quotes as expected. A leading "turn N:" is a label, kept."""
+    label = _TURN_LABEL.match(text)
+    head, body = (label.group(0), text[label.end() :]) if label else ("", text)
+    out = material.values.redact(body, REMOVED)
+    return head + re.sub(r"expected '[^']*'", f"expected {REMOVED}", out)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The keep rule: train better beyond noise AND held non-inferior, through Thresholdout.
+"""The keep rule: train better beyond noise AND held judged through Thresholdout.
 
 The unit is the scenario: its pass share is PASS iterations over iterations run, so an edit
 that turns failures into unmeasured runs (NOT_JUDGED, errors) gains nothing. Candidate and
@@ -6,19 +6,28 @@ parent are paired by scenario (same ids, same seeds); the differences' one-sided
 at `conf` is the t bound mean - t_{conf, n-1} * s / sqrt(n), which is the low end of the
 two-sided (2 conf - 1) interval of `stats.mean_ci`.
 
-    keep  <=>  train.low > 0  and  held bound > -margin
+    keep  <=>  train.low > 0  and  held bound > floor
 
 where the held bound is computed from what Thresholdout releases: when held agrees with
 train the answer is train's own estimate (and its bound), otherwise the held estimate plus
-the mechanism's noise, with the held interval's half-width below it.
+the mechanism's noise, with the held interval's half-width below it. The floor depends on
+the edit (`KeepRule`): a knob edit must leave held non-inferior (floor -`climb.margin`); a
+free-text edit - a prompt, a phrasing, where memorised answers would hide - must improve
+held beyond noise (floor `climb.text_gain`, 0 by default), and its bound also gives up what
+the answer cannot rule out: Thresholdout's threshold T when train answered (held is only
+known to lie within T of train, so a train gain below T says nothing of held) and the
+mechanism's Laplace noise at `conf` when held answered. An edit that helps train alone is not
+kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agenteval.climb.artifacts import PARAMS_FILE, Change, Spec
 from agenteval.climb.holdout import Answer, Thresholdout
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.status import Status
@@ -89,16 +98,62 @@ def train_improves(train: Delta) -> bool:
 
 
 @dataclass(frozen=True)
+class KeepRule:
+    """What held must show for an edit of one kind to be kept."""
+
+    name: str  # knob | free text
+    floor: float  # the held bound must exceed this
+    demand: str  # what passing means, for the round's reason
+    # Improvement must clear what the released answer cannot rule out: Thresholdout's
+    # threshold when train answered (held is only known to be within it), the mechanism's
+    # Laplace noise at `conf` when held answered. Non-inferiority does not ask for it.
+    beyond_mechanism: bool = False
+
+    def describe(self, bound: float) -> str:
+        """ "held improved beyond noise (free text rule: bound +0.031 > +0.000)" or "held is
+        not ..." when the bound does not clear the floor."""
+        passed = bound > self.floor
+        sign = ">" if passed else "<="
+        verdict = "held" if passed else "held is not"
+        rule = f"{self.name} rule: bound {bound:+.3f} {sign} {self.floor:+.3f}"
+        return f"{verdict} {self.demand} ({rule})"
+
+
+def keep_rule(change: Change, spec: Spec, climb: Mapping[str, Any]) -> KeepRule:
+    """The knob rule for an edit that only moves knobs, the free-text rule for anything else."""
+    knob_only = bool(spec.knobs) and all(
+        path == PARAMS_FILE for path, (old, new) in change.files.items() if old != new
+    )
+    if knob_only:
+        return KeepRule("knob", -float(climb["margin"]), "non-inferior")
+    return KeepRule("free text", float(climb["text_gain"]), "improved beyond noise", True)
+
+
+@dataclass(frozen=True)
 class HeldVerdict:
     released: float  # what Thresholdout answered
     source: str  # train | held
-    bound: float  # the non-inferiority bound computed from the answer
-    non_inferior: bool
+    bound: float  # the bound computed from the answer
+    kept: bool  # the bound clears the rule's floor
+    rule: str
+    allowance: float  # taken off for the mechanism (free-text rule), 0 otherwise
 
 
-def held_verdict(train: Delta, held: Delta, mechanism: Thresholdout, margin: float) -> HeldVerdict:
+def laplace_quantile(scale: float, conf: float) -> float:
+    """The one-sided `conf` quantile of Laplace(0, scale): scale * ln(1 / (2 (1 - conf)))."""
+    return scale * math.log(1 / (2 * (1 - conf))) if scale > 0 else 0.0
+
+
+def held_verdict(
+    train: Delta, held: Delta, mechanism: Thresholdout, rule: KeepRule, conf: float
+) -> HeldVerdict:
     """One held query (counted, maybe spending budget; raises HoldoutSpent when spent)."""
     answer: Answer = mechanism.query(train.mean, held.mean)
     source = train if answer.source == "train" else held
-    bound = answer.value - (source.mean - source.low)
-    return HeldVerdict(round(answer.value, 6), answer.source, round(bound, 6), bound > -margin)
+    allowance = 0.0
+    if rule.beyond_mechanism:
+        by_train = answer.source == "train"
+        allowance = mechanism.threshold if by_train else laplace_quantile(mechanism.noise, conf)
+    bound = round(answer.value - (source.mean - source.low) - allowance, 6)
+    return HeldVerdict(round(answer.value, 6), answer.source, bound, bound > rule.floor,
+                       rule.name, round(allowance, 6))  # fmt: skip

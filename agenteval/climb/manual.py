@@ -52,7 +52,7 @@ def evaluate_edit(root: Path, overrides: Sequence[str]) -> dict[str, Any]:
         else:
             state.parent = {s: state.eval(s, "parent") for s in ("train", "held")}
             write(change, root)
-            verdict, _ = judge_candidate(state, 1)
+            verdict, _ = judge_candidate(state, 1, change)
             train = verdict.pop("train_delta")
             record |= verdict | {"train": train.as_dict(), "held_queries": state.mechanism.queries}
     finally:

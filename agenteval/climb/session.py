@@ -38,9 +38,9 @@ from agenteval.climb.evaluation import (
     suites,
 )
 from agenteval.climb.failures import failures, unique_per_scenario
-from agenteval.climb.guard import Guard, Material
+from agenteval.climb.guard import Guard, GuardRules, Material, corpus_files
 from agenteval.climb.holdout import HoldoutSpent, Thresholdout
-from agenteval.climb.keep import Delta, held_verdict, paired_delta, train_improves
+from agenteval.climb.keep import Delta, held_verdict, keep_rule, paired_delta, train_improves
 from agenteval.climb.ledger import Ledger
 from agenteval.climb.proposers import Context, Proposer
 from agenteval.fileio import write_text
@@ -91,14 +91,7 @@ def prepare(root: Path, overrides: Sequence[str], folder: Path) -> State:
                 f"the {name} split has {len(splits[name])} scenario(s); a paired "
                 "bound needs at least 2 (more scenarios, or pin some with split:)"
             )
-    extra = [
-        p.relative_to(root).as_posix()
-        for base in ("eval/corpus", "data/corpora")
-        if (root / base).is_dir()
-        for p in (root / base).rglob("*")
-        if p.is_file()
-    ]
-    guard = Guard(spec, Material.of(everything, extra))
+    guard = Guard(spec, Material.of(everything, corpus_files(root)), GuardRules.from_params(params))
     ledger = Ledger.open(root, params, splits["held"])
     iterations = int(params["climb"]["iterations"])
     resolved = {name: split_suite(suite, ids, iterations) for name, ids in splits.items()}
@@ -173,7 +166,7 @@ def run_round(state: State, proposer: Proposer, number: int) -> dict[str, Any]:
     before = fingerprint(state.root, tuple(change.files))
     write(change, state.root)
     try:
-        verdict, evaluations = judge_candidate(state, number)
+        verdict, evaluations = judge_candidate(state, number, change)
         record |= verdict
         if record["outcome"] == "kept":
             state.parent = evaluations
@@ -206,13 +199,13 @@ def _cost(*evaluations: Evaluation) -> float | None:
     return round(sum(known), 6) if known else None
 
 
-def judge_candidate(state: State, number: int) -> tuple[dict[str, Any], dict[str, Evaluation]]:
-    """Train first; held only when train improved beyond noise (a counted query)."""
-    conf, margin, tag = (
-        float(state.climb["conf"]),
-        float(state.climb["margin"]),
-        f"round-{number:02d}",
-    )
+def judge_candidate(
+    state: State, number: int, change: Change
+) -> tuple[dict[str, Any], dict[str, Evaluation]]:
+    """Train first; held only when train improved beyond noise (a counted query), judged by
+    the keep rule of the edit's kind (knob: non-inferior; free text: improved)."""
+    conf, tag = float(state.climb["conf"]), f"round-{number:02d}"
+    rule = keep_rule(change, state.spec, state.climb)
     train = state.eval("train", tag)
     check_comparable(state.parent["train"], train)
     delta = paired_delta(state.parent["train"].card, train.card, state.splits["train"], conf)
@@ -234,7 +227,7 @@ def judge_candidate(state: State, number: int) -> tuple[dict[str, Any], dict[str
     check_comparable(state.parent["held"], held)
     held_delta = paired_delta(state.parent["held"].card, held.card, state.splits["held"], conf)
     try:
-        verdict = held_verdict(delta, held_delta, state.mechanism, margin)
+        verdict = held_verdict(delta, held_delta, state.mechanism, rule, conf)
     except HoldoutSpent as exc:
         return out | {
             "outcome": "reverted",
@@ -249,16 +242,15 @@ def judge_candidate(state: State, number: int) -> tuple[dict[str, Any], dict[str
         "answered_by": verdict.source,
         "bound": verdict.bound,
         "query": state.mechanism.queries,
+        "allowance": verdict.allowance,
     }
     out["evaluations"]["held"] = str(held.folder)
     out["cost_usd"] = _cost(train, held)
-    if not verdict.non_inferior:
-        why = f"held is not non-inferior (bound {verdict.bound:+.3f} <= -{margin:.3f})"
-        return out | {"outcome": "reverted", "reason": why}, {}
-    why = (
-        f"train gain {delta.mean:+.3f} (lower bound {delta.low:+.3f} > 0) and held "
-        f"non-inferior (bound {verdict.bound:+.3f} > -{margin:.3f})"
-    )
+    out["keep_rule"] = rule.name
+    if not verdict.kept:
+        return out | {"outcome": "reverted", "reason": rule.describe(verdict.bound)}, {}
+    why = f"train gain {delta.mean:+.3f} (lower bound {delta.low:+.3f} > 0) and "
+    why += rule.describe(verdict.bound)
     return out | {"outcome": "kept", "reason": why}, {"train": train, "held": held}
 
 

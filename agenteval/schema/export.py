@@ -11,6 +11,7 @@ from agenteval.schema.agent import AgentConfig
 from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
+from agenteval.schema.guard import GuardControlFile
 from agenteval.schema.params import Params
 from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.retrieval import EvidenceSet
@@ -40,6 +41,7 @@ def models() -> dict[str, type[BaseModel]]:
         "qa_verdict": QAVerdict,
         "retrieval_questions": EvidenceSet,
         "agent": AgentConfig,
+        "guard_controls": GuardControlFile,
     }
     return found
 

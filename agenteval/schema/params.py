@@ -384,6 +384,19 @@ class HoldoutParams(_Section):
     )
 
 
+class GuardParams(_Section):
+    """`climb.guard`: how near a scenario question an edit's sentence may come."""
+
+    similarity: float = Field(
+        0.6,
+        gt=0,
+        le=1,
+        description="Share of a scenario question's BM25 weight one sentence of an edit may "
+        "carry before it is refused as that question asked again (tuned on the dev split of "
+        "eval/climb/guard_controls.yaml: agenteval climb guard-check).",
+    )
+
+
 class ProposerEndpoint(EndpointFields):
     """`climb.llm`: the endpoint of the llm proposer (sees train failures only)."""
 
@@ -407,7 +420,15 @@ class ClimbParams(_Section):
     margin: float = Field(
         0.05, ge=0, le=1, description="Held non-inferiority margin on the per-scenario pass share."
     )
+    text_gain: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="A free-text edit is kept only when its held bound exceeds this (held "
+        "improves beyond noise); a knob edit when it exceeds -margin (non-inferior).",
+    )
     holdout: HoldoutParams = Field(default_factory=HoldoutParams)
+    guard: GuardParams = Field(default_factory=GuardParams)
     repro: bool = Field(
         True, description="Run `dvc repro` and commit its outputs with every kept round."
     )
