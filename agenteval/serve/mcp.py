@@ -94,6 +94,7 @@ def step_of(call: ToolCall) -> dict[str, Any]:
         "result": call.result,
         "error": call.error,
         "latency_ms": call.latency_ms,
+        "fenced": call.fenced,  # a read outside the corpus, refused: the client records it
     }
 
 
@@ -156,13 +157,14 @@ class AgentHost:
             try:
                 calls = await hosted.session.setup([IndexDocument(path=filepath)])
             except SetupFailed as exc:
-                return error(str(exc)) | {"filepath": filepath}
+                fenced = any(c.fenced for c in exc.calls)
+                return error(str(exc)) | {"filepath": filepath, "fenced": fenced}
         indexing = [c for c in calls if c.name == "index_document"]
         if not indexing:
             return {"status": "success", "chunk_count": None, "filepath": filepath}
         last = indexing[-1]
         if not last.ok:
-            return error(str(last.error)) | {"filepath": filepath}
+            return error(str(last.error)) | {"filepath": filepath, "fenced": last.fenced}
         result = last.result if isinstance(last.result, dict) else {}
         return {
             "status": "success",
