@@ -116,6 +116,10 @@ def _header(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
             f"- Reads refused outside the corpus: {s.fenced_reads} "
             f"(the agent tried to read the answer key or run files; {', '.join(tried)})"
         )
+    overlap = (cfg.get("split") or {}).get("overlap") or []
+    if overlap:  # only pins can split scenarios that share an answer
+        answers = ", ".join(repr(o["answer"]) for o in overlap)
+        lines.append(f"- Split overlap: {len(overlap)} expected answer(s) pinned apart ({answers})")
     lines += _headline(card, noise)
     if card.usage.get("cost_usd") is not None:
         lines.append(f"- Cost: ${card.usage['cost_usd']:.4f}")
