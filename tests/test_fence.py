@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -366,3 +367,13 @@ def test_an_external_agent_reading_the_key_is_recorded_in_the_transcript(
     assert all(c.fenced and c.ok for c in steps)  # recorded: its tools are its own
     assert card.summary.fenced_reads == 2
     assert json.loads((repo / "reports/metrics.json").read_text())["fenced_reads"] == 2
+
+
+@pytest.mark.parametrize("command", [["serve-mcp"], ["run", "--scenario", CONTROL]])
+def test_a_library_exposing_the_key_is_one_line_and_exit_2(repo: Path, command: list[str]) -> None:
+    sets = ["--set", "target.library=[eval]", "--set", "tracking.enabled=false"]
+    done = subprocess.run(["agenteval", *command, *sets], cwd=repo, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=300)  # fmt: skip
+    assert done.returncode == 2
+    assert "target.library: 'eval' would let the agent read" in done.stderr
+    assert "eval/scenarios" in done.stderr and "Traceback" not in done.stderr

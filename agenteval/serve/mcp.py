@@ -286,11 +286,13 @@ def serve(
     transport: str = "stdio",
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
+    target: Target | None = None,
 ) -> None:
-    """Serve `params["target"]` (whatever make_target builds) until stdin closes or Ctrl-C."""
+    """Serve `params["target"]` (whatever make_target builds, unless `target` is given
+    already built) until stdin closes or Ctrl-C."""
     if transport not in TRANSPORTS:
         raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
-    target = make_target(params, root)
+    target = target or make_target(params, root)
     agents = AgentHost(target, root, seed=int((params.get("suite") or {}).get("seed", 0)))
     asyncio.run(_run(build_server(agents), agents, transport, host, port))
 
