@@ -125,7 +125,12 @@ class DocumentTools:
         return str(path.relative_to(self.root))
 
     def list_documents(self) -> dict[str, Any]:
-        readable = (p for p in _documents(self.library) if self.fence.admits(p.resolve()))
+        folders = tuple(self.library)  # a symlink out of the library is not offered
+        readable = (
+            p
+            for p in _documents(self.library)
+            if self.fence.admits(_resolve_in(self.root, folders, str(p)))
+        )
         available = sorted(self.relative(p) for p in readable)
         indexed = [{"path": p, "chunks": n} for p, n in sorted(self.indexed.items())]
         return {"indexed": indexed, "available": available}
