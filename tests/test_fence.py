@@ -169,8 +169,9 @@ def test_the_tools_read_the_corpus_and_refuse_everything_else(repo: Path) -> Non
             call = tools.call(tool, path=path)
             assert not call.ok and call.fenced and call.result is None, (tool, path)
             assert "16 weeks" not in (call.error or "")
-    missing = tools.call("read_document", path="fenwick_orla_handbok.md")  # a typo, not a key
-    assert not missing.ok and not missing.fenced and "file not found" in (missing.error or "")
+    for typo in ("fenwick_orla_handbok.md", "eval/corpus/documents"):  # no attempt at the key
+        missing = tools.call("read_document", path=typo)
+        assert not missing.ok and not missing.fenced and "file not found" in (missing.error or "")
     listed = tools.call("list_documents").result["available"]
     assert "eval/corpus/documents/planted_key.md" in listed
     assert not any("suite_link" in p for p in listed)  # the symlink out is not offered
