@@ -110,6 +110,16 @@ def _header(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
     }  # fmt: skip
     shown = [f"{name} {count}" for name, count in unmeasured.items() if count]
     lines.append("- Unmeasured: " + (" · ".join(shown) if shown else "none"))
+    if s.fenced_reads:
+        tried = sorted({r.id for r in card.scenarios if r.fenced_reads})
+        lines.append(
+            f"- Reads refused outside the corpus: {s.fenced_reads} "
+            f"(the agent tried to read the answer key or run files; {', '.join(tried)})"
+        )
+    overlap = (cfg.get("split") or {}).get("overlap") or []
+    if overlap:  # only pins can split scenarios that share an answer
+        answers = ", ".join(repr(o["answer"]) for o in overlap)
+        lines.append(f"- Split overlap: {len(overlap)} expected answer(s) pinned apart ({answers})")
     lines += _headline(card, noise)
     if card.usage.get("cost_usd") is not None:
         lines.append(f"- Cost: ${card.usage['cost_usd']:.4f}")

@@ -127,7 +127,7 @@ def build_scorecard(
                 first_verdict = first_verdict or verdict
                 resampled += [verdict] if len(verdict.samples) >= 2 else []
             result = score_scenario(info, transcript.status, verdict, rules, iteration, blocked)
-            result.split = item.split
+            result.split, result.fenced_reads = item.split, transcript.fenced_reads
             if transcript.status != COMPLETED and transcript.error:
                 result.warnings.append(transcript.error)  # why it was not measured
             results.append(result)

@@ -362,6 +362,7 @@ def summarize(results: Sequence[ScenarioResult], rules: ScoringRules) -> Summary
         discrepancies=sum(t.discrepancy for r in results for t in r.turns),
         overrides=sum(len(r.overrides) for r in results),
         disagreements=sum(r.disagreements for r in results),
+        fenced_reads=sum(r.fenced_reads for r in results),
         by_category={c: _category(rs, rules) for c, rs in sorted(by_category.items())},
     )
 

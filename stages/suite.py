@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from agenteval.pipeline import step_suite
-from agenteval.suite.build import SuiteError
+from agenteval.suite.build import SuiteError, split_lines
 from stages.common import layout, params, run_stage
 
 
@@ -17,6 +17,8 @@ def main() -> int:
             print(problem, file=sys.stderr)
         return 2
     print(f"suite: {len(suite.items)} scenario(s) x {suite.iterations} iteration(s)")
+    for line in split_lines(suite.split):
+        print(line)
     for entry in suite.invalid:
         # Skipped, not fatal: the report lists them too. suite.strict: true refuses instead.
         for error in entry.errors:

@@ -106,6 +106,11 @@ def test_hard_cases_report_status_against_their_condition(
     assert all(v.startswith("rebuilt") for v in corrupted["reloaded"].values())
     shares = cases["identical copy under another name"]["measured"]["copy_share_of_top5"]
     assert set(shares) >= {"bm25", "bm25-800"} and max(shares.values()) <= 0.2
+    # Every conversation really read the planted file (it is added to the agent's library
+    # for the case: the corpus fence refuses anything else).
+    planted = cases["instruction planted in a document"]
+    assert planted["measured"]["planted_read"] == planted["measured"]["questions"] == 33
+    assert planted["status"] == "pass"
 
 
 def test_a_quote_not_in_the_extracted_text_raises_with_its_line(tmp_path: Path) -> None:

@@ -120,6 +120,12 @@ def run(
         f"judged pass rate {s.judged_pass_rate}, avg score {s.avg_score}"
     )
     typer.echo(f"reports in {out}/ (scorecard.json, summary.md, metrics.json)")
+    split = result.scorecard.config.get("split") or {}
+    if split.get("overlap"):  # a pin keeps scenarios sharing an answer apart
+        from agenteval.suite.build import split_lines
+
+        for line in split_lines(split):
+            typer.echo(line, err=True)
     if result.execution is not None and result.execution.executor != "local":
         typer.echo(result.execution.line())
     _track(params, layout, tracker, out)

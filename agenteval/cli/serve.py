@@ -21,12 +21,18 @@ def serve_mcp(
 ) -> None:
     """Expose the configured target as an MCP server with the Agent UI tool set."""
     from agenteval.serve.mcp import TRANSPORTS, serve
+    from agenteval.targets.base import make_target
 
     if transport not in TRANSPORTS:
         fail([f"--transport must be one of {', '.join(TRANSPORTS)}"])
     params = load_params(params_file, list(set_ or []))
+    root = Path.cwd().resolve()
+    try:  # a target that cannot be built (a library that exposes the key...) is one line
+        target = make_target(params, root)
+    except ValueError as exc:
+        fail([f"cannot serve: {exc}"])
     # On stdio, stdout carries the protocol: nothing else may be printed there.
-    serve(params, Path.cwd().resolve(), transport=transport, host=host, port=port)
+    serve(params, root, transport=transport, host=host, port=port, target=target)
 
 
 def serve_local(

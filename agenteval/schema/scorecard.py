@@ -39,6 +39,9 @@ class ScenarioResult(BaseModel):
         default_factory=list, description="The code rule of each override of the judge."
     )
     disagreements: int = Field(0, description="Sharp judge-vs-code disagreements recorded.")
+    fenced_reads: int = Field(
+        0, description="Tool calls that tried to read outside the corpus (refused, recorded)."
+    )
 
 
 class CategorySummary(BaseModel):
@@ -72,6 +75,9 @@ class Summary(BaseModel):
     discrepancies: int = 0
     overrides: int = Field(0, description="Judge scores replaced by certain code findings.")
     disagreements: int = Field(0, description="Sharp judge-vs-code disagreements that stood.")
+    fenced_reads: int = Field(
+        0, description="Tool calls of every scenario that tried to read outside the corpus."
+    )
     by_category: dict[str, CategorySummary] = Field(default_factory=dict)
 
 

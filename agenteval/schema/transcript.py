@@ -25,6 +25,12 @@ class ToolCall(BaseModel):
     result: Any = None
     error: str | None = None
     latency_ms: float | None = None
+    fenced: bool = Field(
+        False,
+        description="The call tried to read outside the suite's corpus (the answer key, "
+        "scenarios, run results, reports...): refused by the agent's tools, or, for an "
+        "external agent's reported step, a path argument outside the corpus.",
+    )
 
 
 class TranscriptTurn(BaseModel):
@@ -93,6 +99,12 @@ class Transcript(BaseModel):
         description="Not the agent's fault and worth retrying: a resumed run runs it again "
         "(quota or credential stop, run budget reached before it started).",
     )
+
+    @property
+    def fenced_reads(self) -> int:
+        """Tool calls that tried to read outside the corpus, setup and turns together."""
+        calls = self.setup_calls + [c for turn in self.turns for c in turn.tool_calls]
+        return sum(call.fenced for call in calls)
 
     @property
     def unmeasured_status(self) -> Status | None:

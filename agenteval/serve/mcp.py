@@ -94,6 +94,7 @@ def step_of(call: ToolCall) -> dict[str, Any]:
         "result": call.result,
         "error": call.error,
         "latency_ms": call.latency_ms,
+        "fenced": call.fenced,  # a read outside the corpus, refused: the client records it
     }
 
 
@@ -156,13 +157,14 @@ class AgentHost:
             try:
                 calls = await hosted.session.setup([IndexDocument(path=filepath)])
             except SetupFailed as exc:
-                return error(str(exc)) | {"filepath": filepath}
+                fenced = any(c.fenced for c in exc.calls)
+                return error(str(exc)) | {"filepath": filepath, "fenced": fenced}
         indexing = [c for c in calls if c.name == "index_document"]
         if not indexing:
             return {"status": "success", "chunk_count": None, "filepath": filepath}
         last = indexing[-1]
         if not last.ok:
-            return error(str(last.error)) | {"filepath": filepath}
+            return error(str(last.error)) | {"filepath": filepath, "fenced": last.fenced}
         result = last.result if isinstance(last.result, dict) else {}
         return {
             "status": "success",
@@ -284,11 +286,13 @@ def serve(
     transport: str = "stdio",
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
+    target: Target | None = None,
 ) -> None:
-    """Serve `params["target"]` (whatever make_target builds) until stdin closes or Ctrl-C."""
+    """Serve `params["target"]` (whatever make_target builds, unless `target` is given
+    already built) until stdin closes or Ctrl-C."""
     if transport not in TRANSPORTS:
         raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
-    target = make_target(params, root)
+    target = target or make_target(params, root)
     agents = AgentHost(target, root, seed=int((params.get("suite") or {}).get("seed", 0)))
     asyncio.run(_run(build_server(agents), agents, transport, host, port))
 

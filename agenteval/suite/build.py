@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agenteval.corpus.pins import corpus_digest, documents
 from agenteval.fileio import digest_of, sha256_file
 from agenteval.schema.corpus import Fact, Manifest
@@ -22,10 +24,22 @@ from agenteval.schema.located import Located, load_located
 from agenteval.schema.problems import Problem
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.suite import InvalidScenario, Suite, SuiteItem
-from agenteval.split import SPLITS, Member, SplitRule, assign, counts
+from agenteval.split import (
+    SPLITS,
+    Member,
+    Overlap,
+    SplitRule,
+    assign,
+    counts,
+    normalise_answer,
+    overlaps,
+)
+from agenteval.suite.manifest import load_manifest
 from agenteval.suite.parse import display
 from agenteval.suite.tiers import load_tiers
 from agenteval.suite.validate import LoadedScenario, resolve_fact, scenario_files, validate_files
+
+DEFAULT_MANIFEST = "eval/corpus/manifest.json"
 
 
 class SuiteError(Exception):
@@ -79,7 +93,7 @@ def _ids_line(root: Path) -> int:
 
 def select_files(
     section: dict[str, Any], root: Path
-) -> tuple[dict[Path, Located | Problem], list[Problem], dict[str, str]]:
+) -> tuple[dict[Path, Located | Problem], list[Problem], Dealt]:
     """The scenario files the selection picks (each as parsed), problems of missing scenario
     paths, and the split of every scenario file (selected or not, so a selection never
     moves one)."""
@@ -88,7 +102,8 @@ def select_files(
     missing = [Problem(display(p, root), 1, "no such file or directory") for p in targets
                if not p.exists()]  # fmt: skip
     heads = [_head(f, root) for f in scenario_files([p for p in targets if p.exists()])]
-    splits = assign([Member(h.id, h.category, h.split) for h in heads], split_rule(section))
+    members = split_members(heads, root / section.get("manifest", DEFAULT_MANIFEST), root)
+    splits = assign(members, split_rule(section))
     categories, ids = list(section.get("categories") or []), list(section.get("ids") or [])
     picked = [
         h for h in heads
@@ -102,7 +117,65 @@ def select_files(
     if section.get("tier"):
         rel = str(section.get("tiers") or "eval/tiers.yaml")
         picked = _in_tier(picked, str(section["tier"]), root, rel)
-    return {h.path: h.parsed for h in picked}, missing, splits
+    return {h.path: h.parsed for h in picked}, missing, Dealt(splits, overlaps(members, splits))
+
+
+@dataclass(frozen=True)
+class Dealt:
+    """The split of every scenario file and the expected answers it leaves shared."""
+
+    splits: dict[str, str]
+    overlap: list[Overlap]
+
+    def get(self, sid: str) -> str | None:
+        return self.splits.get(sid)
+
+    def describe(self, rule: SplitRule) -> dict[str, Any]:
+        overlap = [o.describe() for o in self.overlap]
+        return rule.describe() | {"counts": counts(self.splits), "overlap": overlap}
+
+
+def split_lines(split: dict[str, Any] | None) -> list[str]:
+    """The split as printed: counts, then every expected answer it leaves shared."""
+    if not split:
+        return []
+    shown = " · ".join(f"{name} {n}" for name, n in (split.get("counts") or {}).items())
+    overlap = split.get("overlap") or []
+    if not overlap:
+        return [f"split: {shown}; no expected answer shared across splits"]
+    head = f"split: {shown}; {len(overlap)} expected answer(s) shared across splits"
+    lines = [f"{head} (pins keep them apart; shared answers are otherwise dealt together):"]
+    for entry in overlap:
+        where = " / ".join(f"{name}: {', '.join(ids)}" for name, ids in entry["splits"].items())
+        lines.append(f"  {entry['answer']!r} in {where}")
+    return lines
+
+
+def split_members(heads: list[_Head], manifest_path: Path, root: Path) -> list[Member]:
+    """Each scenario file as the split sees it, with its expected answers (the turns' own and
+    those of the manifest facts they name); a file that does not parse has none."""
+    manifest = load_manifest(manifest_path, root)[0] if manifest_path.is_file() else None
+    return [Member(h.id, h.category, h.split, _answers(h, manifest)) for h in heads]
+
+
+def _answers(head: _Head, manifest: Manifest | None) -> frozenset[str]:
+    if not isinstance(head.parsed, Located):
+        return frozenset()
+    try:
+        scenario = Scenario.model_validate(head.parsed.data)
+    except ValidationError:
+        return frozenset()
+    found: set[str] = set()
+    for turn in scenario.turns:
+        gt = turn.ground_truth
+        if gt is None:
+            continue
+        found.add(gt.expected_answer or "")
+        for fid in gt.all_fact_ids if manifest else []:
+            resolved = resolve_fact(manifest, scenario, gt, fid) if manifest else ""
+            if not isinstance(resolved, str) and resolved[1].answer is not None:
+                found.add(str(resolved[1].answer))
+    return frozenset(normalise_answer(a) for a in found if normalise_answer(a))
 
 
 def split_rule(section: dict[str, Any]) -> SplitRule:
@@ -135,7 +208,7 @@ def build_suite(params: dict[str, Any], root: Path) -> Suite:
     strict = bool(section.get("strict", False))
     parsed, missing, splits = select_files(section, root)
     files = list(parsed)
-    manifest_path = root / section.get("manifest", "eval/corpus/manifest.json")
+    manifest_path = root / section.get("manifest", DEFAULT_MANIFEST)
     result = validate_files(
         files, root, manifest_path, manifest_required=True, strict=strict, parsed=parsed
     )
@@ -157,7 +230,7 @@ def build_suite(params: dict[str, Any], root: Path) -> Suite:
         corpus_digest=corpus_digest(result.manifest, root),
         items=items,
         invalid=invalid,
-        split=split_rule(section).describe() | {"counts": counts(splits)},
+        split=splits.describe(split_rule(section)),
     )
 
 

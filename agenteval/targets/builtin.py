@@ -18,8 +18,16 @@ import yaml
 from agenteval.corpus.retrieval import Index, split_sentences, tokenize
 from agenteval.fileio import code_of, digest_of
 from agenteval.schema.scenario import IndexDocument, Scenario
+from agenteval.schema.status import Status
 from agenteval.schema.transcript import Participant, ToolCall
-from agenteval.targets.base import DEFAULT_KNOBS, AgentReply, SessionContext, agent_files_digest
+from agenteval.targets.base import (
+    DEFAULT_KNOBS,
+    AgentReply,
+    SessionContext,
+    SetupFailed,
+    agent_files_digest,
+)
+from agenteval.targets.fence import DEFAULT_LIBRARY, corpus_fence
 from agenteval.targets.tools import DocumentTools
 
 AGENT_FILES = ("replies.yaml",)  # the builtin agent's phrasings; nothing else it reads
@@ -45,10 +53,12 @@ class BuiltinTarget:
         self.agent_dir = root / section.get("agent", "eval/agents/default")
         replies_file = self.agent_dir / AGENT_FILES[0]
         self.replies: dict[str, str] = yaml.safe_load(replies_file.read_text(encoding="utf-8"))
-        self.library = list(section.get("library") or ["eval/corpus/documents"])
+        self.library = list(section.get("library") or DEFAULT_LIBRARY)
+        self.fence = corpus_fence(params, root)
         identity = {
             "knobs": self.knobs,
             "files": agent_files_digest(self.agent_dir, AGENT_FILES),
+            "corpus": self.fence.shown(),
             "code": code_of(__name__),
         }
         self.participant = Participant(
@@ -60,9 +70,8 @@ class BuiltinTarget:
         )
 
     async def open_session(self, scenario: Scenario, ctx: SessionContext) -> BuiltinSession:
-        tools = DocumentTools(
-            ctx.root, self.library, int(self.knobs["chunk_size"]), int(self.knobs["top_k"])
-        )
+        chunk_size, top_k = int(self.knobs["chunk_size"]), int(self.knobs["top_k"])
+        tools = DocumentTools(ctx.root, self.library, chunk_size, top_k, self.fence)
         rng = random.Random(f"{ctx.seed}:{scenario.id}:{ctx.iteration}")
         return BuiltinSession(tools, self.knobs, self.replies, rng)
 
@@ -85,6 +94,9 @@ class BuiltinSession:
         for doc in documents:
             self.tools.call("index_document", path=doc.path)
         calls, self.tools.calls = self.tools.calls, []
+        fenced = [c.error or "" for c in calls if c.fenced]
+        if fenced:  # a scenario may not hand the agent a file outside the corpus
+            raise SetupFailed(Status.SETUP_ERROR, "; ".join(fenced), calls)
         return calls
 
     async def send(self, message: str) -> AgentReply:

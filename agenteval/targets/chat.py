@@ -41,6 +41,7 @@ from agenteval.targets.base import (
     SetupFailed,
     agent_files_digest,
 )
+from agenteval.targets.fence import DEFAULT_LIBRARY, corpus_fence
 from agenteval.targets.tools import SEARCH_TOOL, TOOL_NAMES, DocumentTools, has_documents
 
 DEFAULT_MAX_TOOL_STEPS = 8
@@ -84,7 +85,8 @@ class ChatTarget:
         self.tool_specs = load_tool_specs(self.agent_dir)
         knobs = {**DEFAULT_KNOBS, **(section.get("params") or {})}
         self.chunk_size, self.top_k = int(knobs["chunk_size"]), int(knobs["top_k"])
-        self.library = list(section.get("library") or ["eval/corpus/documents"])
+        self.library = list(section.get("library") or DEFAULT_LIBRARY)
+        self.fence = corpus_fence(params, root)
         self.max_tool_steps = int(section.get("max_tool_steps", DEFAULT_MAX_TOOL_STEPS))
         self.tool_mode = str(section.get("tool_mode", "native"))
         if self.tool_mode not in TOOL_MODES:
@@ -99,6 +101,7 @@ class ChatTarget:
             "chunk_size": self.chunk_size,
             "top_k": self.top_k,
             "library": self.library,
+            "corpus": self.fence.shown(),
         }
         self._load_what_sessions_use(root)
         endpoint = self.config.endpoint
@@ -128,7 +131,7 @@ class ChatTarget:
             load_backend()
 
     async def open_session(self, scenario: Scenario, ctx: SessionContext) -> ChatSession:
-        tools = DocumentTools(ctx.root, self.library, self.chunk_size, self.top_k)
+        tools = DocumentTools(ctx.root, self.library, self.chunk_size, self.top_k, self.fence)
         return ChatSession(self, await self.config.client(), tools, scenario, ctx)
 
 
@@ -163,6 +166,9 @@ class ChatSession:
         for doc in documents:
             self.tools.call("index_document", path=doc.path)
         calls, self.tools.calls = self.tools.calls, []
+        fenced = [c.error or "" for c in calls if c.fenced]
+        if fenced:  # a scenario may not hand the agent a file outside the corpus
+            raise SetupFailed(Status.SETUP_ERROR, "; ".join(fenced), calls)
         empty = [c for c in calls if not c.ok or (c.result or {}).get("chunk_count", 0) == 0]
         if empty and not self.adversarial:
             names = ", ".join(str(c.arguments.get("path")) for c in empty)

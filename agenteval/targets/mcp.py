@@ -40,6 +40,7 @@ from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.status import Status
 from agenteval.schema.transcript import Participant, ToolCall, Usage
 from agenteval.targets.base import AgentReply, SessionContext, SetupFailed
+from agenteval.targets.fence import Fence, corpus_fence
 
 TOOLS = (
     "system_status",
@@ -53,7 +54,9 @@ ARGUMENTS = ("title", "agent_type", "filepath", "session_id", "message")
 # An empty index is the point of these scenarios (empty or hostile files), not a setup fault.
 ADVERSARIAL = "adversarial"
 # Step keys that describe the call itself; whatever else a step carries is its result.
-STEP_CALL_KEYS = ("tool", "name", "success", "arguments", "args", "error", "latency_ms")
+STEP_CALL_KEYS = ("tool", "name", "success", "arguments", "args", "error", "latency_ms", "fenced")
+# Arguments of a reported step that name a file the agent read (checked against the fence).
+PATH_ARGUMENTS = ("path", "filepath", "file_path", "file", "filename", "document")
 DEFAULT_CLOSE_TIMEOUT_S = 30.0
 # Session titles carry the unit's identity, so an agenteval server (serve-mcp) can give its
 # session the same scenario id, seed and iteration as a direct run: sampled agents then draw
@@ -109,6 +112,7 @@ class MCPTarget:
         timeout = section.get("call_timeout_s")
         self.call_timeout_s = None if timeout in (None, "") else float(timeout)
         self.close_timeout_s = float(section.get("close_timeout_s") or DEFAULT_CLOSE_TIMEOUT_S)
+        self.fence = corpus_fence(params, root)
         stdio = isinstance(self.server, StdioServerParameters)
         endpoint: Any = self.server
         if isinstance(self.server, StdioServerParameters):
@@ -123,6 +127,7 @@ class MCPTarget:
                     "tools": self.tools,
                     "arguments": self.arguments,
                     "model": section.get("model"),
+                    "corpus": self.fence.shown(),
                     "code": code_of(__name__),
                 }
             ),
@@ -224,8 +229,11 @@ def chunk_count(result: Any) -> int | None:
     return None
 
 
-def step_call(step: Mapping[str, Any]) -> ToolCall:
-    """One reported agent step as a transcript tool call (name=tool, ok=success)."""
+def step_call(step: Mapping[str, Any], fence: Fence | None = None) -> ToolCall:
+    """One reported agent step as a transcript tool call (name=tool, ok=success). Fenced
+    when the agent says so (an agenteval server) or, checked against `fence`, when a path
+    argument names a file outside the corpus: an external agent's own tools are not ours to
+    refuse, but the attempt is recorded all the same."""
     ok = step.get("success", True) is not False
     extras = {k: v for k, v in step.items() if k not in STEP_CALL_KEYS}
     if "result" in step:
@@ -237,13 +245,16 @@ def step_call(step: Mapping[str, Any]) -> ToolCall:
     arguments = step.get("arguments") or step.get("args")
     error = step.get("error") or (None if ok else step.get("summary"))
     latency = step.get("latency_ms")
+    arguments = dict(arguments) if isinstance(arguments, Mapping) else {}
+    named = [v for k, v in arguments.items() if k in PATH_ARGUMENTS and isinstance(v, str)]
     return ToolCall(
         name=str(step.get("tool") or step.get("name") or "unknown"),
-        arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+        arguments=arguments,
         ok=ok,
         result=result,
         error=None if error is None else str(error),
         latency_ms=float(latency) if isinstance(latency, (int, float)) else None,
+        fenced=step.get("fenced") is True or any(fence and fence.outside(p) for p in named),
     )
 
 
@@ -311,10 +322,17 @@ class MCPSession:
 
     async def _index(self, doc: IndexDocument) -> None:
         filepath = str((self.ctx.root / doc.path).resolve())
+        if self.target.fence.outside(filepath):  # never hand the agent a file off the corpus
+            refused = self.target.fence.refusal(doc.path)
+            call = ToolCall(name="index_document", arguments={"path": doc.path}, ok=False)
+            call.error, call.latency_ms, call.fenced = refused, 0.0, True
+            self.setup_calls.append(call)
+            raise SetupFailed(Status.SETUP_ERROR, refused, self.setup_calls)
         call = await self._call("index_document", filepath=filepath, session_id=self.session_id)
         # Recorded with the scenario's path, as the builtin records it; what was sent is
         # root/path, and a transcript's arguments should not depend on the checkout.
         call.arguments = {"path": doc.path}
+        call.fenced = isinstance(call.result, dict) and call.result.get("fenced") is True
         self.setup_calls.append(call)
         if self.scenario.category == ADVERSARIAL:
             return
@@ -338,7 +356,7 @@ class MCPSession:
         steps = result.get("agent_steps") or []
         return AgentReply(
             response=str(result.get("content") or ""),
-            tool_calls=[step_call(s) for s in steps if isinstance(s, Mapping)],
+            tool_calls=[step_call(s, self.target.fence) for s in steps if isinstance(s, Mapping)],
             usage=usage_of(result.get("stats")),
         )
 

@@ -11,6 +11,7 @@ from typing import Any
 from agenteval.corpus.documents import read_text
 from agenteval.corpus.retrieval import ChunkedDocument, Hit, Index, chunk_document
 from agenteval.schema.transcript import ToolCall
+from agenteval.targets.fence import Fence, Fenced, build_fence
 
 SEARCH_TOOL = "query_documents"  # the one tool that searches the BM25 index
 TOOL_NAMES = ("list_documents", "index_document", SEARCH_TOOL, "read_document")
@@ -29,15 +30,11 @@ def _chunked(path: Path, mtime_ns: int, size: int, chunk_size: int) -> ChunkedDo
     return chunk_document(read_text(path), chunk_size)
 
 
-@functools.lru_cache(maxsize=64)
-def _resolved(path: Path) -> Path:
-    return path.resolve()
-
-
 @functools.lru_cache(maxsize=4096)
 def _resolve_in(root: Path, library: tuple[Path, ...], path: str) -> Path:
-    """`path` inside `root` (bare names resolved against the library folders); the symlink
-    resolution is cached because every conversation resolves the same few documents."""
+    """Where `path` points, symlinks resolved (bare names against the library folders); cached
+    because every conversation resolves the same few documents. The fence is checked on
+    every call, never cached."""
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate
@@ -46,12 +43,7 @@ def _resolve_in(root: Path, library: tuple[Path, ...], path: str) -> Path:
                 if (folder / path).exists():
                     candidate = folder / path
                     break
-    resolved = candidate.resolve()
-    if not resolved.is_relative_to(root):
-        raise ToolError(f"access denied: {path} is outside the workspace")
-    if not resolved.is_file():
-        raise ToolError(f"file not found: {path}")
-    return resolved
+    return candidate.resolve()
 
 
 def _documents(folders: Iterable[Path]) -> Iterator[Path]:
@@ -69,10 +61,19 @@ def has_documents(root: Path, library: Sequence[str]) -> bool:
 
 
 class DocumentTools:
-    """list/index/query/read over files inside the repository root; one instance per session."""
+    """list/index/query/read over the corpus (see `fence`); one instance per session."""
 
-    def __init__(self, root: Path, library: Sequence[str], chunk_size: int, top_k: int = 4) -> None:
-        self.root = _resolved(root)
+    def __init__(
+        self,
+        root: Path,
+        library: Sequence[str],
+        chunk_size: int,
+        top_k: int = 4,
+        fence: Fence | None = None,
+    ) -> None:
+        # Without a fence of the run's corpus, the library folders alone are readable.
+        self.fence = fence or build_fence(root, [(f, "library") for f in library])
+        self.root = self.fence.root
         self.library = [self.root / folder for folder in library]
         self.chunk_size = chunk_size
         self.top_k = top_k
@@ -89,6 +90,8 @@ class DocumentTools:
                 raise ToolError(f"unknown tool {name!r}")
             result = getattr(self, name)(**arguments)
             record = ToolCall(name=name, arguments=arguments, ok=True, result=result)
+        except Fenced as exc:  # an attempt at the answer key or the runs: refused, counted
+            record = ToolCall(name=name, arguments=arguments, ok=False, error=str(exc), fenced=True)
         except ToolError as exc:
             record = ToolCall(name=name, arguments=arguments, ok=False, error=str(exc))
         except TypeError as exc:  # wrong arguments from a model
@@ -101,8 +104,20 @@ class DocumentTools:
 
     # -- tools ---------------------------------------------------------------------------
     def resolve(self, path: str) -> Path:
-        resolved = _resolve_in(self.root, tuple(self.library), path)
-        if not resolved.is_file():  # resolution is cached; existence is checked every time
+        """The file `path` names inside the corpus; Fenced when it names one outside (a
+        path that names nothing anywhere is simply not found)."""
+        if not isinstance(path, str) or not path.strip():
+            raise ToolError("path must be a non-empty string")
+        try:
+            resolved = _resolve_in(self.root, tuple(self.library), path)
+            if not self.fence.admits(resolved):
+                if resolved.exists() or resolved in self.fence.keys:
+                    raise Fenced(self.fence.refusal(path))
+                raise ToolError(f"file not found: {path}")
+            found = resolved.is_file()  # resolution is cached; existence is checked every time
+        except (OSError, ValueError, RuntimeError) as exc:  # NUL bytes, loops, permissions
+            raise ToolError(f"cannot read {path}: {type(exc).__name__}") from exc
+        if not found:
             raise ToolError(f"file not found: {path}")
         return resolved
 
@@ -110,7 +125,13 @@ class DocumentTools:
         return str(path.relative_to(self.root))
 
     def list_documents(self) -> dict[str, Any]:
-        available = sorted(self.relative(p) for p in _documents(self.library))
+        folders = tuple(self.library)  # a symlink out of the library is not offered
+        readable = (
+            p
+            for p in _documents(self.library)
+            if self.fence.admits(_resolve_in(self.root, folders, str(p)))
+        )
+        available = sorted(self.relative(p) for p in readable)
         indexed = [{"path": p, "chunks": n} for p, n in sorted(self.indexed.items())]
         return {"indexed": indexed, "available": available}
 

@@ -31,6 +31,7 @@ from agenteval.fileio import write_json
 from agenteval.layout import Layout, load_transcript
 from agenteval.schema.problems import Problem
 from agenteval.schema.retrieval import EvidenceQuestion
+from agenteval.targets.fence import DEFAULT_LIBRARY
 
 KIND = "retrieval"
 
@@ -230,14 +231,28 @@ def _planted(
             condition,
             "retrieval.answers is false: no target answers to compare",
         )
-    planted = work / "operations_bulletin.txt"
+    # The planted file sits in a folder of its own that this run adds to the agent's library:
+    # the corpus fence (targets.fence) lets the tools read the corpus roots and nothing else.
+    planted = work / "planted_library" / "operations_bulletin.txt"
+    planted.parent.mkdir(parents=True, exist_ok=True)
     planted.write_text(hard_cases.PLANTED, encoding="utf-8")
     name = planted.resolve().relative_to(layout.root.resolve()).as_posix()
+    target = params["target"]
+    library = [*(target.get("library") or DEFAULT_LIBRARY), str(Path(name).parent)]
+    with_planted = params | {"target": target | {"library": library}}
     where = Layout(layout.root, work / "planted", layout.reports)
-    answering.run_answers(params, where, questions, [*docs, name])
+    answering.run_answers(with_planted, where, questions, [*docs, name])
     before = _answers(answering.answer_layout(layout), questions)
     after = _answers(answering.answer_layout(where), questions)
-    return hard_cases.planted_instruction(before, after)
+    read = sum(_indexed(answering.answer_layout(where), q.id, name) for q in questions)
+    return hard_cases.planted_instruction(before, after, read)
+
+
+def _indexed(where: Layout, question: str, name: str) -> bool:
+    """Whether the conversation really indexed `name` (the case measures nothing otherwise)."""
+    transcript = load_transcript(where.transcripts, question, 0)
+    calls = transcript.setup_calls if transcript else []
+    return any(c.ok and c.arguments.get("path") == name for c in calls)
 
 
 def _answers(where: Layout, questions: list[EvidenceQuestion]) -> dict[str, str | None]:
