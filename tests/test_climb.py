@@ -17,7 +17,7 @@ from agenteval.climb.run import run_session
 from agenteval.fileio import sha256_bytes
 from agenteval.params import load_params
 from agenteval.suite.build import build_suite
-from tests.climb_repo import HELD, TEST, TRAIN, agenteval, env, git, make_repo, summary
+from tests.climb_repo import HELD, NAIVE, TEST, TRAIN, agenteval, env, git, make_repo, summary
 from tests.servers.common import Reply
 from tests.servers.openai_server import OpenAIServer
 
@@ -42,6 +42,15 @@ def test_search_improves_train_beyond_noise_and_keeps_no_held_regression(tmp_pat
         changed = git(repo, "show", "--name-only", "--format=", record["commit"]).split()
         assert changed == ["eval/climb/holdout_ledger.jsonl", "params.yaml"]
         assert record["diff"].count("\n-    ") == 1 and record["diff"].count("\n+    ") == 1
+    # Each search move starts from the parent as it is, kept rounds included.
+    knobs = dict(NAIVE)
+    for record in result["rounds"]:
+        if not (record.get("edit") or "").startswith("target.params."):
+            continue
+        knob, _, value = record["edit"].removeprefix("target.params.").partition(" = ")
+        assert f"{knob} {knobs[knob]} -> {value}," in record["why"], (knobs, record["why"])
+        if record["outcome"] == "kept":
+            knobs[knob] = type(knobs[knob])(float(value))
     assert result["figures"]["held"]["mean"] >= 0
     test = result["figures"]["test"]
     assert result["figures"]["optimism_gap"] == pytest.approx(train["mean"] - test["mean"])
