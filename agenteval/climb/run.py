@@ -118,6 +118,8 @@ def _tracker(state: State, session: str, summary: dict[str, Any]) -> Any:
         "climb.start_commit": summary["start_commit"],
         "climb.holdout_split": state.ledger.split.digest,
     }
+    if state.ledger.parent:
+        tags["climb.holdout_parent"] = state.ledger.parent
     if state.ledger.reset:  # a holdout reset is said on the run, from its start
         tags["climb.holdout_reset"] = _reset_text(state.ledger.reset)
     tracker.start(
