@@ -207,6 +207,20 @@ def test_bypass_7_a_new_salt_needs_new_split_and_starts_a_ledger_with_its_parent
     assert "held split is spent" in said
 
 
+def test_climb_evaluate_refused_by_the_ledger_keeps_the_edit(tmp_path: Path) -> None:
+    repo = spent_repo(tmp_path)
+    prompt = repo / "eval/agents/default/system_prompt.md"
+    prompt.write_text(prompt.read_text() + "- Read the whole table row before answering.\n")
+    edited = prompt.read_bytes()
+    done = agenteval(repo, "climb", "evaluate", "--set", "suite.split.salt=rotated")
+    assert done.returncode == 2 and "--new-split" in done.stderr, done.stdout + done.stderr
+    assert prompt.read_bytes() == edited  # nothing lost
+    done = agenteval(repo, "climb", "evaluate", "--set", "climb.holdout.max_queries=9")
+    assert done.returncode == 2 and "--reset-holdout" in done.stderr
+    assert prompt.read_bytes() == edited
+    assert git(repo, "status", "--porcelain").strip() == "M eval/agents/default/system_prompt.md"
+
+
 def test_nothing_to_reset_and_nothing_moved_are_refused(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     spend(repo, queries=0)

@@ -68,8 +68,8 @@ def evaluate_edit(
             train = verdict.pop("train_delta")
             record |= verdict | {"train": train.as_dict(), "held_queries": state.mechanism.queries}
             record |= {"holdout": state.ledger.summary(), "notes": state.ledger.notes}
-    finally:
-        write(change, root, new=record.get("outcome") == "kept")
+    finally:  # kept, or refused before a decision (a moved split, a reset): the edit stays
+        write(change, root, new=record.get("outcome", "kept") == "kept")
     if (root / LEDGER).is_file():  # what this evaluation appended, committed alone
         message = f"holdout ledger: {record['outcome']} edit evaluated ({folder.name})"
         record["ledger_commit"] = git.commit_only(root, LEDGER, message)

@@ -59,8 +59,8 @@ def _session(state: State, session: str, proposer: Proposer, echo: Echo) -> dict
     started, origin = time.monotonic(), git.current_branch(root)
     for note in state.ledger.notes:
         echo(note)
-    state.ledger.flush()  # the split it opened or the reset it records, before any query
     git.start_branch(root, branch)
+    state.ledger.flush()  # the split it opened or the reset it records, before any query
     summary: dict[str, Any] = {
         "session": session,
         "branch": branch,
