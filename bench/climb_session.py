@@ -6,8 +6,9 @@ It clones the committed HEAD into a temporary folder (this work tree is never to
 fetches the pinned corpora offline, starts the builtin agent from a deliberately naive
 configuration (`--start`, default: abstain_threshold 0.5, top_k 1, chunk_size 1000: it
 refuses most questions), commits that, and runs `agenteval climb --proposer search` there.
-The closing figures (train, held and test gains, the optimism gap, rounds kept and reverted)
-and the wall time are printed with the command that reruns them. The shipped defaults are
+The closing figures (train, held and test gains, the optimism gap, rounds kept and reverted,
+each held query as Thresholdout answered it, the held ledger's count) and the wall time are
+printed with the command that reruns them. The shipped defaults are
 already near what a one-knob search finds, which is why the session starts detuned; run with
 `--start ""` to climb from the shipped defaults.
 """
@@ -85,6 +86,16 @@ def main() -> None:
     print(f"  optimism gap (train gain - test gain) {figures['optimism_gap']:+.3f}")
     print(f"  rounds: {summary['kept']} kept, {summary['reverted']} reverted, "
           f"{summary['rejected']} rejected; stopped: {summary['stop_reason']}")  # fmt: skip
+    for record in summary["rounds"]:
+        held = record.get("held")
+        if held:
+            print(f"  round {record['round']} ({record['edit']}, {record['outcome']}): held gain "
+                  f"{held['delta']['mean']:+.3f}; Thresholdout answered {held['released']:+.3f} "
+                  f"from {held['answered_by']}, bound {held['bound']:+.3f}")  # fmt: skip
+    ledger = summary["holdout"]
+    print(f"  held ledger {ledger['ledger']} (committed on the session's branch): split "
+          f"{ledger['split'][:12]}, {ledger['queries']} of {ledger['max_queries']} queries, "
+          f"{ledger['overfits']} of {ledger['budget']} answered from held")  # fmt: skip
     print(f"rerun: python bench/climb_session.py --start '{args.start}'")
 
 

@@ -20,7 +20,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 COPIED = (".dvc", ".dvcignore", ".gitignore", "dvc.yaml", "dvc.lock", "params.yaml", "eval",
           "stages", "reports", "agenteval")  # fmt: skip
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "mlflow_run.json")
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "mlflow_run.json", "holdout_ledger.jsonl")
 IDENTITY = ["-c", "user.name=climb test", "-c", "user.email=test@agenteval.invalid"]
 
 # Scenarios that need no fetched corpus. From the naive start (abstain 0.5, top_k 1, chunk

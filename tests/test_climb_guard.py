@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +77,13 @@ def test_a_value_restated_in_other_words_is_refused_and_named(
     guard: Guard, text: str, names: str
 ) -> None:
     reasons = guard.check(added(text))
-    assert any("restates the ground-truth value" in r and names in r for r in reasons), reasons
+    # A train value is named; a held or test one is refused by its split alone (held stays
+    # unseen), and which split a value is in follows the suite's split, not this test.
+    named = any("restates the ground-truth value" in r and names in r for r in reasons)
+    unseen = any(
+        re.search(r"leaks a (held|test) answer: .* of the (held|test) split", r) for r in reasons
+    )
+    assert named or unseen, reasons
 
 
 @pytest.mark.parametrize(

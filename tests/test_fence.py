@@ -32,6 +32,7 @@ from mcp.server.mcpserver import MCPServer
 from servers import OpenAIServer
 from servers.reader import REFUSED, reads_what_it_is_told
 
+from agenteval.climb.ledger import LEDGER
 from agenteval.layout import Layout
 from agenteval.params import load_params
 from agenteval.pipeline import run_all
@@ -95,9 +96,8 @@ def write_scenario(repo: Path, sid: str, messages: list[str]) -> None:
 
 
 def ledger_file(repo: Path) -> Path:
-    """A file where the climb keeps its held ledger (params climb.holdout.ledger)."""
-    where = repo / str(load_params(repo / "params.yaml")["climb"]["holdout"]["ledger"])
-    return where if where.suffix else where / "decoy_split.json"
+    """The file where the climb keeps its held ledger."""
+    return repo / LEDGER
 
 
 @pytest.fixture
@@ -183,7 +183,8 @@ def test_a_library_that_would_hold_the_key_is_refused_naming_the_setting(repo: P
         (".", "data/suite.json"),
         ("eval", "eval/scenarios"),
         ("data", "data/suite.json"),
-        ("runs", "runs/climb/holdout"),
+        ("runs", "runs"),
+        ("eval/climb", "eval/climb"),
     ]:
         with pytest.raises(FenceError, match=f"target.library: '{library}'.*{exposed}"):
             corpus_fence(params_of(repo, [], f"target.library=[{library}]"), repo)

@@ -17,6 +17,22 @@ SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", help="Override a params.yaml value (not target.*): key=value."),
 ]
+NewSplitOption = Annotated[
+    bool,
+    typer.Option(
+        "--new-split",
+        help="The split moved (a new suite.split.salt, a pin): work on it; a new held split "
+        "starts its own ledger, its parent recorded.",
+    ),
+]
+ResetOption = Annotated[
+    bool,
+    typer.Option(
+        "--reset-holdout",
+        help="climb.holdout differs from the limits the held split's ledger holds: use it, "
+        "recorded as a holdout reset (ledger, MLflow, reports/climb.json).",
+    ),
+]
 
 
 def _overrides(set_: list[str] | None, extra: Mapping[str, object]) -> list[str]:
@@ -29,6 +45,13 @@ def _overrides(set_: list[str] | None, extra: Mapping[str, object]) -> list[str]
                 [
                     f"--set {key}: the agent under test is what the commit holds; edit "
                     "params.yaml and commit it, or let the session edit it"
+                ]
+            )
+        if key == "climb.holdout.ledger":
+            fail(
+                [
+                    f"--set {key}: the held ledger has no path to set; it is "
+                    "eval/climb/holdout_ledger.jsonl, bound to the held split's content"
                 ]
             )
     load_params(Path("params.yaml"), sets)  # every value checked before any work
@@ -46,6 +69,8 @@ def climb(
     ] = None,
     repro: Annotated[bool | None, typer.Option(help="dvc repro with each kept round.")] = None,
     set_: SetOption = None,
+    new_split: NewSplitOption = False,
+    reset_holdout: ResetOption = False,
 ) -> None:
     """Run a session on a scratch branch: one edit a round, kept only when train improves
     beyond noise and held does not regress (a knob edit) or improves (a free-text edit);
@@ -54,6 +79,7 @@ def climb(
         return
     from agenteval.climb.artifacts import ClimbError
     from agenteval.climb.evaluation import NotComparable
+    from agenteval.climb.ledger import HoldoutFlags
     from agenteval.climb.run import run_session
 
     extra = {
@@ -65,7 +91,8 @@ def climb(
     }
     sets = _overrides(set_, extra)
     try:
-        run_session(Path.cwd().resolve(), sets, echo=typer.echo)
+        flags = HoldoutFlags(new_split=new_split, reset=reset_holdout)
+        run_session(Path.cwd().resolve(), sets, echo=typer.echo, flags=flags)
     except NotComparable as exc:
         fail([str(exc)], 3)
     except ClimbError as exc:
@@ -73,7 +100,9 @@ def climb(
 
 
 @app.command()
-def evaluate(set_: SetOption = None) -> None:
+def evaluate(
+    set_: SetOption = None, new_split: NewSplitOption = False, reset_holdout: ResetOption = False
+) -> None:
     """Judge the edit in the working tree (against HEAD) with the session's rule.
 
     Exit 0: kept (the edit stays; commit it). Exit 1: not kept (HEAD's bytes restored, the
@@ -81,22 +110,30 @@ def evaluate(set_: SetOption = None) -> None:
     is spent or the runs are not comparable."""
     from agenteval.climb.artifacts import ClimbError
     from agenteval.climb.evaluation import NotComparable
+    from agenteval.climb.ledger import HoldoutFlags
     from agenteval.climb.manual import evaluate_edit
 
     sets = _overrides(set_, {})
     try:
-        record = evaluate_edit(Path.cwd().resolve(), sets)
+        flags = HoldoutFlags(new_split=new_split, reset=reset_holdout)
+        record = evaluate_edit(Path.cwd().resolve(), sets, flags=flags)
     except NotComparable as exc:
         fail([str(exc)], 3)
     except ClimbError as exc:
         fail(str(exc).splitlines())
     train = record.get("train") or {}
+    for note in record.get("notes") or []:
+        typer.echo(note)
     typer.echo(f"{record['outcome']}: {record.get('reason')}")
     if train:
         typer.echo(
             f"train gain {train['mean']:+.3f} (lower bound {train['low']:+.3f}); "
             f"held queries on this split: {record.get('held_queries')}"
         )
+    if record.get("held"):
+        from agenteval.climb.run import held_line
+
+        typer.echo(held_line(record["held"]))
     if record["outcome"] == "rejected":
         raise typer.Exit(2)
     if record.get("spent"):

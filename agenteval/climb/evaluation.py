@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenteval.climb.artifacts import ClimbError
 from agenteval.fileio import digest_of, write_json
 from agenteval.layout import Layout
 from agenteval.params import load_params
@@ -89,9 +90,12 @@ def check_comparable(parent: Evaluation, candidate: Evaluation) -> None:
 def suites(root: Path, overrides: Sequence[str]) -> tuple[Suite, Suite]:
     """(the session's scenarios: params' selection, every scenario file). Splits are dealt
     over every file either way; the guard reads the second, so no scenario can be quoted."""
-    from agenteval.suite.build import build_suite
+    from agenteval.suite.build import SuiteError, build_suite
 
     params = copy.deepcopy(session_params(root, overrides))
-    chosen = build_suite(params, root)
-    params["suite"].update(ids=[], categories=[], tier=None)
-    return chosen, build_suite(params, root)
+    try:
+        chosen = build_suite(params, root)
+        params["suite"].update(ids=[], categories=[], tier=None)
+        return chosen, build_suite(params, root)
+    except SuiteError as exc:  # a selection or a scenario file the session cannot run
+        raise ClimbError("\n".join(str(p) for p in exc.problems)) from None

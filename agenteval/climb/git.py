@@ -95,13 +95,53 @@ def commit(root: Path, paths: Sequence[str], message: str) -> str:
         git(root, "add", "--renormalize", "--", *present)
     if not git(root, "diff", "--cached", "--name-only").strip():
         return head(root)
-    env_args: list[str] = []
-    if not git(root, "config", "user.email", check=False).strip():
-        env_args = [
-            "-c",
-            f"user.name={IDENTITY['GIT_AUTHOR_NAME']}",
-            "-c",
-            f"user.email={IDENTITY['GIT_AUTHOR_EMAIL']}",
-        ]
-    git(root, *env_args, "commit", "-q", "--no-verify", "-m", message)
+    git(root, *_identity(root), "commit", "-q", "--no-verify", "-m", message)
+    return head(root)
+
+
+def _identity(root: Path) -> list[str]:
+    """`-c` options naming the climb's identity when the repository has none of its own."""
+    if git(root, "config", "user.email", check=False).strip():
+        return []
+    return ["-c", f"user.name={IDENTITY['GIT_AUTHOR_NAME']}",
+            "-c", f"user.email={IDENTITY['GIT_AUTHOR_EMAIL']}"]  # fmt: skip
+
+
+def common_dir(root: Path) -> Path:
+    """The repository's own folder (`.git`, shared by its worktrees)."""
+    found = Path(git(root, "rev-parse", "--git-common-dir").strip())
+    return found if found.is_absolute() else (root / found).resolve()
+
+
+def versions(root: Path, path: str) -> list[tuple[str, bytes]]:
+    """(commit, bytes) of `path` in every commit of every ref (branches, remote-tracking
+    branches, tags) that changed it: what the repository has ever recorded of the file."""
+    commits = git(root, "rev-list", "--all", "--", path).split()
+    if not commits:
+        return []
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
+    asked = "".join(f"{commit}:{path}\n" for commit in commits).encode()
+    done = subprocess.run(["git", "cat-file", "--batch"], cwd=root, env=env, input=asked,
+                          capture_output=True, timeout=120, check=True)  # fmt: skip
+    out, at = [], 0
+    data = done.stdout
+    for commit in commits:
+        end = data.index(b"\n", at)
+        header = data[at:end].split()
+        at = end + 1
+        if header[-1] == b"missing":  # the commit deleted the file
+            continue
+        size = int(header[2])
+        out.append((commit, data[at : at + size]))
+        at += size + 1
+    return out
+
+
+def commit_only(root: Path, path: str, message: str) -> str | None:
+    """Commit `path` alone (whatever else is staged or edited stays as it is); None when it
+    has nothing new."""
+    git(root, "add", "--", path)
+    if not git(root, "diff", "--cached", "--name-only", "--", path).strip():
+        return None
+    git(root, *_identity(root), "commit", "-q", "--no-verify", "-m", message, "--only", "--", path)
     return head(root)

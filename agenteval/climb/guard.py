@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from agenteval.climb.artifacts import PARAMS_FILE, Change, Spec
+from agenteval.climb.ledger import LEDGER
 from agenteval.climb.meaning import Hit, Questions, Similar, Truth, Values
 from agenteval.params import DEFAULTS, flatten
 from agenteval.schema.suite import Suite
@@ -82,7 +83,7 @@ class GuardRules:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GuardRules:
         climb = params["climb"]
-        return cls(float(climb["guard"]["similarity"]), (str(climb["holdout"]["ledger"]),))
+        return cls(float(climb["guard"]["similarity"]), (LEDGER,))
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """Proposers: who makes the round's ONE edit, and what they are allowed to know.
 
-A proposer gets a `Context` built from train only: the editable files and knob values, the
-train failures with reference answers removed, and the history of its own edits with their
-outcome (kept / reverted / rejected) and train figures. Held and test never reach it: the
-held split's only trace is whether an edit was kept.
+A proposer gets a `Context` built from train only: the editable files and knob values of the
+parent as it is now (after every kept round), the train failures with reference answers
+removed, and the history of its own edits with their outcome (kept / reverted / rejected),
+train figures and, when held was asked, what Thresholdout released (its answer, whether
+train or held answered, the bound). Held and test results never reach it otherwise: no
+held gain of its own, no scenario that changed (agenteval.climb.sealed).
 
 * `search` — optuna over the agent's numeric knobs (agent.yaml ranges): each round a study
   (TPE sampler, seeded) tries `climb.search_trials` single-knob moves from the parent on
@@ -15,13 +17,14 @@ held split's only trace is whether an edit was kept.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agenteval.climb.artifacts import Edit, Spec
+from agenteval.climb.artifacts import ClimbError, Edit, Spec
 from agenteval.climb.failures import Failure
 from agenteval.climb.keep import Delta
 
@@ -36,6 +39,7 @@ class Context:
     failures: list[Failure]
     history: list[dict[str, Any]] = field(default_factory=list)
     round: int = 1
+    parent: str = ""  # digest of the parent's artifacts: a score is only valid against it
     # Scores a candidate edit on train (never held): its paired delta, or None if refused.
     try_train: Callable[[Edit], Delta | None] | None = None
 
@@ -52,7 +56,8 @@ class Proposer(Protocol):
 
 class SearchProposer:
     """Scores are cached per (parent, move): after a revert the next round, from the same
-    parent, spends its trials on moves it has not tried yet."""
+    parent, spends its trials on moves it has not tried yet; after a keep the parent is new
+    and every move is scored again against it."""
 
     name = "search"
 
@@ -68,7 +73,7 @@ class SearchProposer:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         sampler = optuna.samplers.TPESampler(seed=self.seed + ctx.round, n_startup_trials=6)
         study = optuna.create_study(direction="maximize", sampler=sampler)
-        state = json.dumps(ctx.knobs, sort_keys=True)
+        state = ctx.parent or json.dumps(ctx.knobs, sort_keys=True)
         fresh = 0
         for _ in range(MAX_SAMPLES):
             if fresh >= self.trials:
@@ -129,12 +134,18 @@ class LLMProposer:
     name = "llm"
 
     def __init__(self, params: dict[str, Any], root: Path) -> None:
+        from pydantic import ValidationError
+
         from agenteval.llm.config import EndpointConfig
 
         section = params["climb"]["llm"]
-        self.config = EndpointConfig.from_params(
-            {"proposer": section, "run": params["run"]}, "proposer", root
-        )
+        check_endpoint(section, root)
+        try:
+            self.config = EndpointConfig.from_params(
+                {"proposer": section, "run": params["run"]}, "proposer", root
+            )
+        except (ValueError, ValidationError) as exc:
+            raise ClimbError(f"climb.llm: {exc}") from None
         self.template = (root / section["prompt"]).read_text(encoding="utf-8")
         self.attempts = int(section.get("max_attempts", 2))
         self.cost_usd: float | None = None
@@ -167,6 +178,24 @@ class LLMProposer:
 
     def observe(self, edit: Edit, outcome: str, train: Delta | None) -> None:
         return None
+
+
+def check_endpoint(section: dict[str, Any], root: Path) -> None:
+    """The llm proposer's settings, checked before any work: a ClimbError naming the keys."""
+    missing = [] if section.get("model") else ["climb.llm.model"]
+    if not section.get("base_url") and not section.get("api_key_env"):
+        missing.append("climb.llm.base_url")
+    if missing:
+        raise ClimbError(
+            f"--proposer llm needs its endpoint: {' and '.join(missing)} not set (params.yaml "
+            "or --set key=value); climb.llm.base_url is the server's address, e.g. "
+            "http://127.0.0.1:8000/v1 (or climb.llm.api_key_env for a hosted API's key)"
+        )
+    variable = section.get("api_key_env")
+    if variable and not os.environ.get(variable, "").strip():
+        raise ClimbError(f"climb.llm.api_key_env: the environment variable {variable} is not set")
+    if not (root / str(section.get("prompt"))).is_file():
+        raise ClimbError(f"climb.llm.prompt: no file {section.get('prompt')}")
 
 
 RE_ASK = (
@@ -212,8 +241,19 @@ def render_prompt(template: str, ctx: Context) -> str:
         )
         or "(no train failures)"
     )
-    history = (
-        "\n".join(f"- round {h['round']}: {h['edit']} -> {h['outcome']}" for h in ctx.history)
-        or "(first round)"
-    )
+    history = "\n".join(_history_line(h) for h in ctx.history) or "(first round)"
     return template.format(knobs=knobs, files=files or "(none)", failures=failures, history=history)
+
+
+def _history_line(h: dict[str, Any]) -> str:
+    line = f"- round {h['round']}: {h['edit']} -> {h['outcome']}"
+    if h.get("train_gain") is not None:
+        line += f" (train gain {h['train_gain']:+.3f}"
+        held = h.get("held")
+        if held:
+            line += (
+                f"; held: Thresholdout answered {held['released']:+.3f} from "
+                f"{held['answered_by']}, bound {held['bound']:+.3f}"
+            )
+        line += ")"
+    return line

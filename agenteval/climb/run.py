@@ -10,14 +10,17 @@ from typing import Any
 
 from agenteval.climb import git
 from agenteval.climb.artifacts import ClimbError, fingerprint
-from agenteval.climb.evaluation import Evaluation
+from agenteval.climb.evaluation import Evaluation, session_params
 from agenteval.climb.failures import failures, rollup
 from agenteval.climb.keep import Delta, judged_pass_rate, paired_delta
+from agenteval.climb.ledger import LEDGER, NO_FLAGS, HoldoutFlags
 from agenteval.climb.proposers import LLMProposer, Proposer, SearchProposer
 from agenteval.climb.report import write_reports
+from agenteval.climb.sealed import SEALED, aggregate, sealed_folder
 from agenteval.climb.session import State, prepare, run_round, stamp
 
 Echo = Callable[[str], None]
+FRESH_SPLIT = "deal a fresh one with a new suite.split.salt and --new-split"
 
 
 def make_proposer(params: dict[str, Any], root: Path, name: str | None = None) -> Proposer:
@@ -31,20 +34,33 @@ def make_proposer(params: dict[str, Any], root: Path, name: str | None = None) -
 
 
 def run_session(
-    root: Path, overrides: Sequence[str], proposer: Proposer | None = None, echo: Echo = print
+    root: Path,
+    overrides: Sequence[str],
+    proposer: Proposer | None = None,
+    echo: Echo = print,
+    flags: HoldoutFlags = NO_FLAGS,
 ) -> dict[str, Any]:
     """One session; returns the summary written to reports/climb.json."""
     git.require_repository(root)
     git.require_clean(root)
     session = stamp()
-    state = prepare(root, overrides, root / "runs" / "climb" / session)
+    proposer = proposer or make_proposer(session_params(root, overrides), root)
+    state = prepare(root, overrides, root / "runs" / "climb" / session, flags)
     spent = state.mechanism.spent_reason()
     if spent:
-        raise ClimbError(f"the held split is spent ({spent}): set a new suite.split.salt")
-    proposer = proposer or make_proposer(state.params, root)
+        raise ClimbError(f"the held split is spent ({spent}): {FRESH_SPLIT}")
+    with sealed_folder() as state.sealed:
+        return _session(state, session, proposer, echo)
+
+
+def _session(state: State, session: str, proposer: Proposer, echo: Echo) -> dict[str, Any]:
+    root = state.root
     branch = state.climb.get("branch") or f"climb/{session}"
     started, origin = time.monotonic(), git.current_branch(root)
+    for note in state.ledger.notes:
+        echo(note)
     git.start_branch(root, branch)
+    state.ledger.flush()  # the split it opened or the reset it records, before any query
     summary: dict[str, Any] = {
         "session": session,
         "branch": branch,
@@ -72,12 +88,16 @@ def run_session(
         "budget": state.mechanism.budget,
     }
     summary |= _closing(state)
+    summary["holdout"] = state.ledger.summary()
     summary["seconds"] = round(time.monotonic() - started, 1)
     files = write_reports(root, summary)
-    summary["final_commit"] = git.commit(root, files, f"climb {session}: {_headline(summary)}")
+    message = f"climb {session}: {_headline(summary)}"
+    summary["final_commit"] = git.commit(root, [*files, LEDGER], message)
     if tracker is not None:
         tracker.finish(summary, [root / f for f in files])
     echo(_closing_lines(summary))
+    for line in _holdout_lines(summary["holdout"]):
+        echo(line)
     return summary
 
 
@@ -96,7 +116,12 @@ def _tracker(state: State, session: str, summary: dict[str, Any]) -> Any:
         "climb.branch": summary["branch"],
         "climb.proposer": summary["proposer"],
         "climb.start_commit": summary["start_commit"],
+        "climb.holdout_split": state.ledger.split.digest,
     }
+    if state.ledger.parent:
+        tags["climb.holdout_parent"] = state.ledger.parent
+    if state.ledger.reset:  # a holdout reset is said on the run, from its start
+        tags["climb.holdout_reset"] = _reset_text(state.ledger.reset)
     tracker.start(
         f"climb-{session}", {"climb": state.climb, "split": state.params["suite"]["split"]}, tags
     )
@@ -109,7 +134,7 @@ def _rounds(state: State, proposer: Proposer, tracker: Any, echo: Echo) -> str:
     for number in range(1, int(state.climb["rounds"]) + 1):
         spent = state.mechanism.spent_reason()
         if spent:
-            return f"held split spent: {spent}; a new suite.split.salt deals a fresh one"
+            return f"held split spent: {spent}; {FRESH_SPLIT}"
         record = run_round(state, proposer, number)
         if record["outcome"] == "kept":
             record["commit"] = _commit_round(state, record)
@@ -117,8 +142,10 @@ def _rounds(state: State, proposer: Proposer, tracker: Any, echo: Echo) -> str:
         if tracker is not None:
             tracker.log_round(record)
         echo(f"round {number}: {record.get('edit')}: {record['outcome']} ({record.get('reason')})")
+        if record.get("held"):
+            echo(held_line(record["held"]))
         if record.get("spent"):
-            return f"{record['reason']}; a new suite.split.salt deals a fresh one"
+            return f"{record['reason']}; {FRESH_SPLIT}"
         if record["outcome"] == "no_edit":
             return str(record["reason"])
         flat = 0 if record["outcome"] == "kept" else flat + 1
@@ -129,7 +156,7 @@ def _rounds(state: State, proposer: Proposer, tracker: Any, echo: Echo) -> str:
 
 def _commit_round(state: State, record: dict[str, Any]) -> str:
     """The kept edit as a commit; with climb.repro, `dvc repro`'s outputs go in with it."""
-    paths = list(record["changed"])
+    paths = [*record["changed"], LEDGER]  # the round's held query goes in with it
     if state.climb.get("repro") and (state.root / "dvc.yaml").is_file():
         done = subprocess.run(
             ["dvc", "repro"], cwd=state.root, capture_output=True, text=True, timeout=3600
@@ -160,7 +187,8 @@ def _closing(state: State) -> dict[str, Any]:
         ("held", state.start["held"], state.parent["held"]),
         ("test", start_test, final_test),
     ):
-        figures[split] = _gain(before, after, state.splits[split], conf)
+        gain = _gain(before, after, state.splits[split], conf)
+        figures[split] = aggregate(gain) if split in SEALED else gain
     figures["optimism_gap"] = round(figures["train"]["mean"] - figures["test"]["mean"], 6)
     train = state.parent["train"]
     found = failures(train.card, train.folder / "data" / "transcripts", state.guard.material)
@@ -237,3 +265,37 @@ def _closing_lines(summary: dict[str, Any]) -> str:
         "reports/climb.json, reports/climb/deltas.png"
     )
     return "\n".join(lines)
+
+
+def held_line(held: dict[str, Any]) -> str:
+    """A round's held query on the console: the aggregate and what Thresholdout released."""
+    delta = held["delta"]
+    return (
+        f"  held: gain {delta['mean']:+.3f} over {delta['n']} scenarios; Thresholdout "
+        f"answered {held['released']:+.3f} from {held['answered_by']}, bound "
+        f"{held['bound']:+.3f} (query {held['query']})"
+    )
+
+
+def _reset_text(reset: dict[str, Any]) -> str:
+    return (
+        ", ".join(
+            f"climb.holdout.{k} {reset['before'][k]} -> {reset['after'][k]}"
+            for k in reset["changed"]
+        )
+        + f" (held split {reset['split'][:12]})"
+    )
+
+
+def _holdout_lines(holdout: dict[str, Any]) -> list[str]:
+    lines = [
+        f"held ledger: {holdout['ledger']}, split {holdout['split'][:12]}"
+        + (f" (parent {holdout['parent'][:12]})" if holdout.get("parent") else "")
+        + f": {holdout['queries']} of {holdout['max_queries']} queries, "
+        f"{holdout['overfits']} of {holdout['budget']} answered from held"
+    ]
+    if holdout.get("reset"):
+        lines.append(f"HOLDOUT RESET this session: {_reset_text(holdout['reset'])}")
+    if len(holdout.get("resets") or []) > (1 if holdout.get("reset") else 0):
+        lines.append(f"this split's limits were reset {len(holdout['resets'])} time(s) in all")
+    return lines

@@ -41,9 +41,10 @@ from agenteval.climb.failures import failures, unique_per_scenario
 from agenteval.climb.guard import Guard, GuardRules, Material, corpus_files
 from agenteval.climb.holdout import HoldoutSpent, Thresholdout
 from agenteval.climb.keep import Delta, held_verdict, keep_rule, paired_delta, train_improves
-from agenteval.climb.ledger import Ledger
+from agenteval.climb.ledger import NO_FLAGS, HeldSplit, HoldoutFlags, Ledger
 from agenteval.climb.proposers import Context, Proposer
-from agenteval.fileio import write_text
+from agenteval.climb.sealed import SEALED, aggregate
+from agenteval.fileio import digest_of, write_text
 from agenteval.schema.suite import Suite
 from agenteval.split import SPLITS
 
@@ -67,17 +68,20 @@ class State:
     start: dict[str, Evaluation] = field(default_factory=dict)
     screened: int = 0  # train try-outs proposers made
     suites: dict[str, Suite] = field(default_factory=dict)  # resolved once per split
+    sealed: Path | None = None  # held and test evaluations (climb.sealed), outside the repo
 
     @property
     def climb(self) -> dict[str, Any]:
         return dict(self.params["climb"])
 
     def eval(self, split: str, tag: str) -> Evaluation:
-        folder = self.folder / tag / split
-        return evaluate(self.root, self.overrides, self.suites[split], split, folder)
+        base = self.sealed if split in SEALED and self.sealed is not None else self.folder
+        return evaluate(self.root, self.overrides, self.suites[split], split, base / tag / split)
 
 
-def prepare(root: Path, overrides: Sequence[str], folder: Path) -> State:
+def prepare(
+    root: Path, overrides: Sequence[str], folder: Path, flags: HoldoutFlags = NO_FLAGS
+) -> State:
     """Everything a session or `climb evaluate` needs, checked before any work."""
     params = session_params(root, overrides)
     spec = load_spec(root, params)
@@ -92,7 +96,7 @@ def prepare(root: Path, overrides: Sequence[str], folder: Path) -> State:
                 "bound needs at least 2 (more scenarios, or pin some with split:)"
             )
     guard = Guard(spec, Material.of(everything, corpus_files(root)), GuardRules.from_params(params))
-    ledger = Ledger.open(root, params, splits["held"])
+    ledger = Ledger.open(root, params, HeldSplit.of(everything), folder.name, flags)
     iterations = int(params["climb"]["iterations"])
     resolved = {name: split_suite(suite, ids, iterations) for name, ids in splits.items()}
     return State(root, list(overrides), params, spec, splits, guard, ledger.mechanism, ledger,
@@ -100,19 +104,30 @@ def prepare(root: Path, overrides: Sequence[str], folder: Path) -> State:
 
 
 def context(state: State, number: int) -> Context:
-    """What the proposer may read: train failures (references removed) and its history."""
+    """What the proposer may read: train failures (references removed), the parent's files
+    and knobs as they are now (after any kept round) and its history."""
     train = state.parent["train"]
     found = failures(train.card, train.folder / "data" / "transcripts", state.guard.material)
     files = {p: (state.root / p).read_text(encoding="utf-8") for p in state.spec.files}
-    history = [
-        {"round": r["round"], "edit": r["edit"], "outcome": r["outcome"],
-         "train_gain": (r.get("train") or {}).get("mean")}
-        for r in state.rounds
-    ]  # fmt: skip
-    knobs = knob_values(state.params, state.spec)
+    history = [proposer_history(r) for r in state.rounds]
+    knobs = knob_values(session_params(state.root, state.overrides), state.spec)
     ctx = Context(state.spec, knobs, files, unique_per_scenario(found), history, number)
+    ctx.parent = digest_of(fingerprint(state.root, state.spec.artifacts))
     ctx.try_train = lambda edit: screen(state, number, edit)
     return ctx
+
+
+def proposer_history(record: dict[str, Any]) -> dict[str, Any]:
+    """A round as a proposer sees it: the edit, its outcome, the train gain and, when held
+    was asked, only what Thresholdout released (its answer, who answered, the bound)."""
+    held = record.get("held") or {}
+    return {
+        "round": record["round"],
+        "edit": record["edit"],
+        "outcome": record["outcome"],
+        "train_gain": (record.get("train") or {}).get("mean"),
+        "held": {k: held[k] for k in ("released", "answered_by", "bound") if k in held} or None,
+    }
 
 
 def screen(state: State, number: int, edit: Edit) -> Delta | None:
@@ -237,14 +252,13 @@ def judge_candidate(
     finally:
         state.ledger.save()
     out["held"] = {
-        "delta": held_delta.as_dict(),
+        "delta": aggregate(held_delta.as_dict()),
         "released": verdict.released,
         "answered_by": verdict.source,
         "bound": verdict.bound,
         "query": state.mechanism.queries,
         "allowance": verdict.allowance,
     }
-    out["evaluations"]["held"] = str(held.folder)
     out["cost_usd"] = _cost(train, held)
     out["keep_rule"] = rule.name
     if not verdict.kept:

@@ -378,10 +378,8 @@ class HoldoutParams(_Section):
         0.01, ge=0, le=1, description="Thresholdout's sigma: Laplace scale of its noise."
     )
     seed: int = Field(0, description="Seeds the mechanism's noise (a session replays).")
-    ledger: str = Field(
-        "runs/climb/holdout",
-        description="Folder of the per-split ledgers: queries are counted across sessions.",
-    )
+    # No ledger path: the ledger is eval/climb/holdout_ledger.jsonl, keyed by the held
+    # split's content (agenteval.climb.ledger); these limits are fixed when a split opens.
 
 
 class GuardParams(_Section):

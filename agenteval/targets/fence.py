@@ -42,6 +42,7 @@ PROTECTED = (
     ".git",
     "mlflow.db",
     "eval/judge_controls",
+    "eval/climb",  # the held ledger (climb.ledger.LEDGER) and the guard's labelled edits
 )
 # Params naming a benchmark's own answer file, refused even where it lies beside documents
 # (GAIA ships attachments next to metadata.jsonl).
@@ -138,8 +139,6 @@ def corpus_fence(params: Mapping[str, Any], root: Path) -> Fence:
     keys += [str(v) for s, k in KEY_FILES if (v := (params.get(s) or {}).get(k))]
     scenarios = suite.get("scenarios") or DEFAULT_SCENARIOS
     protected = [*PROTECTED, *([scenarios] if isinstance(scenarios, str) else scenarios)]
-    ledger = ((params.get("climb") or {}).get("holdout") or {}).get("ledger")
-    protected += [str(ledger)] if ledger else []
     return build_fence(root, folders, keys, [str(p) for p in protected])
 
 
