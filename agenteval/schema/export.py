@@ -16,6 +16,12 @@ from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
+from agenteval.schema.sessions import (
+    SessionControlFile,
+    SessionDataset,
+    SessionResults,
+    SessionScorecard,
+)
 from agenteval.schema.sources import SourcesFile
 from agenteval.schema.suite import Suite
 from agenteval.schema.tiers import TiersFile
@@ -40,6 +46,10 @@ def models() -> dict[str, type[BaseModel]]:
         "qa_verdict": QAVerdict,
         "retrieval_questions": EvidenceSet,
         "agent": AgentConfig,
+        "session_dataset": SessionDataset,
+        "session_results": SessionResults,
+        "session_scorecard": SessionScorecard,
+        "session_controls": SessionControlFile,
     }
     return found
 
