@@ -12,6 +12,7 @@ by a case or dropped with a reason, and the dataset summary counts both.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,15 +21,7 @@ from typing import Any
 
 from agenteval.benchmarks.sessions import rules
 from agenteval.benchmarks.sessions.rules import Drop
-from agenteval.benchmarks.sessions.transcript import (
-    ImageBlock,
-    Line,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    TranscriptFile,
-    read_transcript,
-)
+from agenteval.benchmarks.sessions.transcript import Line, TranscriptFile, read_transcript
 from agenteval.fileio import sha256_text
 from agenteval.schema.sessions import (
     DatasetSummary,
@@ -45,6 +38,9 @@ MACHINERY_TYPES = {"summary": Drop.METADATA, "file-history-snapshot": Drop.METAD
 TARGET_KEYS = ("file_path", "notebook_path", "path", "command", "pattern", "url", "query",
                "description", "prompt")  # fmt: skip
 CASE_ID_CHARS = 12
+# Fewer files than this per worker are read in this process: starting workers costs more.
+PARALLEL_MIN_FILES = 32
+BATCHES_PER_WORKER = 4
 
 
 class ExtractError(ValueError):
@@ -76,10 +72,9 @@ class _Exchange:
 
     def say(self, line: Line) -> None:
         assert line.message is not None
-        texts = [b.text for b in line.message.blocks() if isinstance(b, TextBlock) and b.text]
-        for block in line.message.blocks():
-            if isinstance(block, ToolUseBlock):
-                self.tools.append(ToolUse(name=block.name, target=tool_target(block.input)))
+        texts = line.message.texts()
+        for name, arguments in line.message.tool_uses():
+            self.tools.append(ToolUse(name=name, target=tool_target(arguments)))
         if not texts:
             return
         if line.message.id is None or line.message.id != self.message_id:
@@ -165,11 +160,10 @@ def case_id(session_id: str, uuid: str) -> str:
 def user_text(line: Line) -> tuple[str, bool, bool]:
     """(typed text, holds an image, only tool results) of a user line."""
     assert line.message is not None
-    blocks = line.message.blocks()
-    results = [b for b in blocks if isinstance(b, ToolResultBlock)]
-    image = any(isinstance(b, ImageBlock) for b in blocks)
+    kinds = line.message.kinds()
     text = line.message.text()
-    return text, image, bool(results) and not text.strip() and not image
+    image = "image" in kinds
+    return text, image, "tool_result" in kinds and not text.strip() and not image
 
 
 class _Walk:
@@ -309,19 +303,60 @@ def project_folder_name(project: str) -> str:
     return project.replace("/", "-").replace(".", "-") if "/" in project else project
 
 
-def extract(root: Path, options: Options) -> Extraction:
+def read_file(path: Path, root: Path) -> Extraction:
+    """One transcript file's cases, drops and counts (a worker's unit of work)."""
     out = Extraction()
-    for path in transcript_files(root, options.project):
-        found = read_transcript(path)
-        rel = path.relative_to(root).as_posix()
-        project = path.parent.name
-        out.files += 1
-        out.lines += found.total
-        out.truncated_files += found.truncated is not None
-        for name, n in found.unknown.items():
-            out.unknown[name] += n
-            out.unknown_where.setdefault(name, f"{rel}:{found.first_seen[name]}")
-        _Walk(found, rel, project, out).run()
+    found = read_transcript(path)
+    rel = path.relative_to(root).as_posix()
+    out.files, out.lines = 1, found.total
+    out.truncated_files = int(found.truncated is not None)
+    for name, n in found.unknown.items():
+        out.unknown[name] += n
+        out.unknown_where.setdefault(name, f"{rel}:{found.first_seen[name]}")
+    _Walk(found, rel, path.parent.name, out).run()
+    return out
+
+
+def merge(into: Extraction, part: Extraction) -> None:
+    into.cases += part.cases
+    for file, reasons in part.dropped.items():
+        for reason, numbers in reasons.items():
+            into.dropped.setdefault(file, {}).setdefault(reason, []).extend(numbers)
+    into.files += part.files
+    into.lines += part.lines
+    into.truncated_files += part.truncated_files
+    into.warnings += part.warnings
+    into.unknown.update(part.unknown)
+    for name, where in part.unknown_where.items():
+        into.unknown_where.setdefault(name, where)
+
+
+def _read_batch(paths: list[Path], root: Path) -> Extraction:
+    out = Extraction()
+    for path in paths:
+        merge(out, read_file(path, root))
+    return out
+
+
+def read_all(paths: list[Path], root: Path) -> Extraction:
+    """Every file, in file order; many files are read by one process per core (each file
+    is independent, and parsing is CPU-bound), the results merged in the same order."""
+    workers = min(os.cpu_count() or 1, len(paths) // PARALLEL_MIN_FILES)
+    if workers < 2:
+        return _read_batch(paths, root)
+    from concurrent.futures import ProcessPoolExecutor
+
+    size = -(-len(paths) // (workers * BATCHES_PER_WORKER))
+    batches = [paths[i : i + size] for i in range(0, len(paths), size)]
+    out = Extraction()
+    with ProcessPoolExecutor(workers) as pool:
+        for part in pool.map(_read_batch, batches, [root] * len(batches)):
+            merge(out, part)
+    return out
+
+
+def extract(root: Path, options: Options) -> Extraction:
+    out = read_all(transcript_files(root, options.project), root)
     for item in out.cases:
         for _, role in item.lines:
             out.used[role] += 1
