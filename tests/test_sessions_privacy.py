@@ -64,6 +64,8 @@ def test_a_planted_secret_is_written_nowhere(
     projects, _ = make_world(tmp_path)
     plant(projects)
     out = tmp_path / "run"
+    cache = ROOT / ".cache/agenteval/llm"  # the response cache would keep replies unscrubbed
+    cached = set(cache.rglob("*")) if cache.is_dir() else set()
     with (
         OpenAIServer(reply_fn=agent_reply) as agent,
         OpenAIServer(reply_fn=judges.graded_by_kind()) as judge,
@@ -73,6 +75,7 @@ def test_a_planted_secret_is_written_nowhere(
         sent = [r.body.encode() for r in [*agent.requests, *judge.requests]]
     assert result.exit_code == 0, result.output
     assert all(not leaked(body) for body in sent)
+    assert (set(cache.rglob("*")) if cache.is_dir() else set()) == cached
     written = [p for p in tmp_path.rglob("*") if p.is_file() and "projects" not in p.parts]
     stores = [p for p in written if "mlflow.db" in p.name or "mlartifacts" in p.parts]
     assert any(p.name == "mlflow.db" for p in stores)

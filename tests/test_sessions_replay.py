@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from servers import OpenAIServer
+from servers import AnthropicServer, OpenAIServer, Reply
 from servers import session_judges as judges
 
 from agenteval.benchmarks.sessions.controls import BANDS, load_controls
@@ -320,6 +320,26 @@ def test_replay_through_a_real_mcp_server(world: tuple[Path, Path], tmp_path: Pa
     assert [c["name"] for c in transcript["setup_calls"]] == []
     assert transcript["turns"][0]["response"]
     assert outcome.scorecard.trusted
+
+
+def test_replay_to_an_anthropic_endpoint(world: tuple[Path, Path], tmp_path: Path) -> None:
+    """The chat target over the Anthropic Messages wire format answers the replayed cases;
+    the judge grades them on its own endpoint."""
+    projects, _ = world
+    out = tmp_path / "run"
+    answer = Reply(text="The zero limit was read as no limit; I changed the check.")
+    with (
+        AnthropicServer(reply_fn=lambda body: answer) as agent,
+        OpenAIServer(reply_fn=judges.graded_by_kind()) as judge,
+    ):
+        sets = sets_for(projects, agent, judge, tmp_path, "target.protocol=anthropic")
+        result = run_cli(out, sets, "--no-track")
+        assert agent.request_count == 8 and all(
+            r.path.rstrip("/").endswith("/v1/messages") for r in agent.requests
+        )
+    assert result.exit_code == 0, result.output
+    card = read(out / "scorecard.json")
+    assert card["counts"]["judged"] == 5 and card["target"]["protocol"] == "anthropic"
 
 
 def test_the_shipped_controls_hold_every_kind() -> None:

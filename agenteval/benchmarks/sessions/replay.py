@@ -90,8 +90,11 @@ def suite_of(items: list[SuiteItem], dataset_digest: str) -> Suite:
 
 
 def target_in(params: dict[str, Any], root: Path, folder: Path) -> Target:
-    """The agent under test for one repository: an MCP agent's process starts there."""
+    """The agent under test for one repository: an MCP agent's process starts there. The
+    response cache is off: it would keep the agent's replies (the user's code) outside the
+    private folder; a rerun reuses the stored transcripts instead."""
     scoped = copy.deepcopy(params)
+    scoped.setdefault("run", {})["cache"] = False
     if scoped["target"].get("kind") == "mcp" and scoped["target"].get("command"):
         scoped["target"]["cwd"] = str(folder)
     return make_target(scoped, root)
