@@ -23,7 +23,7 @@ from typing import Any
 
 from agenteval.fileio import write_atomic
 from agenteval.health.redact import FIXTURES, GENERIC_USERS
-from agenteval.llm.scrub import REDACTED, Scrubber
+from agenteval.llm.scrub import MIN_SECRET_LEN, REDACTED, SECRET_FIELD_NAME, Scrubber
 
 EMAIL = re.compile(
     r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
@@ -39,6 +39,7 @@ HOME = re.compile(
 COMMON_NAMES = GENERIC_USERS | {"dev", "developer", "test", "git", "build", "ci", "vagrant"}
 MIN_USER_CHARS = 3
 FILE_MODE, FOLDER_MODE = 0o600, 0o700
+MEMO_TEXTS = 20_000
 
 
 class PrivacyError(ValueError):
@@ -55,6 +56,7 @@ class SessionScrubber:
     def __init__(self, key_envs: list[str] | None = None, env: Mapping[str, str] | None = None):
         self.secrets = Scrubber.from_environment(key_envs or [], env=env)
         self.emails: dict[str, str] = {}
+        self._done: dict[str, str] = {}
         self.users: set[str] = set()
         self._user_words: re.Pattern[str] | None = None
         self.learn_user(getpass.getuser())
@@ -66,6 +68,7 @@ class SessionScrubber:
         if len(name) < MIN_USER_CHARS or name.lower() in COMMON_NAMES or name in self.users:
             return
         self.users.add(name)
+        self._done.clear()  # texts scrubbed before the name was known keep it
         words = "|".join(re.escape(u) for u in sorted(self.users, key=len, reverse=True))
         self._user_words = re.compile(rf"(?<![A-Za-z0-9])(?:{words})(?![A-Za-z0-9])", re.I)
 
@@ -85,6 +88,16 @@ class SessionScrubber:
         return self.emails[key]
 
     def scrub_text(self, text: str) -> str:
+        # Texts repeat (a follow-up's context repeats earlier answers): each is scrubbed once.
+        done = self._done.get(text)
+        if done is None:
+            done = self._scrub_text(text)
+            if len(self._done) >= MEMO_TEXTS:
+                self._done.clear()
+            self._done[text] = done
+        return done
+
+    def _scrub_text(self, text: str) -> str:
         text = self.secrets.scrub_text(text)
         if "@" in text:
             text = EMAIL.sub(self._email, text)
@@ -93,12 +106,15 @@ class SessionScrubber:
             text = self._user_words.sub("user", text)
         return text
 
-    def scrub(self, obj: Any) -> Any:
+    def scrub(self, obj: Any, field: str | None = None) -> Any:
+        """A scrubbed copy of a JSON-like value; a secret-named key's string value (an
+        api_key, a password) is redacted whatever it looks like."""
         if isinstance(obj, str):
+            if field and len(obj) >= MIN_SECRET_LEN and SECRET_FIELD_NAME.search(field):
+                return REDACTED
             return self.scrub_text(obj)
         if isinstance(obj, Mapping):
-            cleaned = self.secrets.scrub(dict(obj))  # values of secret-named keys
-            return {self.scrub(k): self.scrub(v) for k, v in cleaned.items()}
+            return {self.scrub_text(str(k)): self.scrub(v, str(k)) for k, v in obj.items()}
         if isinstance(obj, list | tuple):
             return [self.scrub(v) for v in obj]
         return obj
