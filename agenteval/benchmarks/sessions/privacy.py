@@ -177,7 +177,10 @@ def _dvc_ignored(path: Path, repo: Path) -> bool:
 
     rules = repo / ".dvcignore"
     lines = rules.read_text(encoding="utf-8").splitlines() if rules.is_file() else []
-    spec = PathSpec.from_lines("gitignore", lines)  # DVC reads .dvcignore the same way
+    try:  # DVC reads .dvcignore with gitignore's rules; pathspec >= 1.0 names them so
+        spec = PathSpec.from_lines("gitignore", lines)
+    except KeyError:
+        spec = PathSpec.from_lines("gitwildmatch", lines)
     rel = path.relative_to(repo).as_posix()
     return spec.match_file(rel + "/") or spec.match_file(rel)
 
