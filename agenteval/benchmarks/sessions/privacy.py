@@ -177,6 +177,7 @@ def _dvc_ignored(path: Path, repo: Path) -> bool:
 
     rules = repo / ".dvcignore"
     lines = rules.read_text(encoding="utf-8").splitlines() if rules.is_file() else []
+    spec: Any
     try:  # DVC reads .dvcignore with gitignore's rules; pathspec >= 1.0 names them so
         spec = PathSpec.from_lines("gitignore", lines)
     except KeyError:
