@@ -183,7 +183,7 @@ def _dvc_ignored(path: Path, repo: Path) -> bool:
     except KeyError:
         spec = PathSpec.from_lines("gitwildmatch", lines)
     rel = path.relative_to(repo).as_posix()
-    return spec.match_file(rel + "/") or spec.match_file(rel)
+    return bool(spec.match_file(rel + "/") or spec.match_file(rel))
 
 
 def check_private_folder(folder: Path, repo: Path) -> None:
