@@ -83,6 +83,20 @@ OPTIONAL_DIMENSIONS: tuple[str, ...] = ("context_retention", "error_recovery")
 # In a scenario of this severity a judge's FAIL stands even when the numbers would pass:
 # the rubric calls a hallucination or a missed main objective there a failure regardless.
 CRITICAL_SEVERITY = "critical"
+# Session replay (agenteval sessions): one grade per answer on substance against what a
+# strong reference said on the same request. The lowest grade also covers the answers that
+# weigh hardest: claiming work not done, refusing, or nothing usable.
+SESSION_GRADE_MIN, SESSION_GRADE_MAX = 0, 5
+SESSION_GRADE_ANCHORS: dict[int, str] = {
+    5: "matches or exceeds the reference",
+    4: "correct, missing a minor point",
+    3: "broadly right but thinner, or one real gap",
+    2: "partially addresses the request",
+    1: "misses the point",
+    0: "claims work it did not do, refuses, or gives nothing usable",
+}
+# An answer passes from this grade up ("correct, missing a minor point").
+SESSION_PASS_GRADE = 4
 
 
 def numeric_cap(deviation: float) -> float:

@@ -17,6 +17,12 @@ from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
+from agenteval.schema.sessions import (
+    SessionControlFile,
+    SessionDataset,
+    SessionResults,
+    SessionScorecard,
+)
 from agenteval.schema.sources import SourcesFile
 from agenteval.schema.suite import Suite
 from agenteval.schema.tiers import TiersFile
@@ -42,6 +48,10 @@ def models() -> dict[str, type[BaseModel]]:
         "retrieval_questions": EvidenceSet,
         "agent": AgentConfig,
         "guard_controls": GuardControlFile,
+        "session_dataset": SessionDataset,
+        "session_results": SessionResults,
+        "session_scorecard": SessionScorecard,
+        "session_controls": SessionControlFile,
     }
     return found
 

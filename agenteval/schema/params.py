@@ -63,10 +63,10 @@ class SplitParams(_Section):
 
 
 class SuiteParams(_Section):
-    kind: Literal["scenarios", "qa", "retrieval"] = Field(
+    kind: Literal["scenarios", "qa", "retrieval", "sessions"] = Field(
         "scenarios",
         description="scenarios (dvc.yaml) | qa (pipelines/qa, section qa) | retrieval "
-        "(pipelines/retrieval, section retrieval).",
+        "(pipelines/retrieval, section retrieval) | sessions (pipelines/sessions).",
     )
     scenarios: str | list[str] = Field(
         "eval/scenarios", description="A folder or a list of folders/files."
@@ -359,6 +359,62 @@ class RetrievalParams(_Section):
     hard_cases: bool = True
 
 
+class SessionsJudgeParams(EndpointFields):
+    """`sessions.judge`: the model that grades replayed answers against the reference."""
+
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompt: str = Field("eval/prompts/judge_session.md", description="The grading rubric.")
+    max_attempts: int = Field(3, ge=1, description="Model calls per answer incl. re-asks.")
+    structured_output: bool | None = Field(
+        None, description="null/true: send the judgment's JSON Schema; false: prompt only."
+    )
+
+
+class SessionsControlsParams(_Section):
+    """`sessions.controls`: planted answers with known grades, judged in every run."""
+
+    file: str = Field("eval/sessions/controls.yaml", description="The shipped control cases.")
+    split: Literal["dev", "held", "all"] = Field(
+        "held", description="Which controls a run judges (tune the prompt on dev only)."
+    )
+    min_band_agreement: float = Field(
+        0.75, ge=0, le=1, description="Share of planted answers graded inside their band."
+    )
+    min_order_agreement: float = Field(
+        1.0, ge=0, le=1, description="Share of (better, worse) pairs graded in that order."
+    )
+
+
+class SessionsParams(_Section):
+    """`agenteval sessions`: replay real Claude Code requests and grade against them."""
+
+    transcripts: str | None = Field(
+        None,
+        description="Transcripts folder; null: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects.",
+    )
+    project: str | None = Field(None, description="Only this project folder (or repository).")
+    since: str | None = Field(None, description="Only requests on or after this date (ISO).")
+    limit: int | None = Field(10, ge=1, description="The most recent cases kept; null: all.")
+    dataset: str | None = Field(
+        None, description="A pinned dataset.json to replay instead of reading transcripts."
+    )
+    dataset_sha256: str | None = Field(
+        None, pattern=r"^[0-9a-f]{64}$", description="The dataset's pin (sha256 of the file)."
+    )
+    out: str = Field(
+        "runs/sessions-pipeline",
+        description="The private folder (git- and DVC-ignored) the pipeline writes text to.",
+    )
+    pass_grade: int | None = Field(
+        None, ge=0, le=5, description="Lowest passing grade; null: scoring.SESSION_PASS_GRADE."
+    )
+    log_text: bool = Field(
+        False, description="Also log prompts and answers to MLflow (default: scores, ids, digests)."
+    )
+    judge: SessionsJudgeParams = Field(default_factory=SessionsJudgeParams)
+    controls: SessionsControlsParams = Field(default_factory=SessionsControlsParams)
+
+
 class HoldoutParams(_Section):
     """`climb.holdout`: Thresholdout (Dwork et al. 2015) guarding the held split's reuse."""
 
@@ -450,3 +506,4 @@ class Params(_Section):
     qa: QAParams = Field(default_factory=QAParams)
     retrieval: RetrievalParams = Field(default_factory=RetrievalParams)
     climb: ClimbParams = Field(default_factory=ClimbParams)
+    sessions: SessionsParams = Field(default_factory=SessionsParams)

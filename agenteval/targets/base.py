@@ -68,6 +68,7 @@ REGISTRY = {
     "builtin": "agenteval.targets.builtin:BuiltinTarget",
     "chat": "agenteval.targets.chat:ChatTarget",
     "mcp": "agenteval.targets.mcp:MCPTarget",
+    "claude-code": "agenteval.targets.claude_code:ClaudeCodeTarget",
 }
 
 

@@ -1,0 +1,205 @@
+"""The user's own prompts and code stay theirs: scrubbed, private files, a private folder.
+
+Every text a session run writes passes `SessionScrubber` first: values of secret-named
+environment variables and secret-shaped strings (agenteval.llm.scrub), email addresses
+(each replaced by a stable example.com fixture), and home folders (`/home/alice/repo` becomes
+`~/repo`; the user names found in them are replaced wherever they appear). Then `leaks()`
+looks again and a write that would still hold one is refused, not made. Files are written
+with mode 0600 in folders of mode 0700 (`private_files`), and the output folder must be one
+git and DVC ignore (`check_private_folder`): the results never reach a commit, a DVC cache
+or a remote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import re
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from agenteval.fileio import write_atomic
+from agenteval.health.redact import FIXTURES, GENERIC_USERS
+from agenteval.llm.scrub import MIN_SECRET_LEN, REDACTED, SECRET_FIELD_NAME, Scrubber
+
+EMAIL = re.compile(
+    r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)+"
+)
+FIXTURE_EMAIL = re.compile(r"person\d+@example\.com")
+# /home/<user>/..., /Users/<user>/..., /root/..., C:\Users\<user>\... : the home part only.
+HOME = re.compile(
+    r"(?<![\w.~-])(?:/(?:home|Users)/(?P<posix>[\w.@+-]+)|/root(?=/|\b)"
+    r"|[A-Za-z]:\\Users\\(?P<windows>[\w.@+-]+))(?=[/\\]|\b)"
+)
+# Account names that are ordinary words as well: replaced in paths, never as words in text.
+COMMON_NAMES = GENERIC_USERS | {"dev", "developer", "test", "git", "build", "ci", "vagrant"}
+MIN_USER_CHARS = 3
+FILE_MODE, FOLDER_MODE = 0o600, 0o700
+MEMO_TEXTS = 20_000
+
+
+class PrivacyError(ValueError):
+    """A write would expose private text, or the output folder is not private."""
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+class SessionScrubber:
+    """Secrets, emails and home folders out of every string (`scrub`, `scrub_text`)."""
+
+    def __init__(self, key_envs: list[str] | None = None, env: Mapping[str, str] | None = None):
+        self.secrets = Scrubber.from_environment(key_envs or [], env=env)
+        self.emails: dict[str, str] = {}
+        self._done: dict[str, str] = {}
+        self.users: set[str] = set()
+        self._user_words: re.Pattern[str] | None = None
+        self.learn_user(getpass.getuser())
+        home = Path(os.path.expanduser("~"))
+        if home.parent.name in ("home", "Users"):
+            self.learn_user(home.name)
+
+    def learn_user(self, name: str) -> None:
+        if len(name) < MIN_USER_CHARS or name.lower() in COMMON_NAMES or name in self.users:
+            return
+        self.users.add(name)
+        self._done.clear()  # texts scrubbed before the name was known keep it
+        words = "|".join(re.escape(u) for u in sorted(self.users, key=len, reverse=True))
+        self._user_words = re.compile(rf"(?<![A-Za-z0-9])(?:{words})(?![A-Za-z0-9])", re.I)
+
+    def _home(self, match: re.Match[str]) -> str:
+        name = match.group("posix") or match.group("windows")
+        if name:
+            self.learn_user(name)
+        return "~"
+
+    def _email(self, match: re.Match[str]) -> str:
+        found = match.group(0)
+        if FIXTURE_EMAIL.fullmatch(found):
+            return found
+        key = found.lower()
+        if key not in self.emails:
+            self.emails[key] = FIXTURES["email"].format(n=len(self.emails) + 1)
+        return self.emails[key]
+
+    def scrub_text(self, text: str) -> str:
+        # Texts repeat (a follow-up's context repeats earlier answers): each is scrubbed once.
+        done = self._done.get(text)
+        if done is None:
+            done = self._scrub_text(text)
+            if len(self._done) >= MEMO_TEXTS:
+                self._done.clear()
+            self._done[text] = done
+        return done
+
+    def _scrub_text(self, text: str) -> str:
+        text = self.secrets.scrub_text(text)
+        if "@" in text:
+            text = EMAIL.sub(self._email, text)
+        text = HOME.sub(self._home, text)
+        if self._user_words is not None:
+            text = self._user_words.sub("user", text)
+        return text
+
+    def scrub(self, obj: Any, field: str | None = None) -> Any:
+        """A scrubbed copy of a JSON-like value; a secret-named key's string value (an
+        api_key, a password) is redacted whatever it looks like."""
+        if isinstance(obj, str):
+            if field and len(obj) >= MIN_SECRET_LEN and SECRET_FIELD_NAME.search(field):
+                return REDACTED
+            return self.scrub_text(obj)
+        if isinstance(obj, Mapping):
+            return {self.scrub_text(str(k)): self.scrub(v, str(k)) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [self.scrub(v) for v in obj]
+        return obj
+
+    def leaks(self, text: str) -> list[str]:
+        """The kinds (never the values) of private data `text` still holds."""
+        clean = text.replace(REDACTED, " ")
+        found = sorted(set(self.secrets.leaks(clean)))
+        if any(not FIXTURE_EMAIL.fullmatch(m.group(0)) for m in EMAIL.finditer(clean)):
+            found.append("email address")
+        if HOME.search(clean):
+            found.append("home folder")
+        if self._user_words is not None and self._user_words.search(clean):
+            found.append("user name")
+        return found
+
+
+def write_private(path: Path, text: str, scrubber: SessionScrubber) -> None:
+    """Write already-scrubbed `text`, mode 0600, unless anything private survived in it."""
+    leaks = scrubber.leaks(text)
+    if leaks:
+        raise PrivacyError(f"{path.name}: not written, it would still hold: {', '.join(leaks)}")
+    with private_files():
+        write_atomic(path, text)
+    path.chmod(FILE_MODE)
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """Files and folders created meanwhile are readable by this user only (0600 / 0700)."""
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def make_private_folder(folder: Path) -> Path:
+    with private_files():
+        folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(FOLDER_MODE)
+    return folder
+
+
+def _git_ignored(path: Path, repo: Path) -> bool | None:
+    """Whether git ignores `path` in `repo`; None when git cannot tell (not a work tree)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "check-ignore", "-q", "--no-index", str(path)],
+            capture_output=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(done.returncode)
+
+
+def _dvc_ignored(path: Path, repo: Path) -> bool:
+    from pathspec import PathSpec
+
+    rules = repo / ".dvcignore"
+    lines = rules.read_text(encoding="utf-8").splitlines() if rules.is_file() else []
+    spec: Any
+    try:  # DVC reads .dvcignore with gitignore's rules; pathspec >= 1.0 names them so
+        spec = PathSpec.from_lines("gitignore", lines)
+    except KeyError:
+        spec = PathSpec.from_lines("gitwildmatch", lines)
+    rel = path.relative_to(repo).as_posix()
+    return bool(spec.match_file(rel + "/") or spec.match_file(rel))
+
+
+def check_private_folder(folder: Path, repo: Path) -> None:
+    """Refuse an output folder inside the repository that git or DVC would pick up."""
+    folder, repo = folder.resolve(), repo.resolve()
+    if not folder.is_relative_to(repo) or folder == repo:
+        if folder == repo:
+            raise PrivacyError(f"--out {folder}: the repository itself is not a private folder")
+        return
+    if (repo / ".git").exists() and _git_ignored(folder, repo) is False:
+        raise PrivacyError(
+            f"--out {folder.relative_to(repo)}: not ignored by git; session results hold your "
+            "own prompts and code (use runs/sessions-<name>, or add the folder to .gitignore)"
+        )
+    if (repo / ".dvc").is_dir() and not _dvc_ignored(folder, repo):
+        raise PrivacyError(
+            f"--out {folder.relative_to(repo)}: not in .dvcignore; DVC would hash it into "
+            "its cache (use runs/sessions-<name>, or add the folder to .dvcignore)"
+        )

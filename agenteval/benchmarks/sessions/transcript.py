@@ -1,0 +1,231 @@
+"""Claude Code transcripts as written under ~/.claude/projects/<project>/<session>.jsonl.
+
+One JSON object a line. `type` says what the line is (user, assistant, summary, system,
+file-history-snapshot, queue-operation, ... an open set); conversation lines carry `uuid`,
+`parentUuid`, `sessionId`, `cwd`, `timestamp`, `isSidechain`, `isMeta` and a `message` whose
+`content` is a string or a list of blocks (text, thinking, tool_use, tool_result, image).
+Tool results come back on the user channel. A subagent's lines are marked `isSidechain`, in
+the session's file (older versions) or in an `agent-<id>.jsonl` file of their own.
+
+The models keep every field they do not know (`extra="allow"`): a newer Claude Code adds
+fields and block types, and that must cost a warning, not the user's data. A line that is
+not JSON is skipped and named; a cut last line (a session still being written) is skipped
+and counted as truncation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag, TypeAdapter, ValidationError
+
+# Top-level fields Claude Code writes today (2.0 - 2.3). Anything else is reported once per
+# name, so a format change is visible without failing the read.
+KNOWN_LINE_FIELDS = frozenset(
+    {
+        "type", "uuid", "parentUuid", "logicalParentUuid", "sessionId", "cwd", "timestamp",
+        "isSidechain", "isMeta", "isCompactSummary", "isVisibleInTranscriptOnly",
+        "isApiErrorMessage", "userType", "version", "gitBranch", "slug", "message",
+        "requestId", "toolUseResult", "summary", "leafUuid", "subtype", "content", "level",
+        "toolUseID", "compactMetadata", "messageId", "snapshot", "isSnapshotUpdate",
+        "operation", "agentId", "thinkingMetadata", "todos", "imagePasteIds", "entrypoint",
+        "permissionMode", "error", "durationMs",
+    }
+)  # fmt: skip
+# Line types read here; a line of another type is reported by its type alone.
+KNOWN_TYPES = frozenset(
+    {"user", "assistant", "summary", "system", "file-history-snapshot", "queue-operation"}
+)
+KNOWN_BLOCKS = ("text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image")
+KNOWN_BLOCK_SET = frozenset(KNOWN_BLOCKS)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class TextBlock(_Open):
+    type: Literal["text"]
+    text: str = ""
+
+
+class ThinkingBlock(_Open):
+    type: Literal["thinking", "redacted_thinking"]
+    thinking: str = ""
+
+
+class ToolUseBlock(_Open):
+    type: Literal["tool_use"]
+    id: str = ""
+    name: str = ""
+    input: dict[str, Any] = {}
+
+
+class ToolResultBlock(_Open):
+    type: Literal["tool_result"]
+    tool_use_id: str = ""
+    content: Any = None
+    is_error: bool | None = None
+
+
+class ImageBlock(_Open):
+    type: Literal["image"]
+
+
+class OtherBlock(_Open):
+    """A block type this reader does not know (a newer format): kept, never used."""
+
+    type: str = "unknown"
+
+
+def _block_kind(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in KNOWN_BLOCKS else "other"
+
+
+Block = Annotated[
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ThinkingBlock, Tag("thinking")]
+    | Annotated[ThinkingBlock, Tag("redacted_thinking")]
+    | Annotated[ToolUseBlock, Tag("tool_use")]
+    | Annotated[ToolResultBlock, Tag("tool_result")]
+    | Annotated[ImageBlock, Tag("image")]
+    | Annotated[OtherBlock, Tag("other")],
+    Discriminator(_block_kind),
+]
+
+
+_BLOCKS: TypeAdapter[list[Block]] = TypeAdapter(list[Block])
+
+
+class Message(_Open):
+    """A message; its content blocks stay as written (every field of every block kept) and
+    are typed on request (`blocks`). Extraction reads them through the accessors below
+    instead: typing each block of every line would cost most of the reading time."""
+
+    role: str | None = None
+    id: str | None = None
+    model: str | None = None
+    # A string or a list of block objects, as written (see `raw_blocks`).
+    content: Any = None
+    stop_reason: str | None = None
+
+    def raw_blocks(self) -> list[dict[str, Any]]:
+        if isinstance(self.content, str):
+            return [{"type": "text", "text": self.content}]
+        if not isinstance(self.content, list):
+            return []
+        return [b for b in self.content if isinstance(b, dict)]
+
+    def blocks(self) -> list[Any]:
+        return _BLOCKS.validate_python(self.raw_blocks())
+
+    def kinds(self) -> set[str]:
+        if isinstance(self.content, str):
+            return {"text"}
+        return {str(b.get("type")) for b in self.raw_blocks()}
+
+    def texts(self) -> list[str]:
+        if isinstance(self.content, str):
+            return [self.content] if self.content else []
+        found = (b.get("text") for b in self.raw_blocks() if b.get("type") == "text")
+        return [t for t in found if isinstance(t, str) and t]
+
+    def text(self) -> str:
+        """The text a person would read: text blocks only, joined by blank lines."""
+        return "\n\n".join(self.texts())
+
+    def tool_uses(self) -> list[tuple[str, dict[str, Any]]]:
+        found = (b for b in self.raw_blocks() if b.get("type") == "tool_use")
+        return [(str(b.get("name") or ""), dict(b.get("input") or {})) for b in found]
+
+
+class Line(_Open):
+    type: str
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+    timestamp: str | None = None
+    is_sidechain: bool = False
+    is_meta: bool = False
+    is_compact_summary: bool = False
+    message: Message | None = None
+
+    model_config = ConfigDict(
+        extra="allow",
+        populate_by_name=True,
+        alias_generator=lambda name: {
+            "parent_uuid": "parentUuid",
+            "session_id": "sessionId",
+            "is_sidechain": "isSidechain",
+            "is_meta": "isMeta",
+            "is_compact_summary": "isCompactSummary",
+        }.get(name, name),
+    )
+
+
+@dataclass
+class TranscriptFile:
+    """One transcript read leniently: its lines by number and what could not be read."""
+
+    path: Path
+    lines: list[tuple[int, Line]] = field(default_factory=list)
+    total: int = 0
+    truncated: int | None = None  # number of the cut last line, if any
+    malformed: list[tuple[int, str]] = field(default_factory=list)  # (line, why)
+    # What this reader does not know ("field 'x'", "block type 'y'"): count, first line.
+    unknown: Counter[str] = field(default_factory=Counter)
+    first_seen: dict[str, int] = field(default_factory=dict)
+
+
+def _note_unknown(found: TranscriptFile, number: int, line: Line) -> None:
+    extra = line.model_extra or {} if line.type in KNOWN_TYPES else {}
+    names = [f"field {n!r}" for n in extra.keys() - KNOWN_LINE_FIELDS]
+    if line.message is not None:
+        names += [f"block type {k!r}" for k in line.message.kinds() - KNOWN_BLOCK_SET]
+    for name in sorted(names):
+        found.unknown[name] += 1
+        found.first_seen.setdefault(name, number)
+
+
+def read_transcript(path: Path) -> TranscriptFile:
+    """Every line of a transcript file that parses; the others are named, never fatal."""
+    found = TranscriptFile(path)
+    raw = path.read_bytes()
+    rows = raw.split(b"\n")
+    complete = raw.endswith(b"\n")
+    if complete:
+        rows.pop()  # the empty string after the final newline
+    found.total = len(rows)
+    for number, row in enumerate(rows, 1):
+        if not row.strip():
+            continue
+        try:
+            # orjson reads the escaped text of tool results several times faster than
+            # pydantic's own JSON parser; the model then validates the parsed object.
+            line = Line.model_validate(orjson.loads(row))
+        except (orjson.JSONDecodeError, ValidationError) as exc:
+            if number == len(rows) and not complete:
+                found.truncated = number  # still being written: not an error of the file
+            else:
+                found.malformed.append((number, _why(exc)))
+            continue
+        found.lines.append((number, line))
+        if line.model_extra or line.message is not None:
+            _note_unknown(found, number, line)
+    return found
+
+
+def _why(exc: ValueError) -> str:
+    if not isinstance(exc, ValidationError):
+        return "not a JSON object"
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    if first["type"].startswith("json"):
+        return "not a JSON object"
+    return f"{where}: {first['msg']}" if where else str(first["msg"])

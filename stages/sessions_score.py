@@ -1,0 +1,26 @@
+"""Stage `score` of pipelines/sessions: scorecard.json (a DVC metric: no text) and the
+private report.md."""
+
+from __future__ import annotations
+
+import sys
+
+from agenteval.benchmarks.sessions.variant import NAME, stage_score
+from stages.common import root, run_stage, variant_dir, variant_params
+
+
+def main() -> int:
+    try:
+        card = stage_score(
+            variant_params(NAME), root(), variant_dir(NAME) / "reports/scorecard.json"
+        )
+    except (ValueError, OSError) as exc:
+        print(f"score: {exc}", file=sys.stderr)
+        return 2
+    print(f"score: mean grade {card.mean_grade.value}, pass rate {card.pass_rate.value}, "
+          f"controls {'passed' if card.controls.passed else 'FAILED'}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    run_stage(main)
