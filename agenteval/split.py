@@ -64,8 +64,18 @@ class Overlap:
     answer: str
     splits: dict[str, list[str]]
 
-    def describe(self) -> dict[str, object]:
-        return {"answer": self.answer, "splits": self.splits}
+    def describe(self, selected: Iterable[str] | None = None) -> dict[str, object]:
+        """As recorded; with `selected`, other scenarios are only counted per split."""
+        if selected is None:
+            return {"answer": self.answer, "splits": self.splits}
+        keep = set(selected)
+        shown = {name: [i for i in ids if i in keep] for name, ids in self.splits.items()}
+        hidden = {name: len(ids) - len(shown[name]) for name, ids in self.splits.items()}
+        return {
+            "answer": self.answer,
+            "splits": {name: ids for name, ids in shown.items() if ids},
+            "unselected": {name: n for name, n in hidden.items() if n},
+        }
 
 
 def normalise_answer(text: str) -> str:

@@ -203,7 +203,9 @@ def test_a_proposer_that_special_cases_a_train_scenario_is_refused(tmp_path: Pat
 
 
 def test_a_session_that_spends_its_held_budget_stops_and_says_so(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", climb={"holdout": {"max_queries": 1}, "search_trials": 3})
+    # Unpinned: the new salt below must deal a new split (pins would keep it in place).
+    climb = {"holdout": {"max_queries": 1}, "search_trials": 3}
+    repo = make_repo(tmp_path / "repo", climb=climb, pins={})
     done = agenteval(repo, "climb", "--patience", "5")
     assert done.returncode == 0, done.stderr
     result = summary(repo)

@@ -86,19 +86,32 @@ def test_a_value_restated_in_other_words_is_refused_and_named(
     assert named or unseen, reasons
 
 
+def split_of(guard: Guard, value: str) -> str:
+    """The split whose scenarios expect `value` (the suite's deal, not this test's guess)."""
+    found = {t.splits[0] for t in guard.material.truths if t.value == value}
+    assert len(found) == 1, (value, found)
+    return found.pop()
+
+
 @pytest.mark.parametrize(
-    ("text", "split", "unseen"),
+    ("text", "value", "unseen"),
     [
-        ("Station 14's impeller came from Halvorsen Hydraulics.", "held", "long_document"),
-        ("The ledger service runs on Postgres 16.", "held", "PostgreSQL"),
-        ("INC-2303 came from a database host name someone hard-coded.", "held", "root cause"),
-        ("The Osprey weighs twenty-seven point four kilos.", "test", "27.4 kg"),
+        ("Rafaela Nwosu carries the pager for the long outage.", "Rafaela Nwosu",
+         "incident_followups"),
+        ("The Ledgerline client sends a bearer token.", "Bearer token", "python_docstring"),
+        ("INC-2303 came from a database host name someone hard-coded.",
+         "hard-coded database host name", "root cause"),
+        ("The Osprey weighs twenty-seven point four kilos.", "27.4 kg", "27.4 kg"),
     ],
-)
+)  # fmt: skip
 def test_held_and_test_values_are_leaks_named_without_their_scenario(
-    guard: Guard, text: str, split: str, unseen: str
+    guard: Guard, text: str, value: str, unseen: str
 ) -> None:
+    split = split_of(guard, value)
     reasons = guard.check(added(text))
+    if split == "train":  # the deal put it in train: then it is named, as a train answer
+        assert any("ground-truth value" in r for r in reasons), reasons
+        return
     expected = f"restates a ground-truth value of the {split} split"
     assert any(r.startswith(f"leaks a {split} answer") and expected in r for r in reasons)
     assert not any(unseen.lower() in r.lower() for r in reasons), reasons  # held stays unseen

@@ -39,9 +39,16 @@ def spend(repo: Path, queries: int = 1, overrides: Sequence[str] = ()) -> str:
 
 
 def spent_repo(tmp_path: Path, **kw: object) -> Path:
+    """A copy whose held split is spent (`pins={}`: the deal is the suite's own)."""
     repo = make_repo(tmp_path / "repo", climb={"holdout": {"max_queries": 1}}, **kw)  # type: ignore[arg-type]
     spend(repo)
     return repo
+
+
+def dealt(repo: Path, split: str) -> list[str]:
+    """The ids the repository's own deal puts in `split` (every scenario file)."""
+    _, everything = suites(repo, [])
+    return sorted(sid for sid, name in HeldSplit.of(everything).assignment.items() if name == split)
 
 
 def refused(repo: Path, *args: str) -> str:
@@ -117,23 +124,25 @@ def test_bypass_3_selecting_all_but_one_held_scenario_is_the_same_ledger(tmp_pat
 def test_bypass_4_pinning_a_scenario_where_it_already_is_keeps_the_spent_ledger(
     tmp_path: Path,
 ) -> None:
-    repo = spent_repo(tmp_path)
-    pin(repo, HELD[1], "held")
+    repo = spent_repo(tmp_path, pins={})
+    before = dealt(repo, "held")
+    pin(repo, before[1], "held")
     git(repo, "commit", "-qam", "pinned where it is")
-    # The pin takes it out of the dealing, which moves a neighbour: named, and the new held
-    # split, mostly the spent one, continues the spent ledger.
-    said = refused(repo)
-    assert "the split moved since held split" in said and "--new-split" in said
-    assert "it continues the ledger of its parent" in said
-    assert "held split is spent (1 of 1 held queries used)" in refused(repo, "--new-split")
+    # Pinned where the deal put it, the scenario's answer group stays where it was and
+    # nothing moves: the same held split, so the same spent ledger; --new-split has no new
+    # split to open and says so.
+    assert dealt(repo, "held") == before
+    assert "held split is spent (1 of 1 held queries used)" in refused(repo)
+    assert "--new-split: nothing moved" in refused(repo, "--new-split")
 
 
 def test_a_pin_that_moves_scenarios_needs_new_split_and_names_them(tmp_path: Path) -> None:
-    repo = spent_repo(tmp_path)
-    pin(repo, TRAIN[0], "held")
+    repo = spent_repo(tmp_path, pins={})
+    moving = dealt(repo, "train")[0]
+    pin(repo, moving, "held")
     git(repo, "commit", "-qam", "pinned to held")
     said = refused(repo)
-    assert "train -> held" in said and TRAIN[0] in said and "--new-split" in said
+    assert "train -> held" in said and moving in said and "--new-split" in said
     assert "continues the ledger of its parent" in said  # one scenario more: the same split
     assert "held split is spent" in refused(repo, "--new-split")
 
@@ -186,7 +195,7 @@ def test_bypass_6_a_fresh_clone_or_a_deleted_branch_keeps_the_queries(tmp_path: 
 def test_bypass_7_a_new_salt_needs_new_split_and_starts_a_ledger_with_its_parent(
     tmp_path: Path,
 ) -> None:
-    repo = spent_repo(tmp_path)
+    repo = spent_repo(tmp_path, pins={})
     old = json.loads((repo / LEDGER).read_text().splitlines()[0])["split"]
     said = refused(repo, "--set", "suite.split.salt=rotated")
     assert "salt 'agenteval-split-1' -> 'rotated'" in said and "--new-split" in said

@@ -179,7 +179,7 @@ def test_a_general_edit_passes(guard: Guard) -> None:
     ("added", "reason"),
     [
         ("- For csv_cell_lookup answer from column C.\n", "scenario id 'csv_cell_lookup' (train)"),
-        ("- Revenue was $8.6 million.\n", "ground-truth value '$8.6 million'"),
+        ("- The budget total came to $199,690.\n", "ground-truth value '$199,690'"),
         ("- Look in harbor_lantern_q2_report.md first.\n", "corpus path"),
         ("- Licences: see gpl-3.0.txt.\n", "corpus path 'gpl-3.0.txt'"),
     ],

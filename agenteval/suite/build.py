@@ -117,7 +117,12 @@ def select_files(
     if section.get("tier"):
         rel = str(section.get("tiers") or "eval/tiers.yaml")
         picked = _in_tier(picked, str(section["tier"]), root, rel)
-    return {h.path: h.parsed for h in picked}, missing, Dealt(splits, overlaps(members, splits))
+    seen = frozenset(h.id for h in picked)
+    return (
+        {h.path: h.parsed for h in picked},
+        missing,
+        Dealt(splits, overlaps(members, splits), seen),
+    )
 
 
 @dataclass(frozen=True)
@@ -126,12 +131,16 @@ class Dealt:
 
     splits: dict[str, str]
     overlap: list[Overlap]
+    # The selected ids: an overlap names only these. A selection (the climb's train
+    # evaluation is one) must not learn which held or test scenarios share its answers.
+    selected: frozenset[str] | None = None
 
     def get(self, sid: str) -> str | None:
         return self.splits.get(sid)
 
     def describe(self, rule: SplitRule) -> dict[str, Any]:
-        overlap = [o.describe() for o in self.overlap]
+        described = [o.describe(self.selected) for o in self.overlap]
+        overlap = [o for o in described if o["splits"]]  # none of ours: not ours to know
         return rule.describe() | {"counts": counts(self.splits), "overlap": overlap}
 
 
@@ -147,6 +156,8 @@ def split_lines(split: dict[str, Any] | None) -> list[str]:
     lines = [f"{head} (pins keep them apart; shared answers are otherwise dealt together):"]
     for entry in overlap:
         where = " / ".join(f"{name}: {', '.join(ids)}" for name, ids in entry["splits"].items())
+        hidden = entry.get("unselected") or {}
+        where += "".join(f" / {name}: {n} not selected" for name, n in hidden.items())
         lines.append(f"  {entry['answer']!r} in {where}")
     return lines
 
