@@ -161,7 +161,8 @@ def test_weekly_report_expectation_is_recomputed_independently() -> None:
     frame["cents"] = frame["amount"].str.replace(".", "", regex=False).astype(int)
     grouped = frame.groupby("week").agg(orders=("cents", "size"), cents=("cents", "sum"))
     expected = ["week,orders,total"] + [
-        f"{week},{row.orders},{row.cents / 100:.2f}" for week, row in grouped.sort_index().iterrows()
+        f"{week},{row.orders},{row.cents / 100:.2f}"
+        for week, row in grouped.sort_index().iterrows()
     ]
     (task,) = [t for t in SPEC.tasks if t.id == "weekly-report"]
     assert task.expect is not None

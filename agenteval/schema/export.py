@@ -18,6 +18,9 @@ from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.sources import SourcesFile
 from agenteval.schema.suite import Suite
+from agenteval.schema.task_records import TaskAttempt, TaskGrade
+from agenteval.schema.task_results import TaskExpectations, TaskScorecard
+from agenteval.schema.tasks import TaskFile
 from agenteval.schema.tiers import TiersFile
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
@@ -40,6 +43,11 @@ def models() -> dict[str, type[BaseModel]]:
         "qa_verdict": QAVerdict,
         "retrieval_questions": EvidenceSet,
         "agent": AgentConfig,
+        "tasks": TaskFile,
+        "task_attempt": TaskAttempt,
+        "task_grade": TaskGrade,
+        "task_scorecard": TaskScorecard,
+        "task_expectations": TaskExpectations,
     }
     return found
 

@@ -115,4 +115,3 @@ def make_harness(kind: str, params: Mapping[str, Any], root: Path) -> Harness:
     module, _, name = REGISTRY[kind].partition(":")
     harness: Harness = getattr(importlib.import_module(module), name)(params, root)
     return harness
-
