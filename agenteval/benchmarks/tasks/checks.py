@@ -15,6 +15,7 @@ Nothing here is shown to the agent; the checks read the task definition only now
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 import tempfile
@@ -139,12 +140,19 @@ async def run_checks(
     expect: Expect, ws: Workspace, env: Mapping[str, str], timeout_s: float
 ) -> list[CheckResult]:
     """Every check of `expect`, in a fixed order. Mutants run first, on copies, before
-    `tests_pass` removes anything from the finished project."""
+    `tests_pass` removes anything from the finished project; probes run one at a time (a
+    probe may change the project, e.g. empty a cache)."""
     results: list[CheckResult] = [_unchanged(rel, ws) for rel in expect.unchanged]
     if expect.kills_mutants is not None:
         spec = expect.kills_mutants
-        for mutant in spec.mutants:
-            results.append(await _kill(spec, mutant, ws, env, timeout_s))
+        # Each mutant runs on its own copy: they run side by side, one per core.
+        slots = asyncio.Semaphore(max(1, os.cpu_count() or 1))
+
+        async def kill(mutant: Mutant) -> CheckResult:
+            async with slots:
+                return await _kill(spec, mutant, ws, env, timeout_s)
+
+        results += await asyncio.gather(*(kill(m) for m in spec.mutants))
     for probe in expect.probe:
         results.append(await _probe(probe, ws, env, timeout_s))
     if expect.tests_pass is not None:
