@@ -102,7 +102,8 @@ class GateOutcome:
         for c in self.checks:
             mark = "ok  " if c.ok else "MISS"
             note = f" ({c.note})" if c.note else ""
-            out.append(f"  {mark} {c.name}: {c.actual} (limit {c.limit}){note}")
+            actual = "n/a" if c.actual is None else c.actual
+            out.append(f"  {mark} {c.name}: {actual} (limit {c.limit}){note}")
         return out
 
 
