@@ -5,6 +5,7 @@ stored attempts, and the judge controls tell a discriminating judge from one tha
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -154,3 +155,45 @@ def test_controls_tell_a_discriminating_judge_from_a_blind_one(
 def test_controls_need_a_judge() -> None:
     with pytest.raises(ValueError, match="need a judge"):
         run_controls(params_for(None), ROOT)
+
+
+LIVE = {
+    name: os.environ.get(f"AGENTEVAL_TASKS_JUDGE_{name}")
+    for name in ("MODEL", "BASE_URL", "PROTOCOL", "KEY_ENV")
+}
+
+
+@pytest.mark.skipif(not LIVE["MODEL"], reason="set AGENTEVAL_TASKS_JUDGE_MODEL (and _BASE_URL, "
+                    "_PROTOCOL, _KEY_ENV) to ask a real judge")  # fmt: skip
+def test_live_judge_passes_every_reference_and_fails_every_wrong_answer() -> None:
+    """Opt-in: a real judge endpoint must establish every point of each question's reference
+    answer and must not establish them all for any of its plausible wrong answers."""
+    import asyncio
+
+    from agenteval.benchmarks.tasks.definitions import load_task_file
+    from agenteval.benchmarks.tasks.judge import TaskJudge
+    from agenteval.schema.task_records import Answer, TaskAttempt
+    from agenteval.schema.transcript import Participant
+
+    sets = ["tasks.judge.kind=llm", f"tasks.judge.model={LIVE['MODEL']}"]
+    sets += [f"tasks.judge.{k}={v}" for k, v in (("base_url", LIVE["BASE_URL"]),
+             ("protocol", LIVE["PROTOCOL"]), ("api_key_env", LIVE["KEY_ENV"])) if v]  # fmt: skip
+    judge = TaskJudge(params_for(None, *sets), ROOT)
+    spec = load_task_file(ROOT / "eval/tasks/tasks.json")
+
+    async def verdicts() -> list[tuple[str, bool, bool]]:
+        out = []
+        for task in (t for t in spec.tasks if t.kind == "question"):
+            answers = [(task.reference.answer, True)] + [(w, False) for w in task.wrong_answers]
+            for text, right in answers:
+                attempt = TaskAttempt(task_id=task.id, task_digest="live", status="COMPLETED",
+                                      harness=Participant(kind="live"), prompt=task.prompt,
+                                      answers=[Answer(text=text, after_call=0)])  # fmt: skip
+                grade = await judge.grade(
+                    task, attempt, "live", judge.case(task, attempt, "", "", "")
+                )
+                out.append((task.id, right, bool(grade.established) and all(grade.established)))
+        return out
+
+    wrong = [(t, right) for t, right, passed in asyncio.run(verdicts()) if passed != right]
+    assert not wrong, wrong

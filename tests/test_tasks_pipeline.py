@@ -19,7 +19,13 @@ TOP = {".venv", ".ci-venv", "data", "runs", "mlartifacts", "reports", "test-arti
 
 
 def ignore(folder: str, names: list[str]) -> set[str]:
-    top = TOP if Path(folder) == ROOT else set()
+    """What a fresh clone lacks: run outputs at the top and in each pipeline variant."""
+    here = Path(folder)
+    top = TOP if here == ROOT else set()
+    if here.parent == ROOT / "pipelines":
+        top = {"data", "mlflow_run.json"}
+    if here.parent.parent == ROOT / "pipelines" and here.name == "reports":
+        top = {"mlflow_run.json"}
     return set(ANYWHERE(folder, names)) | (top & set(names))
 
 
