@@ -82,10 +82,6 @@ def summary(card: TaskScorecard) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_summary(path: Path, card: TaskScorecard) -> None:
-    write_text(path, summary(card))
-
-
 def _mean(values: Sequence[float | int | None]) -> float | None:
     known = [float(v) for v in values if v is not None]
     return statistics.fmean(known) if known else None

@@ -234,7 +234,7 @@ def git_commit(root: Path) -> str:
 
 
 def step_score(params: dict[str, Any], layout: Layout) -> TaskScorecard:
-    from agenteval.benchmarks.tasks.report import write_summary
+    from agenteval.benchmarks.tasks.report import summary
 
     check_kind(params)
     info, tasks, attempts = load_run(layout)
@@ -254,9 +254,10 @@ def step_score(params: dict[str, Any], layout: Layout) -> TaskScorecard:
         draws=draws(rows, int(info["repeats"]), conf),
         tasks=rows,
     )
-    write_json(layout.reports / "scorecard.json", card)
-    write_json(layout.metrics, metrics_of(card))
-    write_summary(layout.reports / "summary.md", card)
+    guard = guard_for(params)  # reasons quote command output: scrubbed like the records
+    guard.write_json(layout.reports / "scorecard.json", card)
+    guard.write_json(layout.metrics, metrics_of(card))
+    guard.write_text(layout.reports / "summary.md", summary(card))
     return card
 
 
