@@ -1,8 +1,8 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
 One short module per command group (evaluate, data, gate, expectations, lifecycle, serve,
-controls, bench, sessions); heavy modules are imported inside commands so `agenteval --help`
-answers fast.
+controls, bench, climb, sessions, tasks); heavy modules are imported inside commands so
+`agenteval --help` answers fast.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from agenteval.cli import (
     lifecycle,
     serve,
     sessions,
+    tasks,
 )
 
 app = typer.Typer(
@@ -59,6 +60,7 @@ for group in (
     bench,
     climb,
     sessions,
+    tasks,
 ):
     group.register(app)
 

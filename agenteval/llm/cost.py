@@ -4,6 +4,12 @@ Every cost carries its source. `provider_usage` is priced from token counts the 
 reported; `estimated` is priced from a characters/4 guess and only exists when the caller
 asked for estimates. No usage, or no price for the model, means cost None ("n/a"), never 0:
 a zero would read as "free" and drag averages down.
+
+A whole agent run's cost carries one of three sources, with its provenance (a sentence saying
+where the number came from, e.g. the rate card's date): `metered` (the provider's billing
+meter, snapshotted before and after: real charges), `api_equivalent` (a harness's own list-
+price total: comparable as a price of compute, not money spent) and `harness_counts` (the
+harness's own per-call token counts priced with the rate card).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ class ModelPrice(BaseModel):
     # pretending cached tokens were free.
     cache_read_per_mtok: float | None = None
     cache_write_per_mtok: float | None = None
+    as_of: str | None = None  # the date of the published rate card these rates come from
 
     def cost(self, usage: Usage) -> float:
         read_rate = (
@@ -87,3 +94,36 @@ def price_completion(
     if estimated is not None:
         return price.cost(estimated), "estimated"
     return None, None
+
+
+# -- whole runs: (cost, source, provenance) ------------------------------------------------
+RunCost = tuple[float | None, CostSource | None, str | None]
+NO_COST: RunCost = (None, None, None)
+
+
+def harness_counts_cost(
+    prices: PriceTable | None, models: tuple[str, ...], usage: Usage
+) -> RunCost:
+    """The harness's own token counts priced with the rate card; n/a without counts or price."""
+    price = prices.price_for(*models) if prices else None
+    if price is None or usage.is_empty():
+        return NO_COST
+    name = next(m for m in models if m and prices is not None and prices.price_for(m) is price)
+    when = f"as of {price.as_of}" if price.as_of else "undated"
+    return price.cost(usage), "harness_counts", f"rate card run.prices[{name}] ({when})"
+
+
+def api_equivalent_cost(total_usd: float | None, harness: str) -> RunCost:
+    """A harness's own list-price total (Claude Code's total_cost_usd)."""
+    if total_usd is None:
+        return NO_COST
+    provenance = f"{harness}'s own total_cost_usd: list price of the tokens, not money spent"
+    return float(total_usd), "api_equivalent", provenance
+
+
+def metered_cost(before_usd: float, after_usd: float, meter: str) -> RunCost:
+    """What the provider's billing meter counted between two snapshots of one fixed window."""
+    spent = after_usd - before_usd
+    if spent < 0:
+        raise ValueError(f"the {meter} meter went backwards ({before_usd} -> {after_usd})")
+    return spent, "metered", f"{meter} billing meter, snapshots before and after the run"

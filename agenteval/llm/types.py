@@ -11,7 +11,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-CostSource = Literal["provider_usage", "estimated"]
+# provider_usage / estimated: one model call, priced from the provider's counts or a guess.
+# For a whole agent run (coding tasks, scenario runs): metered (the provider's billing meter
+# before and after), api_equivalent (a harness's own list-price total, e.g. Claude Code's
+# total_cost_usd: a price of compute, not money spent), harness_counts (the harness's own
+# per-call token counts priced with the rate card in run.prices). See agenteval.llm.cost.
+CostSource = Literal["provider_usage", "estimated", "metered", "api_equivalent", "harness_counts"]
 
 
 class _Strict(BaseModel):

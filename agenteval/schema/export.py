@@ -25,6 +25,9 @@ from agenteval.schema.sessions import (
 )
 from agenteval.schema.sources import SourcesFile
 from agenteval.schema.suite import Suite
+from agenteval.schema.task_records import TaskAttempt, TaskGrade
+from agenteval.schema.task_results import TaskExpectations, TaskScorecard
+from agenteval.schema.tasks import TaskFile
 from agenteval.schema.tiers import TiersFile
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
@@ -52,6 +55,11 @@ def models() -> dict[str, type[BaseModel]]:
         "session_results": SessionResults,
         "session_scorecard": SessionScorecard,
         "session_controls": SessionControlFile,
+        "tasks": TaskFile,
+        "task_attempt": TaskAttempt,
+        "task_grade": TaskGrade,
+        "task_scorecard": TaskScorecard,
+        "task_expectations": TaskExpectations,
     }
     return found
 

@@ -63,10 +63,11 @@ class SplitParams(_Section):
 
 
 class SuiteParams(_Section):
-    kind: Literal["scenarios", "qa", "retrieval", "sessions"] = Field(
+    kind: Literal["scenarios", "qa", "retrieval", "sessions", "tasks"] = Field(
         "scenarios",
         description="scenarios (dvc.yaml) | qa (pipelines/qa, section qa) | retrieval "
-        "(pipelines/retrieval, section retrieval) | sessions (pipelines/sessions).",
+        "(pipelines/retrieval, section retrieval) | sessions (pipelines/sessions) | tasks "
+        "(pipelines/tasks, section tasks).",
     )
     scenarios: str | list[str] = Field(
         "eval/scenarios", description="A folder or a list of folders/files."
@@ -188,6 +189,7 @@ class PriceParams(_Section):
     output_per_mtok: float = Field(ge=0)
     cache_read_per_mtok: float | None = Field(None, ge=0)
     cache_write_per_mtok: float | None = Field(None, ge=0)
+    as_of: str | None = Field(None, description="Date of the published rate card (provenance).")
 
 
 RetryStatus = Literal[
@@ -415,6 +417,44 @@ class SessionsParams(_Section):
     controls: SessionsControlsParams = Field(default_factory=SessionsControlsParams)
 
 
+class TasksJudgeParams(EndpointFields):
+    """`tasks.judge`: grades instructions, quality, reasoning and honesty (1-5) and decides
+    question tasks; `none` leaves every grade unjudged (coding tasks are decided by code)."""
+
+    kind: Literal["none", "llm"] = Field("none", description="none | llm")
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompt: str = Field("eval/prompts/judge_tasks.md", description="The judge's instructions.")
+    max_attempts: int = Field(2, ge=1, description="Model calls per attempt incl. re-asks.")
+
+
+class ClaudeCodeParams(_Section):
+    """`tasks.claude`: Claude Code as the harness (`claude -p --output-format stream-json`)."""
+
+    command: str = Field("claude", description="The Claude Code executable.")
+    extra_args: list[str] = Field(default_factory=list, description="Appended to the command.")
+
+
+class TasksParams(_Section):
+    """`suite.kind: tasks`: coding tasks graded by what the finished project does."""
+
+    file: str = Field("eval/tasks/tasks.json", description="The task file.")
+    suite: str = Field("core", description="core | adversarial | full (or any suite in file).")
+    ids: list[str] = Field(default_factory=list, description="Only these tasks; []: all.")
+    harness: Literal["scripted", "chat", "claude-code"] = Field(
+        "scripted",
+        description="scripted (reference solutions) | chat (target endpoint) | claude-code",
+    )
+    repeats: int = Field(1, ge=1, description="Runs of the suite (draws for the gate).")
+    run_timeout_s: float = Field(1800, gt=0, description="Wall-clock cap per task, any harness.")
+    command_timeout_s: float = Field(120, gt=0, description="Per shell command the agent runs.")
+    check_timeout_s: float = Field(300, gt=0, description="Per check command (tests, probes).")
+    max_steps: int = Field(40, ge=1, description="chat: tool calls per task.")
+    concurrency: int = Field(1, ge=1, description="Tasks in flight (each in its own copy).")
+    work_root: str | None = Field(None, description="Where copies live; null: the temp folder.")
+    judge: TasksJudgeParams = Field(default_factory=TasksJudgeParams)
+    claude: ClaudeCodeParams = Field(default_factory=ClaudeCodeParams)
+
+
 class HoldoutParams(_Section):
     """`climb.holdout`: Thresholdout (Dwork et al. 2015) guarding the held split's reuse."""
 
@@ -505,5 +545,6 @@ class Params(_Section):
     controls: ControlsParams = Field(default_factory=ControlsParams)
     qa: QAParams = Field(default_factory=QAParams)
     retrieval: RetrievalParams = Field(default_factory=RetrievalParams)
+    tasks: TasksParams = Field(default_factory=TasksParams)
     climb: ClimbParams = Field(default_factory=ClimbParams)
     sessions: SessionsParams = Field(default_factory=SessionsParams)

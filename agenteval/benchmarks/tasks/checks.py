@@ -1,0 +1,160 @@
+"""The `expect` block run against the finished project, after the agent has exited.
+
+* `tests_pass`: the project's own suite (`python -m pytest`), after removing the paths the
+  task names in `clean`, so a cache the agent warmed does not help;
+* `probe`: a command whose exit status and output must match;
+* `unchanged`: files byte-identical to the snapshot (a deleted file is changed);
+* `kills_mutants`: on a copy of the finished project with one file broken (a text
+  replacement, or the snapshot's version put back), the selected tests must fail. Tests that
+  still pass on a broken project test nothing, and a "regression test" that passes on the
+  unfixed file is not one.
+
+Nothing here is shown to the agent; the checks read the task definition only now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from agenteval.benchmarks.tasks.commands import CommandResult, run_command
+from agenteval.benchmarks.tasks.workspace import Workspace, _copy_ignore
+from agenteval.schema.task_records import CheckResult
+from agenteval.schema.tasks import Expect, KillsMutants, Mutant, Probe, TestsPass
+
+PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+# pytest's exit statuses: 1 tests failed, 2 interrupted (a collection error counts: the
+# broken file broke the tests). 0 passed, 4 usage error and 5 nothing collected are not kills.
+KILLED_STATUSES = frozenset({1, 2})
+DETAIL_CHARS = 600
+
+
+def _tail(result: CommandResult) -> str:
+    text = result.describe()
+    return text if len(text) <= DETAIL_CHARS else "..." + text[-DETAIL_CHARS:]
+
+
+def normalise(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def probe_mismatch(probe: Probe, result: CommandResult) -> str | None:
+    """Why `result` does not satisfy `probe`, or None when it does."""
+    if result.timed_out:
+        return "timed out"
+    if probe.exit_code is not None and result.exit_code != probe.exit_code:
+        return f"exit code {result.exit_code}, expected {probe.exit_code}"
+    out = result.output
+    if probe.stdout is not None and normalise(out) != normalise(probe.stdout):
+        return f"output {normalise(out)[:300]!r}, expected {normalise(probe.stdout)[:300]!r}"
+    missing = [s for s in probe.contains if s not in out]
+    if missing:
+        return f"output lacks {missing}"
+    if probe.matches is not None and not re.search(probe.matches, out, re.MULTILINE):
+        return f"output does not match {probe.matches!r}"
+    return None
+
+
+async def _tests_pass(
+    spec: TestsPass, ws: Workspace, env: Mapping[str, str], timeout: float
+) -> CheckResult:
+    for rel in spec.clean:
+        target = ws.work / rel
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+    result = await run_command([*PYTEST, *spec.args], ws.work, env, timeout)
+    ok = not result.timed_out and result.exit_code == 0
+    return CheckResult(
+        name="tests_pass", target=" ".join(spec.args) or "suite", ok=ok, detail=_tail(result)
+    )
+
+
+async def _probe(
+    probe: Probe, ws: Workspace, env: Mapping[str, str], timeout: float
+) -> CheckResult:
+    result = await run_command(probe.command, ws.work, {**env, **probe.env}, timeout)
+    why = probe_mismatch(probe, result)
+    return CheckResult(name="probe", target=probe.command, ok=why is None, detail=why or "")
+
+
+def _unchanged(rel: str, ws: Workspace) -> CheckResult:
+    before = ws.snapshot_bytes(rel)
+    path = ws.work / rel
+    now = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    if before is None:
+        return CheckResult(name="unchanged", target=rel, ok=False, detail="not in the snapshot")
+    ok = now == before
+    detail = "" if ok else ("deleted" if now is None else "changed")
+    return CheckResult(name="unchanged", target=rel, ok=ok, detail=detail)
+
+
+def _mutate(project: Path, mutant: Mutant, ws: Workspace) -> str | None:
+    """Break one file of `project`; a reason when the mutant cannot be applied."""
+    path = project / mutant.path
+    if mutant.snapshot:
+        original = ws.snapshot_bytes(mutant.path)
+        if original is None:
+            return "not in the snapshot"
+        path.write_bytes(original)
+        return None
+    if not path.is_file():
+        return "file missing"
+    text = path.read_text(encoding="utf-8")
+    assert mutant.replace is not None and mutant.with_ is not None
+    if mutant.replace not in text:
+        return "the text it replaces is gone"
+    path.write_text(text.replace(mutant.replace, mutant.with_, 1), encoding="utf-8")
+    return None
+
+
+async def _kill(
+    spec: KillsMutants, mutant: Mutant, ws: Workspace, env: Mapping[str, str], timeout: float
+) -> CheckResult:
+    label = (
+        f"{mutant.path} as in the snapshot"
+        if mutant.snapshot
+        else (f"{mutant.path}: {mutant.replace!r} -> {mutant.with_!r}")
+    )
+    with tempfile.TemporaryDirectory(prefix="agenteval-mutant-") as tmp:
+        project = Path(tmp) / "project"
+        await asyncio.to_thread(
+            shutil.copytree, ws.work, project, symlinks=True, ignore=_copy_ignore
+        )
+        why = _mutate(project, mutant, ws)
+        if why is not None:
+            return CheckResult(name="kills_mutants", target=label, ok=False, detail=why)
+        result = await run_command([*PYTEST, "-x", *spec.tests], project, env, timeout)
+    killed = result.timed_out or result.exit_code in KILLED_STATUSES
+    detail = "killed" if killed else "the tests still pass (or select nothing) on the mutant"
+    return CheckResult(name="kills_mutants", target=label, ok=killed, detail=detail)
+
+
+async def run_checks(
+    expect: Expect, ws: Workspace, env: Mapping[str, str], timeout_s: float
+) -> list[CheckResult]:
+    """Every check of `expect`, in a fixed order. Mutants run first, on copies, before
+    `tests_pass` removes anything from the finished project; probes run one at a time (a
+    probe may change the project, e.g. empty a cache)."""
+    results: list[CheckResult] = [_unchanged(rel, ws) for rel in expect.unchanged]
+    if expect.kills_mutants is not None:
+        spec = expect.kills_mutants
+        # Each mutant runs on its own copy: they run side by side, one per core.
+        slots = asyncio.Semaphore(max(1, os.cpu_count() or 1))
+
+        async def kill(mutant: Mutant) -> CheckResult:
+            async with slots:
+                return await _kill(spec, mutant, ws, env, timeout_s)
+
+        results += await asyncio.gather(*(kill(m) for m in spec.mutants))
+    for probe in expect.probe:
+        results.append(await _probe(probe, ws, env, timeout_s))
+    if expect.tests_pass is not None:
+        results.append(await _tests_pass(expect.tests_pass, ws, env, timeout_s))
+    return results

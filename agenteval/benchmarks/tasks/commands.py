@@ -1,0 +1,94 @@
+"""Shell commands inside a task's copy: a time limit that really fires, output kept either way.
+
+Each command runs in its own process group, so a timeout kills the test runner *and* what it
+started (a hanging test's subprocesses included). Output that arrived before the kill is kept;
+long output is cut in the middle, keeping its head and its tail (where pytest's summary is).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+OUTPUT_CHARS = 16_000
+HEAD_SHARE = 0.3
+DRAIN_S = 2.0  # after a kill, how long to wait for the pipe to close
+
+
+@dataclass
+class CommandResult:
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    seconds: float
+
+    def describe(self) -> str:
+        if self.timed_out:
+            head = f"timed out after {self.seconds:.0f} s: killed (with everything it started)"
+        else:
+            head = f"exit code {self.exit_code}"
+        return f"{head}\n{self.output}" if self.output else head
+
+
+def cut(text: str, limit: int = OUTPUT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    head = int(limit * HEAD_SHARE)
+    tail = limit - head
+    dropped = len(text) - head - tail
+    return f"{text[:head]}\n[... {dropped} characters cut ...]\n{text[-tail:]}"
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def run_command(
+    command: str | list[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    limit: int = OUTPUT_CHARS,
+) -> CommandResult:
+    """Run `command` (a bash command line, or argv) with stdout and stderr merged."""
+    argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
+    start = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    reader = asyncio.ensure_future(proc.stdout.read())
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), timeout_s)
+    except TimeoutError:
+        timed_out = True
+        _kill_group(proc.pid)
+        await proc.wait()
+    except asyncio.CancelledError:  # the task's cap: leave nothing running behind
+        _kill_group(proc.pid)
+        reader.cancel()
+        raise
+    _kill_group(proc.pid)  # a background child still holding the pipe
+    try:
+        raw = await asyncio.wait_for(reader, DRAIN_S)
+    except TimeoutError:
+        raw = b""
+    text = raw.decode("utf-8", errors="replace")
+    seconds = time.perf_counter() - start
+    return CommandResult(
+        None if timed_out else proc.returncode, cut(text, limit), timed_out, seconds
+    )

@@ -1,0 +1,235 @@
+"""Running a harness on tasks: one fresh copy per attempt, the cap, the diff, the checks.
+
+For each (task, repeat): copy the project and apply the setup, keep the snapshot apart, run
+the harness under the wall-clock cap with the tool record filling as it goes, then measure
+the copy against the snapshot (the diff) and run the task's checks. A task cut off at the cap
+is TIMEOUT and keeps every call it made; a backend that cannot be reached is INFRA_ERROR (not
+the agent getting worse); a backend out of quota stops the run, the rest NOT_RUN and
+resumable. Each attempt is written (scrubbed, checked for secrets) to
+`<data>/attempts/<task>/r<repeat>/`: attempt.json, workspace.diff, setup.diff. A stored
+COMPLETED attempt of the same task definition, project and harness is reused, never rerun.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agenteval.benchmarks.tasks.boundary import agent_env
+from agenteval.benchmarks.tasks.checks import run_checks
+from agenteval.benchmarks.tasks.definitions import task_digest
+from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
+from agenteval.benchmarks.tasks.secrets import SecretGuard
+from agenteval.benchmarks.tasks.setups import SetupError
+from agenteval.benchmarks.tasks.tools import ToolRecord, WorkspaceTools
+from agenteval.benchmarks.tasks.workspace import SnapshotTampered, Workspace, prepare, tree_files
+from agenteval.fileio import digest_of, sha256_bytes, sha256_text
+from agenteval.llm.cost import PriceTable
+from agenteval.llm.retry import LLMError, QuotaExhausted
+from agenteval.schema.task_records import AttemptStatus, TaskAttempt
+from agenteval.schema.tasks import Task
+
+RETRIED = frozenset({"TIMEOUT", "INFRA_ERROR", "ERRORED", "NOT_RUN", "SETUP_ERROR"})
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    toybox: Path
+    run_timeout_s: float = 1800.0
+    command_timeout_s: float = 120.0
+    check_timeout_s: float = 300.0
+    max_steps: int = 40
+    concurrency: int = 1
+    work_root: Path | None = None
+    prices: PriceTable | None = None
+    seed: int = 0
+    models: tuple[str, ...] = ()
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], root: Path, toybox: str) -> RunSettings:
+        section = params.get("tasks") or {}
+        work_root = section.get("work_root")
+        return cls(
+            toybox=root / toybox,
+            run_timeout_s=float(section.get("run_timeout_s", 1800)),
+            command_timeout_s=float(section.get("command_timeout_s", 120)),
+            check_timeout_s=float(section.get("check_timeout_s", 300)),
+            max_steps=int(section.get("max_steps", 40)),
+            concurrency=int(section.get("concurrency", 1)),
+            work_root=Path(work_root) if work_root else None,
+            prices=PriceTable((params.get("run") or {}).get("prices") or {}),
+            seed=int((params.get("suite") or {}).get("seed", 0)),
+            models=tuple(m for m in [str((params.get("target") or {}).get("model") or "")] if m),
+        )
+
+
+def toybox_digest(toybox: Path) -> str:
+    return digest_of({rel: sha256_bytes(data) for rel, data in tree_files(toybox).items()})
+
+
+def attempt_dir(data: Path, task_id: str, repeat: int) -> Path:
+    return data / "attempts" / task_id / f"r{repeat}"
+
+
+def load_attempt(folder: Path) -> TaskAttempt | None:
+    try:
+        return TaskAttempt.model_validate_json((folder / "attempt.json").read_bytes())
+    except (OSError, ValueError, ValidationError):
+        return None  # missing or corrupt: run again, never trust
+
+
+@dataclass
+class Outcome:
+    status: AttemptStatus = "COMPLETED"
+    error: str | None = None
+    resumable: bool = False
+
+
+class TaskRunner:
+    def __init__(
+        self,
+        harness: Harness,
+        settings: RunSettings,
+        data: Path,
+        guard: SecretGuard,
+        on_done: Callable[[TaskAttempt], None] | None = None,
+        key_names: Iterable[str] = (),
+    ) -> None:
+        self.harness, self.settings, self.data, self.guard = harness, settings, data, guard
+        self.project_digest = toybox_digest(settings.toybox)
+        # Every configured key variable (the judge's too), and the harness's own.
+        self.env = agent_env([*harness.key_env_names(), *key_names])
+        self.stop_reason: str | None = None
+        self.on_done = on_done or (lambda _a: None)
+
+    def digest(self, task: Task) -> str:
+        return task_digest(task, self.project_digest)
+
+    def stored(self, task: Task, repeat: int) -> TaskAttempt | None:
+        found = load_attempt(attempt_dir(self.data, task.id, repeat))
+        if found is None or found.status in RETRIED or found.resumable:
+            return None
+        same = found.task_digest == self.digest(task) and found.harness.same_as(
+            self.harness.participant
+        )
+        return found if same else None
+
+    async def run(self, tasks: list[Task], repeats: int) -> list[TaskAttempt]:
+        semaphore = asyncio.Semaphore(max(1, self.settings.concurrency))
+
+        async def one(task: Task, repeat: int) -> TaskAttempt:
+            done = self.stored(task, repeat)
+            if done is None:
+                async with semaphore:
+                    done = await self.attempt(task, repeat)
+            self.on_done(done)
+            return done
+
+        return list(await asyncio.gather(*(one(t, r) for r in range(repeats) for t in tasks)))
+
+    def blank(self, task: Task, repeat: int) -> TaskAttempt:
+        return TaskAttempt(
+            task_id=task.id,
+            repeat=repeat,
+            task_digest=self.digest(task),
+            harness=self.harness.participant,
+            status="COMPLETED",
+            prompt=task.prompt,
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+
+    async def attempt(self, task: Task, repeat: int) -> TaskAttempt:
+        record = self.blank(task, repeat)
+        if self.stop_reason is not None:
+            record.status, record.resumable = "NOT_RUN", True
+            record.error = f"run stopped before this task: {self.stop_reason}"
+            return self._write(record, "", "")
+        try:
+            ws = await asyncio.to_thread(
+                prepare, self.settings.toybox, task.setup, self.settings.work_root
+            )
+        except (SetupError, OSError) as exc:
+            record.status, record.error = "SETUP_ERROR", str(exc)
+            return self._write(record, "", "")
+        try:
+            return await self._measure(task, repeat, ws, record)
+        finally:
+            await asyncio.to_thread(ws.close)
+
+    async def _measure(
+        self, task: Task, repeat: int, ws: Workspace, record: TaskAttempt
+    ) -> TaskAttempt:
+        tools_record = ToolRecord()
+        meter = UsageMeter()
+        ctx = AttemptContext(
+            workdir=ws.work,
+            env=dict(self.env),
+            tools=WorkspaceTools(ws.work, self.env, self.settings.command_timeout_s, tools_record),
+            record=tools_record,
+            meter=meter,
+            repeat=repeat,
+            seed=self.settings.seed * 1000 + repeat,
+            command_timeout_s=self.settings.command_timeout_s,
+            max_steps=self.settings.max_steps,
+        )
+        start = time.perf_counter()
+        outcome = await self._drive(task, ctx)
+        wall = time.perf_counter() - start
+        record.status, record.error, record.resumable = (
+            outcome.status,
+            outcome.error,
+            outcome.resumable,
+        )
+        record.calls, record.answers = tools_record.calls, tools_record.answers
+        record.usage = meter.total(self.settings.prices, self.settings.models)
+        if self.harness.in_process:  # its times measure this machine, not an agent
+            for call in record.calls:
+                call.latency_ms = None
+        else:
+            record.wall_seconds = round(wall, 3)
+        try:
+            diff, record.changed_files = await asyncio.to_thread(ws.diff)
+            setup_diff = await asyncio.to_thread(ws.setup_diff) if task.setup else ""
+        except SnapshotTampered as exc:
+            record.status, record.error = "ERRORED", str(exc)
+            return self._write(record, "", "")
+        diff = self.guard.text(diff, "workspace.diff")
+        setup_diff = self.guard.text(setup_diff, "setup.diff")
+        record.diff_sha256 = sha256_text(diff)
+        record.setup_diff_sha256 = sha256_text(setup_diff) if task.setup else None
+        if task.expect is not None:
+            record.checks = await run_checks(
+                task.expect, ws, self.env, self.settings.check_timeout_s
+            )
+        return self._write(record, diff, setup_diff)
+
+    async def _drive(self, task: Task, ctx: AttemptContext) -> Outcome:
+        cap = self.settings.run_timeout_s
+        try:
+            await asyncio.wait_for(self.harness.attempt(task, ctx), timeout=cap)
+        except TimeoutError:
+            return Outcome("TIMEOUT", f"cut off at the {cap:g} s cap; the record keeps what it did")
+        except QuotaExhausted as exc:
+            self.stop_reason = self.stop_reason or f"quota or credential failure: {exc}"
+            return Outcome("INFRA_ERROR", self.stop_reason, resumable=True)
+        except LLMError as exc:
+            return Outcome("INFRA_ERROR", f"the model backend failed: {exc}")
+        except Exception as exc:
+            return Outcome("ERRORED", f"{type(exc).__name__}: {exc}")
+        return Outcome()
+
+    def _write(self, record: TaskAttempt, diff: str, setup_diff: str) -> TaskAttempt:
+        folder = attempt_dir(self.data, record.task_id, record.repeat)
+        # Diffs first, the record last: a record on disk always has its diffs beside it.
+        self.guard.write_text(folder / "workspace.diff", diff)
+        self.guard.write_text(folder / "setup.diff", setup_diff)
+        clean = TaskAttempt.model_validate(self.guard.value(record, str(folder / "attempt.json")))
+        self.guard.write_json(folder / "attempt.json", clean)
+        return clean

@@ -1,0 +1,120 @@
+"""eval/tasks/tasks.json: the shipped file holds together, and a bad one is refused with
+`path:line: message` (exit 2, no traceback) before any work."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agenteval.benchmarks.tasks.definitions import TaskFileError, load_task_file, select
+from agenteval.schema.tasks import SUITES
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ROOT / "eval/tasks/tasks.json"
+TRAPS = {"red-neighbour", "cold-cache", "user-edits", "readme-wrong", "big-log", "hanging-suite"}
+
+
+def test_shipped_file_has_the_suites_and_traps() -> None:
+    spec = load_task_file(TASKS)
+    assert len(spec.tasks) >= 12
+    assert set(SUITES) <= set(spec.suites)
+    ids = {t.id for t in spec.tasks}
+    assert ids >= TRAPS
+    assert TRAPS - {"readme-wrong", "big-log", "hanging-suite"} <= set(spec.suites["core"])
+    assert {"readme-wrong", "big-log", "hanging-suite", "not-installed"} <= set(
+        spec.suites["adversarial"]
+    )
+    assert set(spec.suites["full"]) == ids
+    assert "hanging-suite" not in spec.suites["core"]  # every test run would cost a timeout
+    for task in spec.tasks:
+        if task.kind == "question":
+            assert task.must_establish and task.wrong_answers and task.reference.answer
+        else:
+            assert task.expect is not None and task.reference.steps
+
+
+def _bad(tmp_path: Path, mutate: object) -> Path:
+    doc = json.loads(TASKS.read_text())
+    assert callable(mutate)
+    mutate(doc)
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return number
+    raise AssertionError(needle)
+
+
+def test_question_with_expect_is_a_load_error_at_its_line(tmp_path: Path) -> None:
+    def mutate(doc: dict) -> None:
+        doc["tasks"][0]["expect"] = {"tests_pass": {}}
+
+    path = _bad(tmp_path, mutate)
+    with pytest.raises(TaskFileError) as caught:
+        load_task_file(path)
+    (problem,) = caught.value.problems
+    assert "question task is decided by the judge" in problem.message
+    assert problem.line == _line_of(path, '"id": "explain-durations"') - 1
+
+
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda d: d["tasks"][1].update(setup="warm_coffee"), "unknown setup 'warm_coffee'"),
+        (lambda d: d["suites"]["core"].append("no-such-task"), "unknown task 'no-such-task'"),
+        (lambda d: d["tasks"].append(dict(d["tasks"][1])), "is repeated"),
+        (lambda d: d["suites"].pop("adversarial"), "are required"),
+        (lambda d: d["tasks"][1]["expect"]["probe"][0].pop("stdout"), "stdout, contains or"),
+        (lambda d: d["tasks"][2].update(expect={"unchanged": ["../outside.py"]}), "inside the"),
+        (lambda d: d["tasks"][1].pop("expect"), "needs an expect block"),
+    ],
+)
+def test_inconsistent_files_are_refused(tmp_path: Path, mutate: object, message: str) -> None:
+    with pytest.raises(TaskFileError) as caught:
+        load_task_file(_bad(tmp_path, mutate))
+    assert any(message in str(p) for p in caught.value.problems), caught.value.problems
+
+
+def test_select_keeps_suite_order_and_refuses_unknown_names() -> None:
+    spec = load_task_file(TASKS)
+    assert [t.id for t in select(spec, "core", ["cold-cache", "weekly-report"])] == [
+        "weekly-report",
+        "cold-cache",
+    ]
+    with pytest.raises(ValueError, match="unknown suite"):
+        select(spec, "nightly")
+    with pytest.raises(ValueError, match="not in suite 'core'"):
+        select(spec, "core", ["big-log"])
+
+
+def test_cli_prints_path_line_and_exits_2(tmp_path: Path) -> None:
+    path = _bad(tmp_path, lambda d: d["tasks"][0].update(expect={"tests_pass": {}}))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agenteval",
+            "tasks",
+            "run",
+            "--no-track",
+            "--out",
+            str(tmp_path / "run"),
+            "--set",
+            f"tasks.file={path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"{path}:" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()  # refused before any work
