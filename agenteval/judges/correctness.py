@@ -177,7 +177,9 @@ def _candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Cand
         c.matches = deviation <= AUTO_ZERO_DEVIATION + 1e-12
         c.grade = precision_score(deviation)
         c.note = f"{deviation:.1%} off"
-        if c.matches and deviation > 0 and _another_fact(q, expected, evidence):
+        if c.matches and expected.excluded_by(q):
+            c.matches, c.grade, c.note = False, SCORE_MIN, "a range that leaves the figure out"
+        elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
             # 43.0% beside an expected 41.5% is not a rounding: it is the document's
             # prior-year figure, another fact, hence a wrong answer.
             c.matches, c.grade, c.note = False, SCORE_MIN, "another figure of the documents"
