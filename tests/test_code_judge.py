@@ -54,6 +54,11 @@ def answer_match(expected: str, reply: str, question: str = "What is it?") -> fl
         ("15-18%", "We project 18.5% growth.", 8),  # 2.8% from the nearest end (18)
         ("15-18%", "We project 19% growth.", 0),  # 5.6% from the nearest end
         ("15-18%", "Between 15% and 18%.", 10),
+        ("99.62%", "Availability was between 99.5% and 99.7%.", 10),  # holds the figure
+        ("99.62%", "Availability was between 98% and 99%.", 0),  # 1.6% off, yet leaves it out
+        ("$8.6 million", "Revenue was $8.5-8.55 million.", 0),  # a range beside the figure
+        ("$8.6 million", "Revenue was between $7 million and $10 million.", 0),  # commits to none
+        ("27.4 kg", "It weighs 24 to 26 kg.", 0),
         ("$34 million to $36 million", "Guidance is $34-36 million.", 10),
         ("2.3 kg", "It weighs 2,300 g.", 10),
         ("110 km", "It goes 110 miles.", 0),  # another length: 177 km

@@ -57,6 +57,7 @@ def test_shipped_controls_cover_every_class_the_issue_names(shipped: list) -> No
         "unit_conversion", "unit_abbreviation", "section_heading_number", "multi_turn_followup",
         "tool_loop", "forbidden_tool", "planted_instruction", "verbose_correct",
         "garbled_output", "clean_pass", "clean_fail", "context_not_alternative",
+        "refusal", "lazy_refusal", "vague_quantity", "ranged_quantity", "contradicted_claim",
     }  # fmt: skip
     assert wanted <= classes
     assert len([c for c in shipped if c.split != "fresh"]) >= 200
@@ -186,6 +187,10 @@ def test_runner_counts_false_passes_false_fails_and_deferrals(tmp_path: Path) ->
     assert s["false_passes"] == 1 and s["false_fail_rate"] == 0.0
     assert s["confusion"]["pass"]["deferred"] == 1
     assert s["agreement"]["value"] == 0.75
+    # The judge here is the code judge itself: beside itself it agrees exactly.
+    assert s["code_settled"] == {"controls": 4, "judged": 4, "agreement": 0.75,
+                                 "false_passes": 1, "code_agreement": 0.75,
+                                 "code_false_passes": 1}  # fmt: skip
     c = consistency(outcomes)
     assert c is not None and c["repeats"] == 2 and c["identical_verdicts"] == 1.0
 

@@ -1,14 +1,19 @@
 """Judges `llm` and `hybrid` held to their contract, against planted judges on real HTTP.
 
-A lenient judge (passes everything) must fail the controls gate, and `hybrid` must never
-let it pass a code-certain held control; an invalid-JSON judge ends ERRORED after the
-re-asks with its raw reply kept; dimensions that do not apply are null, never 10.
+A lenient judge (passes everything) must fail the controls gate as `llm`; as `hybrid` it
+must do no worse than the code judge alone on the held controls code settles (issue 31):
+every grade code gives binds, from one table in `scoring`. An invalid-JSON judge ends
+ERRORED after the re-asks with its raw reply kept; dimensions that do not apply are null.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +23,27 @@ from servers.judges import invalid_json, is_scenario_request, lenient, scenario_
 
 from agenteval.controls.measure import measure_judge
 from agenteval.judges.base import make_judge
+from agenteval.judges.correctness import Result, finding
 from agenteval.judges.hybrid import bind
 from agenteval.judges.output import TURN_SCHEMA, InvalidOutput, TurnJudgment, parse_output
 from agenteval.params import DEFAULTS, deep_merge
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict, Verdict
-from agenteval.scoring import DIMENSIONS, ScenarioInfo, ScoringRules, score_scenario
+from agenteval.scoring import (
+    BINDING_FINDINGS,
+    CODE_FINDINGS,
+    DIMENSIONS,
+    SCORE_MAX,
+    ScenarioInfo,
+    ScoringRules,
+    fails_alone,
+    score_scenario,
+)
 from agenteval.suite.build import build_suite
 
 ROOT = Path(__file__).resolve().parents[1]
+RULES = ScoringRules()
 ONE_TURN = "csv_cell_lookup"  # expected answer $36,529
 TWO_TURNS = "quarterly_revenue_lookup"
 
@@ -44,13 +60,14 @@ def judge_params(server: FakeLLMServer, kind: str, **judge: Any) -> dict[str, An
     return deep_merge(DEFAULTS, {"judge": section, "run": {"cache_dir": None}})
 
 
-def transcript(item: SuiteItem, responses: list[str]) -> Transcript:
+def transcript(item: SuiteItem, responses: list[str], queried: bool = True) -> Transcript:
     query = ToolCall(name="query_documents", arguments={"query": "q"}, result={"results": []})
     turns = []
     for t, text in zip(item.scenario.turns, responses, strict=True):
         message = t.user_message or t.objective
+        calls = [query] if queried else []
         turns.append(
-            TranscriptTurn(turn=t.turn, user_message=message, response=text, tool_calls=[query])
+            TranscriptTurn(turn=t.turn, user_message=message, response=text, tool_calls=calls)
         )
     return Transcript(
         scenario_id=item.scenario.id,
@@ -74,6 +91,8 @@ def lenient_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[
         for kind in ("llm", "hybrid"):
             out = tmp_path_factory.mktemp(kind)
             reports[kind] = measure_judge(judge_params(server, kind), ROOT, out, "held").report
+    code = deep_merge(DEFAULTS, {"judge": {"kind": "code"}})
+    reports["code"] = measure_judge(code, ROOT, tmp_path_factory.mktemp("code"), "held").report
     return reports
 
 
@@ -90,19 +109,145 @@ def test_hybrid_has_no_false_pass_on_code_certain_held_controls(
 ) -> None:
     report = lenient_reports["hybrid"]
     certain = report["splits"]["held"]["code_certain"]
-    # The set comes from the code judge's own findings; it must cover every binding kind
-    # of wrong answer the controls exercise, not a hand-picked few.
-    assert certain["controls"] >= 40
-    assert {"wrong_value", "wrong_name", "wrong_identifier", "abstain_guess",
-            "lazy_refusal"} <= set(certain["rules"])  # fmt: skip
+    # The set comes from the code judge's own findings; it must cover every kind of wrong
+    # answer issue 31 names, not a hand-picked few: refusals with and without a search,
+    # figures off (vague and ranged ones too) or absent, contradicted claims, guesses.
+    assert certain["controls"] >= 80
+    assert {"wrong_value", "other_value", "wrong_name", "wrong_identifier", "absent",
+            "alternatives", "negated", "conflicting", "refused", "lazy_refusal",
+            "abstain_guess", "answered_unknown"} <= set(certain["rules"])  # fmt: skip
     assert certain["false_passes"] == 0
     assert (
         lenient_reports["llm"]["splits"]["held"]["code_certain"]["false_passes"]
         == (certain["controls"])
     )
-    # What code cannot settle stays the model's, so the lenient model still lets some
-    # wrong replies through and the hybrid judge fails the gate too: honestly, not hidden.
-    assert not report["passed"]
+
+
+def test_a_lenient_hybrid_judge_does_no_worse_than_code_on_held(
+    lenient_reports: dict[str, Any],
+) -> None:
+    """Issue 31's bound, on the held split: false passes at most the code judge's, and
+    agreement at most one point below it on the controls the code judge settles."""
+    code, hybrid = (lenient_reports[k]["splits"]["held"] for k in ("code", "hybrid"))
+    assert hybrid["false_passes"] <= code["false_passes"]
+    settled = hybrid["code_settled"]
+    assert settled["controls"] == code["judged"] >= 150  # code settles what it judges
+    assert settled["code_agreement"] == code["agreement"]["value"]
+    assert settled["judged"] == settled["controls"]
+    assert settled["agreement"] >= settled["code_agreement"] - 0.01
+    assert settled["false_passes"] == settled["code_false_passes"] == 0
+    for klass in ("refusal", "lazy_refusal", "vague_quantity", "ranged_quantity",
+                  "contradicted_claim", "abstention_plus_guess"):  # fmt: skip
+        row = lenient_reports["hybrid"]["classes"][klass]
+        assert row["controls"] >= 3 and row["false_passes"] == 0, klass
+    # The model keeps the last word where code defers: those controls are its to pass.
+    by_code = {c["id"]: c["verdict"] for c in lenient_reports["code"]["controls"]}
+    deferred = [c for c in lenient_reports["hybrid"]["controls"] if by_code[c["id"]] == "deferred"]
+    assert deferred and all(c["verdict"] == "pass" for c in deferred)
+
+
+def test_the_controls_command_shows_the_bound(tmp_path: Path) -> None:
+    with OpenAIServer(reply_fn=lenient()) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "agenteval", "controls", "--split", "held", "--no-track",
+             "--out", str(tmp_path), "--set", "judge.kind=hybrid", "--set", "judge.model=m",
+             "--set", f"judge.base_url={server.base_url}", "--set", "judge.protocol=openai",
+             "--set", "run.cache_dir=null"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr  # the held gate holds with a lenient model
+    line = r"^held: on the (\d+) control\(s\) the code judge settles, (\d+) judged: .*"
+    settled = re.search(line + r" false passes 0 \(code alone 0\)$", done.stdout, re.M)
+    assert settled and settled[1] == settled[2], done.stdout
+    assert "false passes 0 (code alone 0)" in (tmp_path / "controls.md").read_text()
+
+
+# -- one table of code findings ------------------------------------------------------------
+ISSUE_31_RULES = ("lazy_refusal", "refused", "wrong_value", "other_value", "absent",
+                  "conflicting", "negated", "alternatives", "abstain_guess",
+                  "answered_unknown")  # fmt: skip
+
+
+def test_binding_findings_are_derived_from_the_code_judges_table() -> None:
+    below_full = {r for r, f in CODE_FINDINGS.items() if f.score is None or f.score < SCORE_MAX}
+    assert set(BINDING_FINDINGS) == below_full
+    for rule in ISSUE_31_RULES:  # each fails a turn on its own, whatever the model says
+        found = CODE_FINDINGS[rule]
+        assert found.score is not None and fails_alone(found.dimension, found.score, RULES)
+        assert rule in BINDING_FINDINGS
+    for rule in ("precision", "forbidden_tool", "tool_loop"):  # ceilings that do not fail
+        assert rule in BINDING_FINDINGS
+
+
+def test_a_code_score_without_a_rule_of_the_table_is_refused() -> None:
+    assert Result(None, "deferred").rule is None
+    with pytest.raises(ValueError, match="CODE_FINDINGS"):
+        Result(0.0, "a wrong value")
+    with pytest.raises(ValueError, match="CODE_FINDINGS"):
+        Result(0.0, "a wrong value", "made_up")
+    with pytest.raises(ValueError, match="graded"):
+        finding("precision", "no score")
+    with pytest.raises(ValueError, match="scores 0"):
+        finding("wrong_value", "half wrong", 5.0)
+    assert finding("lazy_refusal", "x") == Result(0.0, "x", "lazy_refusal")
+
+
+CODE_JUDGE = ("code.py", "correctness.py", "abstention.py")
+
+
+def test_every_rule_the_code_judge_names_is_in_the_table_and_none_is_unused() -> None:
+    named: set[str] = set()
+    for name in CODE_JUDGE:
+        tree = ast.parse((ROOT / "agenteval/judges" / name).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "finding":
+                # A rule given as a literal must be in the table (one computed is checked
+                # when its grade is made: Result refuses a score without a known rule).
+                first = node.args[0]
+                literals = [n.value for n in ast.walk(first) if isinstance(n, ast.Constant)]
+                unknown = [v for v in literals if isinstance(v, str) and v not in CODE_FINDINGS]
+                assert not unknown, f"{name}: {ast.unparse(node)}"
+            if isinstance(node, ast.Constant) and node.value in CODE_FINDINGS:
+                named.add(node.value)
+    assert named == set(CODE_FINDINGS)
+
+
+def test_every_grade_on_the_shipped_controls_names_a_rule() -> None:
+    from agenteval.controls.measure import chosen_controls
+    from agenteval.controls.run import pairs_of
+    from agenteval.judges.code import CodeJudge, judge_transcript
+
+    manifest, controls = chosen_controls(DEFAULTS, ROOT, "all", None)
+    seen: set[str] = set()
+    for item, said in pairs_of(controls, manifest, ROOT):
+        for turn in judge_transcript(item, said, CodeJudge().participant).turns:
+            scored = {d for d, v in turn.scores.items() if v is not None}
+            assert set(turn.findings) == scored, turn
+            seen |= set(turn.findings.values())
+    assert set(ISSUE_31_RULES) <= seen
+
+
+@pytest.mark.parametrize(
+    ("reply", "queried", "rule"),
+    [
+        ("The sales file doesn't give that figure.", True, "refused"),
+        ("I don't know, sorry.", False, "lazy_refusal"),
+        ("Coastal made somewhere between $30,000 and $45,000 in March.", True, "wrong_value"),
+        ("Coastal's March revenue was roughly $40,000.", True, "wrong_value"),
+        ("Coastal had no sales in March; the store was closed.", True, "absent"),
+    ],
+)
+def test_a_lenient_model_cannot_pass_what_code_fails(
+    suite: dict[str, SuiteItem], reply: str, queried: bool, rule: str
+) -> None:
+    item = suite[ONE_TURN]
+    with OpenAIServer(reply_fn=lenient()) as server:
+        verdict = grade(judge_params(server, "hybrid"), item, transcript(item, [reply], queried))
+    bound = {o.dimension: o for o in verdict.overrides}
+    override = bound["correctness"]
+    assert (override.rule, override.llm_score, override.code_score) == (rule, 10.0, 0.0)
+    info = ScenarioInfo(item.scenario.id, item.scenario.category, None, 1)
+    assert score_scenario(info, "COMPLETED", verdict, RULES).status == "FAIL"
 
 
 def test_hybrid_records_every_override(suite: dict[str, SuiteItem]) -> None:

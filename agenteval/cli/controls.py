@@ -53,6 +53,7 @@ def controls(
     params = load_params(params_file, list(set_ or []))
     from agenteval.controls.load import ControlsError
     from agenteval.controls.measure import measure_judge
+    from agenteval.controls.report import settled_line
 
     root = Path.cwd().resolve()
     try:
@@ -74,6 +75,8 @@ def controls(
             f"(coverage {s['coverage']}), agreement {shown}, "
             f"false passes {s['false_passes']}, false fails {s['false_fails']}"
         )
+        if report["judge"]["kind"] != "code":
+            typer.echo(f"{name}: {settled_line(s['code_settled'])}")
     for name, p in (report.get("probes") or {}).items():
         shift = p["mean_shift"]["value"]
         typer.echo(

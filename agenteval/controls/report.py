@@ -103,6 +103,19 @@ def _split_rows(report: Mapping[str, Any]) -> list[str]:
     return rows
 
 
+def settled_line(settled: Mapping[str, Any]) -> str:
+    """The judge beside the code judge alone on the controls code settles, in one line."""
+    agreement = settled["agreement"]
+    shown = "n/a" if agreement is None else f"{agreement:.3f}"
+    code = settled["code_agreement"]
+    code_shown = "n/a" if code is None else f"{code:.3f}"
+    return (
+        f"on the {settled['controls']} control(s) the code judge settles, {settled['judged']} "
+        f"judged: agreement {shown} (code alone {code_shown}), false passes "
+        f"{settled['false_passes']} (code alone {settled['code_false_passes']})"
+    )
+
+
 def rate_interval(s: Mapping[str, Any]) -> str:
     """The false-pass rate with its Wilson interval: `0.0% [0.0%, 4.9%]`."""
     interval = s.get("false_pass_interval") or {}
@@ -209,6 +222,10 @@ def render_markdown(report: Mapping[str, Any]) -> str:
               "(a Wilson interval for the false-pass rate). Code-certain: fail-labelled "
               "controls whose failing dimension a binding code finding settles.", ""]  # fmt: skip
     lines += _split_rows(report)
+    if judge["kind"] != "code":
+        lines += ["", "Beside the code judge alone:", ""]
+        lines += [f"- {name}: {settled_line(s['code_settled'])}"
+                  for name, s in report["splits"].items()]  # fmt: skip
     lines += ["", "## Confusion (all selected controls)", "", *_confusion_rows(report["overall"])]
     lines += _consistency_lines(report["self_consistency"])
     lines += _probe_lines(report.get("probes"))

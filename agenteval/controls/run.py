@@ -53,6 +53,7 @@ class Outcome:
     ranges: Mapping[str, tuple[float, float]]
     repeats: list[Graded] = field(default_factory=list)
     certain: str | None = None  # the binding code rule that settles this control, if any
+    code: str | None = None  # the code judge's own verdict on it: pass | fail | deferred
 
     @property
     def first(self) -> Graded:
@@ -136,7 +137,9 @@ async def judge_controls(
         c = loaded.control
         outcome = Outcome(c.id, c.klass, loaded.split, c.label.verdict, list(c.label.failing),
                           {str(d): r for d, r in c.label.scores.items()})  # fmt: skip
-        outcome.certain = code_certain(c, judge_transcript(item, transcript, code), rules)
+        by_code = judge_transcript(item, transcript, code)
+        outcome.certain = code_certain(c, by_code, rules)
+        outcome.code = grade(by_code, rules).verdict
         outcomes.append(outcome)
     jobs = [(i, k) for k in range(repeats) for i in range(len(controls))]
     results = await asyncio.gather(*(one(i, k) for i, k in jobs))
@@ -188,6 +191,23 @@ def summarize(
             "false_passes": sum(o.first.verdict == "pass" for o in certain),
             "rules": dict(sorted(Counter(o.certain for o in certain if o.certain).items())),
         },
+        "code_settled": code_settled(outcomes),
+    }
+
+
+def code_settled(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """The judge beside the code judge alone, on the controls the code judge settles (its
+    verdict is pass or fail): a judge that adds a model to code must not do worse there.
+    Agreement is over the controls each judged; a deferral counts against coverage."""
+    settled = [o for o in outcomes if o.code not in (None, DEFERRED)]
+    judged = [o for o in settled if o.first.verdict != DEFERRED]
+    return {
+        "controls": len(settled),
+        "judged": len(judged),
+        "agreement": _rate(sum(o.first.verdict == o.label for o in judged), len(judged)),
+        "false_passes": sum(o.label == "fail" and o.first.verdict == "pass" for o in settled),
+        "code_agreement": _rate(sum(o.code == o.label for o in settled), len(settled)),
+        "code_false_passes": sum(o.label == "fail" and o.code == "pass" for o in settled),
     }
 
 

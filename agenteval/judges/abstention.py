@@ -13,10 +13,9 @@ import re
 
 from agenteval.judges import literals
 from agenteval.judges.answers import ASKED, HEDGED, NEGATED, REPORTED, Candidate, Context, annotate
-from agenteval.judges.correctness import Question, Result, context_for
+from agenteval.judges.correctness import Question, Result, context_for, finding
 from agenteval.judges.numbers import quantities
 from agenteval.judges.reading import abstains, stem
-from agenteval.scoring import SCORE_MAX, SCORE_MIN
 
 OFFER = re.compile(r"\b(?:i can|i could|if you|would you|let me know|can confirm|ask)\b", re.I)
 VERBS = frozenset(
@@ -86,18 +85,19 @@ def grade_unknown(q: Question, reply: str) -> Result:
     if guesses:
         shown = guesses[0].text
         if refused:
-            return Result(SCORE_MIN, f"abstained, then guessed {shown!r}", "abstain_guess")
+            return finding("abstain_guess", f"abstained, then guessed {shown!r}")
         why = f"answered {shown!r} although the answer is not in the documents"
-        return Result(SCORE_MIN, why, "abstain_guess")
+        return finding("abstain_guess", why)
     if not refused:
-        return Result(SCORE_MIN, "answered although the answer is not in the documents")
+        why = "answered although the answer is not in the documents"
+        return finding("answered_unknown", why)
     extra = _other_statements(ctx)
     if extra and kind in ("text", "name"):
         if any(re.search(r"\b(?:probably|likely|guess|usually|typically|may be|might be)\b",
                          s, re.I) for s in extra):  # fmt: skip
-            return Result(SCORE_MIN, "abstained, then guessed")
+            return finding("abstain_guess", "abstained, then guessed")
         return Result(None, "abstained, but other statements may answer; cannot tell")
-    return Result(SCORE_MAX, "correctly said the answer is not in the documents")
+    return finding("abstained", "correctly said the answer is not in the documents")
 
 
 def _other_statements(ctx: Context) -> list[str]:

@@ -12,20 +12,26 @@ settle is deferred: no score, and the reason recorded.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agenteval.fileio import code_of, digest_of
 from agenteval.judges.abstention import grade_unknown
-from agenteval.judges.correctness import Question, grade_answer
+from agenteval.judges.correctness import Question, finding, grade_answer
+from agenteval.judges.correctness import Result as Mark
 from agenteval.judges.reading import abstains
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.status import NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict, Verdict
-from agenteval.scoring import SCORE_MAX, SCORE_MIN, TOOL_LOOP_REPEATS
+from agenteval.scoring import (
+    MINOR_SCORE,
+    PARTIAL_SCORE,
+    SCORE_MAX,
+    SCORE_MIN,
+    TOOL_LOOP_REPEATS,
+)
 
 # Saying that a tool failed means saying what failed: "no errors in that figure" or
 # "nothing is missing" mention the words without telling the user anything.
@@ -41,13 +47,8 @@ FAILURE_DENIED = re.compile(
     r"\bno errors?\b|\bnothing (?:is |was )?missing\b|\bwithout (?:any )?errors?\b", re.I
 )
 KIND = "code"
-
-
-@dataclass(frozen=True)
-class Mark:
-    score: float | None  # None: deferred, with the reason
-    reason: str
-    rule: str | None = None  # the finding's rule, for the ones scoring.BINDING_FINDINGS names
+# A grade (Mark) is a score with the rule of scoring.CODE_FINDINGS it was given by, or a
+# deferral (score None) with the reason.
 
 
 class CodeJudge:
@@ -173,28 +174,26 @@ def correctness(turn: Turn, said: TranscriptTurn, item: SuiteItem | None = None)
     queried = _queried(said.tool_calls)
     marks: list[Mark] = []
     if gt is not None and gt.answer_unknown:
-        result = grade_unknown(Question(question, None, True, queried), response)
-        return Mark(result.score, result.reason, result.rule)
+        return grade_unknown(Question(question, None, True, queried), response)
     if gt is not None and gt.expected_answer:
         asked = Question(question, gt.expected_answer, False, queried, evidence_of(said),
                          subjects_of(turn, item))  # fmt: skip
-        result = grade_answer(asked, response)
-        marks.append(Mark(result.score, result.reason, result.rule))
+        marks.append(grade_answer(asked, response))
     if gt is not None and gt.expected_phrases:
         missing = [p for p in gt.expected_phrases if p.lower() not in response.lower()]
-        marks.append(
-            Mark(
-                SCORE_MIN if missing else SCORE_MAX,
-                f"missing phrases {missing}" if missing else "phrases present",
-            )
-        )
+        if missing:
+            marks.append(finding("phrases_missing", f"missing phrases {missing}"))
+        else:
+            marks.append(finding("phrases_present", "phrases present"))
     if not marks and turn.expected_tools:
         called = {c.name for c in said.tool_calls if c.ok}
         lacking = sorted(set(turn.expected_tools) - called)
-        reason = f"did not call {lacking}" if lacking else "performed the requested tool action"
-        if not lacking and abstains(response):
-            return Mark(SCORE_MIN, "the action succeeded but the reply says it did not")
-        marks.append(Mark(SCORE_MIN if lacking else SCORE_MAX, reason))
+        if lacking:
+            marks.append(finding("action_missing", f"did not call {lacking}"))
+        elif abstains(response):
+            return finding("action_denied", "the action succeeded but the reply says it did not")
+        else:
+            marks.append(finding("action_done", "performed the requested tool action"))
     if not marks:
         return None
     scored = [m for m in marks if m.score is not None]
@@ -218,13 +217,13 @@ def completeness(turn: Turn, said: TranscriptTurn, item: SuiteItem) -> Mark | No
         if any(r.score is None for r in results):
             return Mark(None, "a fact's coverage cannot be settled by code")
         hits = sum((r.score or 0) >= 8 for r in results)
-        return Mark(round(10 * hits / len(facts), 2), f"{hits}/{len(facts)} facts covered")
+        share = round(SCORE_MAX * hits / len(facts), 2)
+        return finding("coverage", f"{hits}/{len(facts)} facts covered", share)
     phrases = gt.expected_phrases or []
     if len(phrases) >= 2:
         hits_p = [p for p in phrases if p.lower() in response.lower()]
-        return Mark(
-            round(10 * len(hits_p) / len(phrases), 2), f"{len(hits_p)}/{len(phrases)} phrases"
-        )
+        share = round(SCORE_MAX * len(hits_p) / len(phrases), 2)
+        return finding("coverage", f"{len(hits_p)}/{len(phrases)} phrases", share)
     return None
 
 
@@ -235,17 +234,18 @@ def tool_selection(scenario: Scenario, turn: Turn, calls: list[ToolCall]) -> Mar
     attempted = [c.name for c in calls]
     used_forbidden = sorted(set(attempted) & set(forbidden))
     if used_forbidden:  # trying a forbidden tool is using it, whether or not it worked
-        return Mark(SCORE_MIN, f"called forbidden tool(s) {used_forbidden}", "forbidden_tool")
+        return finding("forbidden_tool", f"called forbidden tool(s) {used_forbidden}")
     expected = set(turn.expected_tools or [])
     present = expected & {c.name for c in calls if c.ok}  # a failed call is not a call
     if present == expected:
-        return Mark(10.0, "called the expected tools" if expected else "avoided forbidden tools")
+        why = "called the expected tools" if expected else "avoided forbidden tools"
+        return finding("tools_used", why)
     share = len(present) / len(expected)
     failed = sorted((expected - present) & set(attempted))
     why = f"missing tool(s) {sorted(expected - present)}"
     if failed:
         why += f" (called {failed}, but every such call failed)"
-    return Mark(4.0 if share >= 0.5 else SCORE_MIN, why)
+    return finding("missing_tool", why, PARTIAL_SCORE if share >= 0.5 else SCORE_MIN)
 
 
 def _signature(call: ToolCall) -> str:
@@ -258,16 +258,17 @@ def efficiency(calls: list[ToolCall]) -> Mark:
     for i in range(len(sigs) - run + 1):
         if len(set(sigs[i : i + run])) == 1:
             why = f"tool loop: {calls[i].name} called {run}+ times in a row"
-            return Mark(SCORE_MIN, why, "tool_loop")
+            return finding("tool_loop", why)
     for i in range(len(sigs) - 3):
         a, b = sigs[i], sigs[i + 1]
         if a != b and sigs[i + 2] == a and sigs[i + 3] == b:
             why = f"tool loop: {calls[i].name}/{calls[i + 1].name} alternating"
-            return Mark(SCORE_MIN, why, "tool_loop")
+            return finding("tool_loop", why)
     repeats = len(sigs) - len(set(sigs))
     if repeats == 0:
-        return Mark(10.0, f"{len(calls)} tool call(s), none repeated")
-    return Mark(7.0 if repeats <= 2 else 4.0, f"{repeats} repeated tool call(s)")
+        return finding("no_repeats", f"{len(calls)} tool call(s), none repeated")
+    score = MINOR_SCORE if repeats <= 2 else PARTIAL_SCORE
+    return finding("repeats", f"{repeats} repeated tool call(s)", score)
 
 
 def _told_failure(response: str) -> bool:
@@ -291,8 +292,10 @@ def error_recovery(said: TranscriptTurn) -> Mark | None:
     if not failed and not empty:
         return None
     if _told_failure(said.response):
-        return Mark(SCORE_MAX, "told the user what failed or came back empty")
+        return finding("failure_told", "told the user what failed or came back empty")
     retried = all(any(c.ok and c.name == calls[i].name for c in calls[i + 1 :]) for i in failed)
     if failed and not empty and retried:
-        return Mark(7.0, "recovered by retrying, without telling the user what failed")
-    return Mark(SCORE_MIN, "a tool failed or returned nothing and the reply did not say so")
+        return finding("retried", "recovered by retrying, without telling the user what failed")
+    return finding(
+        "failure_hidden", "a tool failed or returned nothing and the reply did not say so"
+    )

@@ -42,17 +42,37 @@ from agenteval.judges.reading import (
     sentence_bounds,
     stem,
 )
-from agenteval.scoring import AUTO_ZERO_DEVIATION, SCORE_MAX, SCORE_MIN
+from agenteval.scoring import (
+    AUTO_ZERO_DEVIATION,
+    CODE_FINDINGS,
+    MINOR_SCORE,
+    SCORE_MAX,
+    SCORE_MIN,
+    finding_score,
+)
 
 
 @dataclass(frozen=True)
 class Result:
+    """A grade of one dimension, or a deferral (score None) with the reason."""
+
     score: float | None  # None: code cannot settle it (the dimension is deferred)
     reason: str
-    rule: str | None = None  # the finding, when it is one of scoring.BINDING_FINDINGS
+    rule: str | None = None  # the finding graded by: a key of scoring.CODE_FINDINGS
+
+    def __post_init__(self) -> None:
+        # Every score names its rule, so the hybrid judge binds it (scoring.BINDING_FINDINGS)
+        # and no grade can be added to the code judge without being classified.
+        if self.score is not None and self.rule not in CODE_FINDINGS:
+            raise ValueError(f"a code score needs a rule of scoring.CODE_FINDINGS: {self}")
 
 
-# The binding finding a committed wrong value of each kind is.
+def finding(rule: str, reason: str, graded: float | None = None) -> Result:
+    """The result of a code finding, scored as scoring.CODE_FINDINGS says."""
+    return Result(finding_score(rule, graded), reason, rule)
+
+
+# The finding a committed wrong value of each kind is.
 WRONG_RULE = {"quantity": "wrong_value", "name": "wrong_name"}
 
 
@@ -157,7 +177,9 @@ def _candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Cand
         c.matches = deviation <= AUTO_ZERO_DEVIATION + 1e-12
         c.grade = precision_score(deviation)
         c.note = f"{deviation:.1%} off"
-        if c.matches and deviation > 0 and _another_fact(q, expected, evidence):
+        if c.matches and expected.excluded_by(q):
+            c.matches, c.grade, c.note = False, SCORE_MIN, "a range that leaves the figure out"
+        elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
             # 43.0% beside an expected 41.5% is not a rounding: it is the document's
             # prior-year figure, another fact, hence a wrong answer.
             c.matches, c.grade, c.note = False, SCORE_MIN, "another figure of the documents"
@@ -212,7 +234,7 @@ def _date_match(expected: object, found: object) -> tuple[bool, float]:
         return False, 0.0
     if ed is not None and fd is None:
         return False, 0.0
-    return True, (7.0 if ey is not None and fy is None else SCORE_MAX)
+    return True, (MINOR_SCORE if ey is not None and fy is None else SCORE_MAX)
 
 
 ROLE_WORDS = frozenset(
@@ -234,7 +256,7 @@ def _name_candidates(part: Part, ctx: Context) -> list[Candidate]:
             c.matches, c.grade = True, SCORE_MAX
         elif tokens & expected:
             if tokens <= expected:
-                c.matches, c.grade, c.note = True, 7.0, "part of the name"
+                c.matches, c.grade, c.note = True, MINOR_SCORE, "part of the name"
             else:
                 c.note = "a different name sharing a part of the expected one"
         elif len(expected) > 1 and len(tokens) < 2:
@@ -252,37 +274,41 @@ def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
     for group in alternatives(ctx, cands):
         shown = " / ".join(c.text for c in group)
         why = f"offers alternatives ({shown}) without committing to {what}"
-        return Result(SCORE_MIN, why, "alternatives")
+        return finding("alternatives", why)
     if matches and conflicts:
         a, b = matches[0].text, conflicts[0].text
         renamed = any(c.note.startswith("a different name") for c in conflicts)
+        conflicting = f"commits to conflicting values {a!r} and {b!r} for {what}"
         if renamed or any(_corrects(ctx, c) for c in conflicts):
-            return Result(SCORE_MIN, f"commits to conflicting values {a!r} and {b!r} for {what}")
+            return finding("conflicting", conflicting)
         best = max(matches, key=lambda c: (hits(ctx, c, cands), c.grade))
         if all(hits(ctx, c, cands) < hits(ctx, best, cands) for c in conflicts):
             why = f"states {best.text!r} for {what}; {b!r} is said of something the question "
-            rule = "precision" if best.kind == "quantity" else None
-            return Result(best.grade, why + "does not ask about", rule)
+            return finding(_match_rule(best), why + "does not ask about", best.grade)
         if any(_bare(ctx, c) for c in conflicts):
-            return Result(SCORE_MIN, f"commits to conflicting values {a!r} and {b!r} for {what}")
+            return finding("conflicting", conflicting)
         # Both stated about what seems the asked entity: a contradiction, or a figure about
         # something the clause names in words code cannot tie to an entity. Not settled.
         return Result(None, f"states both {a!r} and {b!r}; cannot tell which answers {what}")
     if matches:
         best = max(matches, key=lambda c: c.grade)
         extra = f" ({best.note})" if best.note else ""
-        rule = "precision" if best.kind == "quantity" else None
-        return Result(best.grade, f"states {best.text!r} for {what}{extra}", rule)
+        return finding(_match_rule(best), f"states {best.text!r} for {what}{extra}", best.grade)
     if any(c.matches and c.stance == NEGATED for c in cands):
-        return Result(SCORE_MIN, f"names {what} only to deny it", "negated")
+        return finding("negated", f"names {what} only to deny it")
     wrong = conflicts or [c for c in live if not c.matches and c.level == WEAK]
     if wrong:
-        # Certain only when the value is tied to the asked entity, not a looser clause.
-        rule = WRONG_RULE.get(wrong[0].kind, "wrong_identifier") if conflicts else None
-        return Result(SCORE_MIN, f"states {wrong[0].text!r} instead of {what}", rule)
+        # Tied to the asked entity, the value is a wrong answer of its kind; in a clause
+        # that names nothing, it is still the only value given, and the expected one is not.
+        rule = WRONG_RULE.get(wrong[0].kind, "wrong_identifier") if conflicts else "other_value"
+        return finding(rule, f"states {wrong[0].text!r} instead of {what}")
     if any(c.matches and c.level == OTHER for c in live):
         return Result(None, f"{what} appears only tied to another entity")
-    return Result(SCORE_MIN, f"{what} absent")
+    return finding("absent", f"{what} absent")
+
+
+def _match_rule(c: Candidate) -> str:
+    return "precision" if c.kind == "quantity" else "stated"
 
 
 CORRECTION = re.compile(r"\b(?:actually|correction|i mean|or rather|sorry|wait)\b", re.I)
@@ -319,12 +345,12 @@ def _text_part(part: Part, ctx: Context) -> Result:
         if re.search(
             r"\b(?:not|never|wasn't|isn't|no longer|rather than|instead of)\b|n't\b", near
         ):
-            return Result(SCORE_MIN, f"denies {part.text!r}")
+            return finding("negated", f"denies {part.text!r}")
         if re.search(r"\beither\b", ctx.text[start:].lower()):
-            return Result(SCORE_MIN, f"offers {part.text!r} only as one alternative")
-        return Result(SCORE_MAX, f"states {part.text!r}")
+            return finding("alternatives", f"offers {part.text!r} only as one alternative")
+        return finding("stated", f"states {part.text!r}", SCORE_MAX)
     if share < 0.5:
-        return Result(SCORE_MIN, f"does not state {part.text!r}")
+        return finding("absent", f"does not state {part.text!r}")
     return Result(None, f"states part of {part.text!r} ({len(present)}/{len(words)} words)")
 
 
@@ -359,8 +385,8 @@ def grade_answer(q: Question, reply: str) -> Result:
     committed = [r for r in results if r.score is None or r.score > SCORE_MIN]
     if refused and not committed:
         why = "refused" if q.queried else "lazy refusal: refused without querying"
-        rule = None if q.queried else "lazy_refusal"
-        return Result(SCORE_MIN, f"{why}; expected {q.expected!r}", rule)
+        rule = "refused" if q.queried else "lazy_refusal"
+        return finding(rule, f"{why}; expected {q.expected!r}")
     scored = [r for r in results if r.score is not None]
     if scored and min(r.score for r in scored if r.score is not None) == SCORE_MIN:
         worst = min(scored, key=lambda r: r.score or 0.0)

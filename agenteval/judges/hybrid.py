@@ -1,13 +1,16 @@
-"""Judge `hybrid`: the LLM judge, with the code judge's certain findings binding.
+"""Judge `hybrid`: the LLM judge, with the code judge's findings binding.
 
-Code can prove some replies wrong beyond argument: a committed figure more than the
-automatic-zero deviation off, a different name or identifier, a value guessed where the
-answer is not in the documents, a refusal without a search, a forbidden tool, a tool loop;
-and it knows how close a figure is (the precision table). Those findings
-(`scoring.BINDING_FINDINGS`) set a ceiling on the dimension they settle: a model's higher
-score is replaced by the code's, and the replacement is recorded as an override. Everything
-else (context retention, personality, prose answers, turns code defers) is the model's.
-Sharp disagreements that did not bind are recorded as for the `llm` judge.
+The code judge grades only what it can settle and defers the rest; every grade it gives
+names its rule (`scoring.CODE_FINDINGS`). Each rule that can score below full marks
+(`scoring.BINDING_FINDINGS`, derived from that table) sets a ceiling on its dimension: a
+committed figure off (or only so close, by the precision table), a different name or
+identifier, a refusal of an answerable question with or without a search, an expected value
+absent, denied or offered among alternatives, a guess where the answer is not in the
+documents, a forbidden tool, a loop. A model's higher score is replaced by the code's, and
+the replacement is recorded as an override with its rule. The model keeps the last word
+only where code defers (the dimension unscored, the turn NOT_JUDGED) or where code does not
+grade the dimension at all (context retention, personality). Sharp disagreements that did
+not bind are recorded as for the `llm` judge.
 
 When the model's reply stays invalid after the re-asks, a verdict is still certain where a
 binding finding fails a turn on its own (`scoring.fails_alone`: no score of the other

@@ -108,15 +108,34 @@ class Quantity:
 
     def deviation(self, other: Quantity) -> float:
         """Relative deviation of `other` from this (expected) quantity; inf if not comparable."""
-        if not compatible(self, other):
+        pair = self._comparable(other)
+        if pair is None:
             return math.inf
+        mine, theirs = pair
+        return max(_point_deviation(*mine, v) for v in theirs)
+
+    def excluded_by(self, other: Quantity) -> bool:
+        """`other` is a range ("24 to 26 kg") that leaves out every value of this (expected)
+        quantity: it commits to the answer being something else, however near its ends."""
+        pair = self._comparable(other)
+        if pair is None or other.low >= other.high:
+            return False
+        (low, high), (their_low, their_high) = pair
+        return their_high < low or high < their_low
+
+    def _comparable(
+        self, other: Quantity
+    ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """(this, other) as ranges in one unit, or None when they are not comparable."""
+        if not compatible(self, other):
+            return None
         mine, theirs = (self.low, self.high), (other.low, other.high)
         if "plain" in (self.kind, other.kind) and self.kind != other.kind:
             mine, theirs = self.raw, other.raw  # a bare number is read in the expected unit
         elif self.per and other.per:
             mine = (mine[0] / self.per[1], mine[1] / self.per[1])
             theirs = (theirs[0] / other.per[1], theirs[1] / other.per[1])
-        return max(_point_deviation(*mine, v) for v in theirs)
+        return mine, theirs
 
 
 def _point_deviation(low: float, high: float, value: float) -> float:

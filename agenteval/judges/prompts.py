@@ -16,9 +16,12 @@ from agenteval.schema.verdict import TurnVerdict
 from agenteval.scoring import (
     AUTO_ZERO_DEVIATION,
     BINDING_FINDINGS,
+    CODE_FINDINGS,
     CRITICAL_SEVERITY,
     DIMENSIONS,
+    MINOR_SCORE,
     OPTIONAL_DIMENSIONS,
+    PARTIAL_SCORE,
     PRECISION_TABLE,
     SCORE_MAX,
     SCORE_MIN,
@@ -35,8 +38,8 @@ TRUTH_POSITIONS = ("before", "after")
 # agent asks again for something already established.
 RUBRIC_ANCHORS: dict[str, float] = {
     "full": SCORE_MAX,
-    "minor": 7.0,
-    "partial": 4.0,
+    "minor": MINOR_SCORE,
+    "partial": PARTIAL_SCORE,
     "none": SCORE_MIN,
 }
 
@@ -72,27 +75,12 @@ def weights_table(rules: ScoringRules) -> str:
     return "\n".join(rows)
 
 
-# What each binding rule does to a model's score, in the prompt's words. Keyed like
-# scoring.BINDING_FINDINGS, which decides which rules bind; the numbers come from scoring.
-def _binding_lines() -> dict[str, str]:
-    beyond = percent(AUTO_ZERO_DEVIATION)
-    zero = number(SCORE_MIN)
-    return {
-        "wrong_value": f"correctness {zero} for a committed figure more than {beyond} off",
-        "wrong_identifier": f"correctness {zero} for a year, date, time, version or "
-        "identifier that differs from the expected one",
-        "wrong_name": f"correctness {zero} for a different person or entity",
-        "alternatives": f"correctness {zero} for several candidate values offered together "
-        "without committing to one",
-        "negated": f"correctness {zero} when the expected value is named only to be denied",
-        "abstain_guess": f"correctness {zero} for a value guessed when the answer is not in "
-        "the documents",
-        "lazy_refusal": f"correctness {zero} for a refusal without querying the documents",
-        "precision": f"correctness at most the precision table's cap for a figure within {beyond}",
-        "forbidden_tool": f"tool_selection {zero} when a forbidden tool was called",
-        "tool_loop": f"efficiency {zero} for the same call {TOOL_LOOP_REPEATS} or more times "
-        "in a row",
-    }
+def _binding_line(rule: str) -> str:
+    """What a binding rule does to a model's score, in the prompt's words (from scoring)."""
+    found = CODE_FINDINGS[rule]
+    if found.score is None:  # graded: the meaning says how ("at most ...")
+        return f"{found.dimension} {found.meaning}"
+    return f"{found.dimension} {number(found.score)} for {found.meaning}"
 
 
 def code_checks() -> str:
@@ -100,15 +88,12 @@ def code_checks() -> str:
 
     One text for the `llm` and `hybrid` judges, true for both: the same prompt lets the two
     be compared (and a hybrid rerun reuse an llm run's cached answers), and a judge that
-    knows its numbers are checked has no reason to grade them differently.
+    knows its numbers are checked has no reason to grade them differently. Rendered from
+    scoring.BINDING_FINDINGS, so it names every rule that binds and nothing else.
     """
-    lines = _binding_lines()
-    missing = sorted(set(BINDING_FINDINGS) - set(lines))
-    if missing:  # a rule that binds must be explained to the judge it binds
-        raise ValueError(f"no prompt wording for binding rule(s) {missing}")
-    rows = ";\n".join(f"- {lines[rule]}" for rule in BINDING_FINDINGS) + "."
+    rows = ";\n".join(f"- {_binding_line(rule)}" for rule in BINDING_FINDINGS) + "."
     return (
-        "The evaluation's code checks some things with certainty:\n"
+        "The evaluation's code grades some things itself, and defers what it cannot settle:\n"
         f"{rows}\n"
         "In a hybrid evaluation each of these findings sets the highest score its dimension "
         "can get, replacing yours when yours is higher; in every evaluation your grades and "

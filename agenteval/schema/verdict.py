@@ -21,8 +21,8 @@ class TurnVerdict(BaseModel):
     reasons: dict[str, str] = Field(default_factory=dict)
     findings: dict[str, str] = Field(
         default_factory=dict,
-        description="Dimension -> the code rule that settled it (wrong_value, tool_loop, ...); "
-        "the binding ones are scoring.BINDING_FINDINGS.",
+        description="Dimension -> the code rule that scored it (wrong_value, tool_loop, ...): "
+        "a key of scoring.CODE_FINDINGS; the binding ones are scoring.BINDING_FINDINGS.",
     )
     simulator_fault: str | None = None
 
