@@ -1,7 +1,8 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
-One short module per command group (evaluate, data, gate, expectations, lifecycle, serve,
-controls, bench); heavy modules are imported inside commands so `agenteval --help` answers fast.
+One short module per command group (evaluate, data, repro, gate, expectations, lifecycle,
+serve, controls, bench); heavy modules are imported inside commands so `agenteval --help`
+answers fast.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from agenteval.cli import (
     expectations,
     gate,
     lifecycle,
+    repro,
     serve,
 )
 
@@ -46,7 +48,7 @@ def main_options(
     """Reproducible, noise-aware evaluation of LLM agents."""
 
 
-for group in (evaluate, data, gate, expectations, lifecycle, serve, controls, bench, climb):
+for group in (evaluate, data, repro, gate, expectations, lifecycle, serve, controls, bench, climb):
     group.register(app)
 
 
