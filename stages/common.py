@@ -5,11 +5,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agenteval import heap
+from agenteval.fileio import write_json
 from agenteval.layout import Layout
 from agenteval.params import load_params
+
+if TYPE_CHECKING:
+    from agenteval.tracking.run import TrackResult
+
+TRACKED = "tracked.json"
 
 
 def run_stage(main: Callable[[], int]) -> NoReturn:
@@ -33,6 +39,20 @@ def params() -> dict[str, Any]:
 
 def layout() -> Layout:
     return Layout.repository(root())
+
+
+def write_tracked(reports: Path, settings: dict[str, Any], result: TrackResult | None) -> Path:
+    """<reports>/tracked.json, a track stage's DVC output: which evaluation was logged (its
+    run key, the same in every clone), never the run id (each store has its own). Git
+    ignores it, so a fresh clone's `dvc repro` runs the stage, its store gets the run, and
+    the dvc.lock it writes is the committed one."""
+    section = settings.get("tracking") or {}
+    record: dict[str, Any] = {"enabled": result is not None}
+    if result is not None:
+        record |= {"experiment": section.get("experiment"), "run_key": result.run_key}
+    path = reports / TRACKED
+    write_json(path, record)
+    return path
 
 
 def show_progress() -> bool:
