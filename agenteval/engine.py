@@ -281,6 +281,17 @@ def is_retryable(stored: Transcript, retry_statuses: frozenset[str]) -> bool:
     return stored.resumable or stored.status in retry_statuses
 
 
+def retry_summary(transcripts: list[Transcript], retry_statuses: frozenset[str]) -> str | None:
+    """`2 ERRORED, 1 TIMEOUT (run.retry_statuses)`: the units a retry would send again, by
+    status; None when there are none. Retrying is asked for by name (`agenteval retry`,
+    `agenteval run --resume`), so a run says what there is to retry."""
+    again = Counter(t.status for t in transcripts if is_retryable(t, retry_statuses))
+    if not again:
+        return None
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(again.items()))
+    return f"{counts} (run.retry_statuses)"
+
+
 @dataclass(frozen=True)
 class Pending:
     """A unit that a run would send again, and why: no usable transcript, or its status."""

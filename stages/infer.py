@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections import Counter
 
-from agenteval.engine import is_retryable
 from agenteval.llm.config import DEFAULT_CACHE_DIR
 from agenteval.pipeline import step_infer
 from agenteval.runlock import EvalLocked
@@ -18,21 +16,16 @@ def main() -> int:
     # agent, `run.cache: false`, or a `run.cache_dir` elsewhere): DVC saves it as an empty
     # directory then.
     (root() / DEFAULT_CACHE_DIR).mkdir(parents=True, exist_ok=True)
-    settings = params()
     try:
-        result = step_infer(settings, layout(), progress=show_progress())
+        result = step_infer(params(), layout(), progress=show_progress())
     except EvalLocked as exc:
         print(f"infer: not started: {exc}", file=sys.stderr)
         return 3
     completed = sum(t.status == "COMPLETED" for t in result.transcripts)
     print(f"infer: {completed}/{len(result.transcripts)} conversation(s) completed")
-    statuses = frozenset(settings["run"].get("retry_statuses") or ())
-    again = Counter(t.status for t in result.transcripts if is_retryable(t, statuses))
-    if again and not result.stop_reason:
-        # Retrying is an explicit act (the stage runs only when its inputs change), so the
-        # units that may succeed now are named with the command that sends them again.
-        counts = ", ".join(f"{n} {status}" for status, n in sorted(again.items()))
-        print(f"infer: {counts} (run.retry_statuses): send again with: agenteval retry")
+    if result.retry and not result.stop_reason:
+        # The stage runs only when its inputs change: retrying is asked for by name.
+        print(f"infer: {result.retry}: send again with: agenteval retry")
     if result.execution is not None and result.execution.executor != "local":
         print(f"infer: {result.execution.line()}")
     if result.stop_reason:

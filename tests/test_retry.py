@@ -156,3 +156,33 @@ def test_retry_sends_exactly_the_units_that_failed(tmp_path: Path, endpoint: Fla
     # DVC ran the stages itself: the lock records the new outputs.
     assert sh(["dvc", "status", "dvc.yaml"], repo).strip() == UP_TO_DATE
     assert "nothing to retry" in retry(repo) and endpoint.take() == {}
+
+
+def test_agenteval_run_names_the_retry_and_resume_sends_only_those(
+    tmp_path: Path, endpoint: FlakyEndpoint
+) -> None:
+    """The one-directory chain behaves as the stages do: a run names what a retry would
+    send, and `agenteval run --resume` sends exactly that."""
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
+
+    out = tmp_path / "run"
+    args = ["run", "--out", str(out), "--no-progress"]
+    for scenario in (*HEALTHY, FAILS_500, DROPPED):
+        args += ["--scenario", scenario]
+    for key, value in {
+        "target.kind": "chat", "target.protocol": "openai", "target.model": "fake",
+        "target.base_url": endpoint.server.base_url, "run.max_attempts": "1",
+        "run.cache_dir": str(tmp_path / "cache"), "tracking.enabled": "false",
+    }.items():  # fmt: skip
+        args += ["--set", f"{key}={value}"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert f"send again with: agenteval run --resume {out}" in first.output
+    assert set(endpoint.take()) == {*HEALTHY, FAILS_500, DROPPED}
+    endpoint.failing = False
+    again = CliRunner().invoke(app, ["run", "--resume", str(out), "--no-progress"])
+    assert again.exit_code == 0, again.output
+    assert endpoint.take() == {FAILS_500: 1, DROPPED: 2}
+    assert "send again with" not in again.output
