@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agenteval import heap
-from agenteval.fileio import write_json
+from agenteval.fileio import sha256_file, write_json
 from agenteval.layout import Layout
 from agenteval.params import load_params
 
@@ -42,14 +42,19 @@ def layout() -> Layout:
 
 
 def write_tracked(reports: Path, settings: dict[str, Any], result: TrackResult | None) -> Path:
-    """<reports>/tracked.json, a track stage's DVC output: which evaluation was logged (its
-    run key, the same in every clone), never the run id (each store has its own). Git
-    ignores it, so a fresh clone's `dvc repro` runs the stage, its store gets the run, and
-    the dvc.lock it writes is the committed one."""
-    section = settings.get("tracking") or {}
+    """<reports>/tracked.json, a track stage's DVC output: the experiment and the sha256 of
+    the metrics logged, which follow from the stage's own inputs alone. Not the run id (each
+    store has its own) nor the run key (it digests every stage's entry in dvc.lock, so it
+    moves with code the track stage does not depend on). Git ignores the file, so a fresh
+    clone's `dvc repro` runs the stage, its store gets the run, and the dvc.lock it writes
+    is the committed one."""
     record: dict[str, Any] = {"enabled": result is not None}
     if result is not None:
-        record |= {"experiment": section.get("experiment"), "run_key": result.run_key}
+        experiment = (settings.get("tracking") or {}).get("experiment")
+        record |= {
+            "experiment": experiment,
+            "metrics_sha256": sha256_file(reports / "metrics.json"),
+        }
     path = reports / TRACKED
     write_json(path, record)
     return path

@@ -1,5 +1,5 @@
-"""Stage `track` of pipelines/qa: one MLflow run -> reports/tracked.json (its run key; see
-stages.common.write_tracked)."""
+"""Stage `track` of pipelines/qa: one MLflow run -> reports/tracked.json (what was logged;
+see stages.common.write_tracked)."""
 
 from __future__ import annotations
 

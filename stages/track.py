@@ -1,4 +1,4 @@
-"""Stage `track`: log the evaluation to MLflow -> reports/tracked.json (its run key).
+"""Stage `track`: log the evaluation to MLflow -> reports/tracked.json (what was logged).
 
 It runs when its inputs change, like any stage. The store itself (mlflow.db, mlartifacts/)
 lives at the repository root outside DVC: it accumulates every experiment's runs, which no
