@@ -12,6 +12,8 @@ workspace is untouched, then times:
 - its parts: the interpreter alone, `dvc --version` (DVC's own start-up), and a profile of
   one no-op repro split into YAML parsing (dvc.yaml, dvc.lock, params.yaml, ruamel),
   hashing the stage deps and outs (directory walks, DVC's state lookups) and the rest;
+- interleaved no-op pairs with ruamel.yaml's C parser (the ruamel.yaml.clib dependency)
+  and with it hidden, in CPU time;
 - `dvc repro` after switching to iterations=3.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import pstats
+import resource
 import shutil
 import statistics
 import subprocess
@@ -46,19 +49,40 @@ PARTS = {
 }
 
 
+PURE_YAML: dict[str, str] = {}  # set by main: env that hides ruamel.yaml's C parser
+
+
 def env() -> dict[str, str]:
     found = dict(os.environ, DVC_NO_ANALYTICS="1", MLFLOW_DISABLE_TELEMETRY="true")
     for name in ("DVC_ROOT", "MLFLOW_TRACKING_URI", "DVC_EXP_NAME"):
         found.pop(name, None)
-    return found
+    return found | PURE_YAML
+
+
+def hide_c_parser(folder: Path) -> dict[str, str]:
+    """An environment in which `import _ruamel_yaml` fails, so ruamel.yaml (and DVC through
+    it) falls back to its pure-Python parser: the A/B of the ruamel.yaml.clib dependency."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "_ruamel_yaml.py").write_text("raise ImportError('hidden by bench/repro.py')\n")
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path}
+
+
+CPU_SECONDS: list[float] = []  # CPU (user + sys) of each command `timed` ran, in order
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
+    """Wall seconds and output; the command's CPU seconds (its children's too) are appended
+    to CPU_SECONDS: on a loaded machine wall time waits for a core, CPU time does not."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_SECONDS.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
-    return time.perf_counter() - start, done.stdout + done.stderr
+    return wall, done.stdout + done.stderr
 
 
 def repeated(cmd: list[str], cwd: Path, n: int, check: Callable[[str], None]) -> list[float]:
@@ -68,6 +92,11 @@ def repeated(cmd: list[str], cwd: Path, n: int, check: Callable[[str], None]) ->
         check(out)
         times.append(seconds)
     return times
+
+
+def median_cpu(n: int) -> float:
+    """The median CPU seconds of the last `n` commands timed."""
+    return statistics.median(CPU_SECONDS[-n:])
 
 
 def ran_nothing(out: str) -> None:
@@ -118,6 +147,26 @@ def profile_parts(repo: Path) -> list[tuple[str, float]]:
     return rows
 
 
+def c_parser_ab(repo: Path, n: int) -> list[tuple[str, str]]:
+    """No-op repros with and without ruamel.yaml's C parser, interleaved (CPU medians)."""
+    with_c, pure = [], []
+    for _ in range(n):
+        timed(["dvc", "repro"], repo)
+        with_c.append(CPU_SECONDS[-1])
+        PURE_YAML.update(hide_c_parser(repo.parent / "pure-yaml"))
+        try:
+            timed(["dvc", "repro"], repo)
+        finally:
+            PURE_YAML.clear()
+        pure.append(CPU_SECONDS[-1])
+    wins = sum(p > c for p, c in zip(pure, with_c, strict=True))
+    return [
+        ("no-op CPU, pure-Python YAML parser, median", f"{statistics.median(pure):.2f} s"),
+        ("no-op CPU, C YAML parser, median", f"{statistics.median(with_c):.2f} s"),
+        ("  pairs where the C parser used less CPU", f"{wins}/{n}"),
+    ]
+
+
 def fresh_copy(tmp: str) -> Path:
     repo = Path(tmp) / "repo"
     shutil.copytree(ROOT, repo, ignore=IGNORE)
@@ -141,6 +190,7 @@ def main() -> int:
         noop = repeated(["dvc", "repro"], repo, n, ran_nothing)
         rows.append((f"no-op dvc repro, median of {n}", f"{statistics.median(noop):.2f} s"))
         rows.append(("no-op dvc repro, min", f"{min(noop):.2f} s"))
+        rows.append(("no-op dvc repro, CPU (user + sys), median", f"{median_cpu(n):.2f} s"))
         status = repeated(["dvc", "status", "dvc.yaml"], repo, n, lambda _out: None)
         rows.append(("dvc status dvc.yaml, median", f"{statistics.median(status):.2f} s"))
         python = repeated([sys.executable, "-c", "pass"], repo, n, lambda _out: None)
@@ -151,13 +201,16 @@ def main() -> int:
         )
         for label, share in profile_parts(repo):
             rows.append((f"  profiled no-op: {label}", f"{share:.0%}"))
+        rows += c_parser_ab(repo, n)
         set_always_changed(repo, True)
         before = repeated(["dvc", "repro"], repo, n, ran_the_always_changed)
+        before_cpu = median_cpu(n)
         set_always_changed(repo, False)
         timed(["dvc", "repro"], repo)  # the lock without always_changed again
         rows.append(
             ("no-op with fetch/infer/track always_changed", f"{statistics.median(before):.2f} s")
         )
+        rows.append(("  its CPU (user + sys), median", f"{before_cpu:.2f} s"))
         rows.append(
             (
                 "  ratio always_changed / now",
