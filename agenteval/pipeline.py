@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenteval import fileio
-from agenteval.engine import Inference
+from agenteval.engine import Inference, retry_summary
 from agenteval.executors import ExecutionReport
 from agenteval.fileio import read_json, write_json
 from agenteval.judges.base import make_judge
@@ -54,6 +54,7 @@ class InferResult:
     stop_reason: str | None  # why the run stopped early (quota, credentials, run budget)
     execution: ExecutionReport | None = None  # where the units ran, which ran again
     writes: dict[tuple[str, int, int], int] | None = None  # transcripts written, per unit
+    retry: str | None = None  # what a retry would send again (engine.retry_summary)
 
 
 def install_scrubber(params: dict[str, Any]) -> None:
@@ -121,7 +122,8 @@ def step_infer(
         )
         transcripts = asyncio.run(grading.around(engine.run()) if grading else engine.run())
         report = executor.report()
-    return InferResult(transcripts, engine.stop_reason, report, dict(engine.writes))
+    again = retry_summary(transcripts, engine.retry_statuses)
+    return InferResult(transcripts, engine.stop_reason, report, dict(engine.writes), again)
 
 
 def overlaps_judging(params: dict[str, Any]) -> bool:
@@ -229,6 +231,7 @@ class RunResult:
     scorecard: Scorecard
     stop_reason: str | None
     execution: ExecutionReport | None = None
+    retry: str | None = None  # what `agenteval run --resume` would send again
 
 
 def run_all(params: dict[str, Any], layout: Layout, progress: bool = False) -> Scorecard:
@@ -266,4 +269,4 @@ def run_evaluation(
         scored()
     step_stats(params, layout)
     step_report(layout)
-    return RunResult(card, inferred.stop_reason, inferred.execution)
+    return RunResult(card, inferred.stop_reason, inferred.execution, inferred.retry)

@@ -12,8 +12,8 @@ before the clock starts). A fresh worker process runs the same steps as the stag
 infer, judge, score, stats, report, track) and reports each step's wall time, its peak RSS
 and the traces, spans and assessments the tracking edge counted back in the store. Then
 `dvc commit -f --with-deps track` records dvc.lock as a repro would, and a no-op
-`dvc repro track` is timed (the evaluation's chain, not the judge-controls stage; only the
-always-changed fetch stage runs). Every figure is printed with the per-conversation
+`dvc repro track` is timed (the evaluation's chain, not the judge-controls stage; no stage
+is always_changed, so none should run). Every figure is printed with the per-conversation
 cost so that growth faster than linear is visible; nothing is asserted.
 """
 

@@ -137,7 +137,9 @@ def timed_steps(config: dict[str, Any]) -> dict[str, Any]:
         from agenteval.corpus.fetch import fetch_sources
 
         sources, corpora = root / "eval" / "sources.yaml", root / "data" / "corpora"
-        step("fetch", lambda: fetch_sources(sources, corpora, allow_missing=True, progress=False))
+        missing_ok = bool(params["fetch"]["allow_missing"])
+        step("fetch", lambda: fetch_sources(sources, corpora, allow_missing=missing_ok,
+                                            progress=False))  # fmt: skip
     step("suite", pipeline.step_suite, params, layout)
     inferred = step("infer", pipeline.step_infer, params, layout)
     step("judge", pipeline.step_judge, params, layout)
@@ -145,6 +147,10 @@ def timed_steps(config: dict[str, Any]) -> dict[str, Any]:
     step("stats", pipeline.step_stats, params, layout)
     step("report", pipeline.step_report, layout)
     tracked = step("track", tracking_run.log_evaluation, layout, params)
+    if config.get("repository"):  # the track stage's DVC output, for `dvc commit`
+        from stages.common import write_tracked
+
+        write_tracked(layout.reports, params, tracked)
     statuses: dict[str, int] = {}
     for transcript in inferred.transcripts:
         statuses[transcript.status] = statuses.get(transcript.status, 0) + 1

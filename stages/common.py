@@ -5,11 +5,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agenteval import heap
+from agenteval.fileio import sha256_file, write_json
 from agenteval.layout import Layout
 from agenteval.params import load_params
+
+if TYPE_CHECKING:
+    from agenteval.tracking.run import TrackResult
+
+TRACKED = "tracked.json"
 
 
 def run_stage(main: Callable[[], int]) -> NoReturn:
@@ -33,6 +39,25 @@ def params() -> dict[str, Any]:
 
 def layout() -> Layout:
     return Layout.repository(root())
+
+
+def write_tracked(reports: Path, settings: dict[str, Any], result: TrackResult | None) -> Path:
+    """<reports>/tracked.json, a track stage's DVC output: the experiment and the sha256 of
+    the metrics logged, which follow from the stage's own inputs alone. Not the run id (each
+    store has its own) nor the run key (it digests every stage's entry in dvc.lock, so it
+    moves with code the track stage does not depend on). Git ignores the file, so a fresh
+    clone's `dvc repro` runs the stage, its store gets the run, and the dvc.lock it writes
+    is the committed one."""
+    record: dict[str, Any] = {"enabled": result is not None}
+    if result is not None:
+        experiment = (settings.get("tracking") or {}).get("experiment")
+        record |= {
+            "experiment": experiment,
+            "metrics_sha256": sha256_file(reports / "metrics.json"),
+        }
+    path = reports / TRACKED
+    write_json(path, record)
+    return path
 
 
 def show_progress() -> bool:

@@ -23,6 +23,9 @@ def main() -> int:
         return 3
     completed = sum(t.status == "COMPLETED" for t in result.transcripts)
     print(f"infer: {completed}/{len(result.transcripts)} conversation(s) completed")
+    if result.retry and not result.stop_reason:
+        # The stage runs only when its inputs change: retrying is asked for by name.
+        print(f"infer: {result.retry}: send again with: agenteval retry")
     if result.execution is not None and result.execution.executor != "local":
         print(f"infer: {result.execution.line()}")
     if result.stop_reason:

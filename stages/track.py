@@ -1,8 +1,10 @@
-"""Stage `track`: log the evaluation to MLflow -> reports/mlflow_run.json (the run's pointer,
-git-ignored and not a DVC output: its run id belongs to the local store).
+"""Stage `track`: log the evaluation to MLflow -> reports/tracked.json (what was logged).
 
-The store itself (mlflow.db, mlartifacts/) lives at the repository root outside DVC: it
-accumulates every experiment's runs, which no single pipeline output should own.
+It runs when its inputs change, like any stage. The store itself (mlflow.db, mlartifacts/)
+lives at the repository root outside DVC: it accumulates every experiment's runs, which no
+single pipeline output should own, and DVC cannot see it; `agenteval track` logs the results
+into an emptied or another store on request. reports/mlflow_run.json (git-ignored) points
+at the run in the store last logged into.
 """
 
 from __future__ import annotations
@@ -15,19 +17,19 @@ from agenteval.schema.scorecard import Scorecard
 from agenteval.scoring import every_unit_errored
 from agenteval.tracking.run import log_evaluation, write_run_record
 from agenteval.tracking.store import TrackingError
-from stages.common import layout, params, run_stage
+from stages.common import layout, params, run_stage, write_tracked
 
 
 def main() -> int:
-    where = layout()
+    where, settings = layout(), params()
     try:
-        result = log_evaluation(where, params())
+        result = log_evaluation(where, settings)
     except TrackingError as exc:
         print(f"track: {exc}", file=sys.stderr)
         return 1
     code = 1 if where.scorecard.is_file() and every_unit_errored(load_card(where).scenarios) else 0
+    write_tracked(where.reports, settings, result)
     if result is None:
-        # DVC expects the declared output even when tracking is switched off.
         write_run_record(where, None)
         print("track: tracking.enabled is false; nothing logged")
     else:

@@ -1,7 +1,7 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
-One short module per command group (evaluate, data, gate, expectations, lifecycle, serve,
-controls, bench, climb, sessions, tasks); heavy modules are imported inside commands so
+One short module per command group (evaluate, data, repro, gate, expectations, lifecycle,
+serve, controls, bench, climb, sessions, tasks); heavy modules are imported inside commands so
 `agenteval --help` answers fast.
 """
 
@@ -21,6 +21,7 @@ from agenteval.cli import (
     expectations,
     gate,
     lifecycle,
+    repro,
     serve,
     sessions,
     tasks,
@@ -52,6 +53,7 @@ def main_options(
 for group in (
     evaluate,
     data,
+    repro,
     gate,
     expectations,
     lifecycle,

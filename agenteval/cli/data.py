@@ -22,11 +22,22 @@ def fetch(
     allow_missing: Annotated[
         bool, typer.Option(help="Go on when a file cannot be reached (it is listed).")
     ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Fetch nothing: check every laid-out file and its cache entry against its "
+            "pin (size + sha256); exit 1 naming each missing or wrong file.",
+        ),
+    ] = False,
 ) -> None:
     """Download, verify (sha256 + size) and lay out the pinned external corpora."""
     from agenteval.corpus.errors import FetchError
     from agenteval.corpus.fetch import fetch_sources
 
+    if verify:
+        verify_pins(sources, dest)
+        return
     try:
         report = fetch_sources(
             sources, dest, offline=offline, jobs=jobs, allow_missing=allow_missing,
@@ -38,6 +49,23 @@ def fetch(
     typer.echo(report.summary())
     for item in getattr(report, "missing", []):
         typer.echo(f"missing: {item}", err=True)
+
+
+def verify_pins(sources: Path, dest: Path) -> None:
+    """`agenteval fetch --verify`: exit 1 naming every missing or wrong file, 2 on a bad
+    sources file."""
+    from agenteval.corpus.errors import FetchError
+    from agenteval.corpus.verify import verify_sources
+
+    try:
+        found = verify_sources(sources, dest)
+    except FetchError as exc:
+        fail([f"error: {exc}"])
+    for fault in found.faults:
+        typer.echo(str(fault), err=True)
+    typer.echo(found.summary())
+    if found.faults:
+        raise typer.Exit(1)
 
 
 @corpus_app.command("pin")

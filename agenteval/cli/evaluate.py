@@ -129,6 +129,8 @@ def run(
     if result.execution is not None and result.execution.executor != "local":
         typer.echo(result.execution.line())
     _track(params, layout, tracker, out)
+    if result.retry and not result.stop_reason:
+        typer.echo(f"{result.retry}: send again with: agenteval run --resume {out}", err=True)
     _finish(result.scorecard, out)
     if result.stop_reason:
         fail(

@@ -57,6 +57,7 @@ __all__ = [
     "FetchReport",
     "FileResult",
     "MissingFile",
+    "as_sources",
     "corpus_files_digest",
     "fetch_sources",
 ]
@@ -67,7 +68,7 @@ T = TypeVar("T")
 
 def corpus_files_digest(sources: SourcesFile | Path) -> str:
     """The corpus pins' digest (agenteval.corpus.pins.pins_digest) of a sources file."""
-    return pins_digest(_as_sources(sources))
+    return pins_digest(as_sources(sources))
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,8 @@ class _Context:
     allow_missing: bool = False
 
 
-def _as_sources(sources: SourcesFile | Path) -> SourcesFile:
+def as_sources(sources: SourcesFile | Path) -> SourcesFile:
+    """The sources file, loaded when given as a path; SourcesInvalid names its problem."""
     if isinstance(sources, SourcesFile):
         return sources
     try:
@@ -429,7 +431,7 @@ def fetch_sources(
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
-    sf = _as_sources(sources)
+    sf = as_sources(sources)
     cache = ContentCache(cache_dir if cache_dir is not None else default_cache_dir())
     policy = replace(retry_policy or RetryPolicy(), retries=retries)
     pins = list(sf.pins())

@@ -254,10 +254,22 @@ class RunParams(_Section):
     prices: dict[str, PriceParams] = Field(default_factory=dict)
     retry_statuses: list[RetryStatus] = Field(
         default_factory=_default_retries,
-        description="Stored units that ended so are run once more by every resume or repro "
-        "(attempts recorded); COMPLETED units never are.",
+        description="Stored units that ended so are run once more by `agenteval retry`, a "
+        "resume, or a repro whose inference inputs changed (attempts recorded); COMPLETED "
+        "units never are.",
     )
     estimate_missing_usage: bool | None = None
+
+
+class FetchParams(_Section):
+    """The DVC `fetch` stage: the pinned external corpora (eval/sources.yaml)."""
+
+    allow_missing: bool = Field(
+        False,
+        description="false: a pinned file the network keeps away fails the stage (named), so "
+        "the next repro tries again; true: the stage lays out the rest and succeeds, and the "
+        "scenarios needing the file are SKIPPED_NO_DOCUMENT until this is set back to false.",
+    )
 
 
 class StatsParams(_Section):
@@ -535,6 +547,7 @@ class ClimbParams(_Section):
 
 
 class Params(_Section):
+    fetch: FetchParams = Field(default_factory=FetchParams)
     suite: SuiteParams = Field(default_factory=SuiteParams)
     target: TargetParams = Field(default_factory=TargetParams)
     simulator: SimulatorParams = Field(default_factory=SimulatorParams)

@@ -3,6 +3,7 @@
 from .anthropic_server import AnthropicServer
 from .common import (
     Call,
+    Drop,
     FakeLLMServer,
     Raw,
     RecordedRequest,
@@ -17,6 +18,7 @@ from .openai_server import OpenAIServer
 __all__ = [
     "AnthropicServer",
     "Call",
+    "Drop",
     "FakeLLMServer",
     "OpenAIServer",
     "Raw",

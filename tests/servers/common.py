@@ -59,7 +59,12 @@ class Raw:
     delay: float = 0.0
 
 
-Action = Reply | Raw
+@dataclass
+class Drop:
+    """Close the connection without answering, as a server or proxy dying mid-request."""
+
+
+Action = Reply | Raw | Drop
 ReplyFn = Callable[[Any], Action]
 
 
@@ -219,20 +224,25 @@ class FakeLLMServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            status, payload, extra_headers = self._answer(request)
+            answer = self._answer(request)
         finally:
             # Leave the in-flight count before the client can see the answer, otherwise
             # its next request could overlap this one in the count and fake a violation.
             with self._lock:
                 self.in_flight -= 1
-        self._write(handler, status, payload, extra_headers)
+        if answer is None:  # Drop: the socket closes with nothing sent
+            handler.close_connection = True
+            return
+        self._write(handler, *answer)
 
-    def _answer(self, request: RecordedRequest) -> tuple[int, bytes, dict[str, str]]:
+    def _answer(self, request: RecordedRequest) -> tuple[int, bytes, dict[str, str]] | None:
         if not self.route_ok(request.method, request.path):
             return 404, b'{"error": {"type": "not_found_error", "message": "no route"}}', {}
         action: Action | None = self.check_request(request)
         if action is None:
             action = self._next_action(request)
+        if isinstance(action, Drop):
+            return None
         if action.delay:
             time.sleep(action.delay)
         gate = self.gate
