@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 SPLITS = ("train", "held", "test")
 DEFAULT_SALT = "agenteval-split-1"
@@ -64,18 +65,25 @@ class Overlap:
     answer: str
     splits: dict[str, list[str]]
 
-    def describe(self, selected: Iterable[str] | None = None) -> dict[str, object]:
+    def describe(self, selected: Iterable[str] | None = None) -> dict[str, Any]:
         """As recorded; with `selected`, other scenarios are only counted per split."""
-        if selected is None:
-            return {"answer": self.answer, "splits": self.splits}
-        keep = set(selected)
-        shown = {name: [i for i in ids if i in keep] for name, ids in self.splits.items()}
-        hidden = {name: len(ids) - len(shown[name]) for name, ids in self.splits.items()}
-        return {
-            "answer": self.answer,
-            "splits": {name: ids for name, ids in shown.items() if ids},
-            "unselected": {name: n for name, n in hidden.items() if n},
-        }
+        entry: dict[str, Any] = {"answer": self.answer, "splits": self.splits}
+        return entry if selected is None else narrow_overlap(entry, selected)
+
+
+def narrow_overlap(entry: Mapping[str, Any], selected: Iterable[str]) -> dict[str, Any]:
+    """An overlap entry as a selection may see it: its own ids named, the others counted per
+    split (a train-only suite must not learn which held or test scenarios share an answer)."""
+    keep = set(selected)
+    hidden = dict(entry.get("unselected") or {})
+    shown: dict[str, list[str]] = {}
+    for name, ids in (entry.get("splits") or {}).items():
+        mine = [i for i in ids if i in keep]
+        if mine:
+            shown[name] = mine
+        if len(ids) > len(mine):
+            hidden[name] = hidden.get(name, 0) + len(ids) - len(mine)
+    return {"answer": entry["answer"], "splits": shown, "unselected": hidden}
 
 
 def normalise_answer(text: str) -> str:

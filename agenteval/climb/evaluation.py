@@ -21,6 +21,7 @@ from agenteval.layout import Layout
 from agenteval.params import load_params
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.suite import Suite
+from agenteval.split import narrow_overlap
 
 
 class NotComparable(Exception):
@@ -50,9 +51,12 @@ def split_suite(suite: Suite, ids: Sequence[str], iterations: int) -> Suite:
     wanted = set(ids)
     items = [item for item in suite.items if item.scenario.id in wanted]
     digest = digest_of(sorted((i.scenario.id, i.digest) for i in items))
-    return suite.model_copy(
-        update={"items": items, "iterations": int(iterations), "scenario_set_digest": digest}
-    )
+    split = dict(suite.split or {})
+    if split.get("overlap"):  # the split's own ids only: held and test stay unnamed in train
+        narrowed = [narrow_overlap(o, wanted) for o in split["overlap"]]
+        split["overlap"] = [o for o in narrowed if o["splits"]]
+    update = {"items": items, "iterations": int(iterations), "scenario_set_digest": digest}
+    return suite.model_copy(update=update | {"split": split or suite.split})
 
 
 def evaluate(
