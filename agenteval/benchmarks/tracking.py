@@ -116,8 +116,6 @@ def _fill(
     lock: Path | None,
     files: list[Path],
 ) -> None:
-    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
-
     from agenteval.tracking import provenance, results
 
     scrubber = provenance.secret_scrubber(params)
@@ -129,7 +127,7 @@ def _fill(
     for name in (*BASE_SECTIONS, kind):
         for key, value in flatten(params.get(name) or {}, name).items():
             text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-            flat[provenance.mlflow_key(key)] = scrubber.scrub_text(text)[:MAX_PARAM_VAL_LENGTH]
+            flat[provenance.mlflow_key(key)] = scrubber.scrub_text(text)[:results.MAX_PARAM_CHARS]
     results.log_batched(
         client,
         run_id,

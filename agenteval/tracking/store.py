@@ -29,10 +29,10 @@ SQLITE_PREFIX = "sqlite:///"
 # so it is set before that import and left set; the others are restored afterwards.
 _TELEMETRY_OFF = ("MLFLOW_DISABLE_TELEMETRY", "true")
 _SESSION_ENV = {
-    # Params, tags and metrics land before the run is marked FINISHED. Traces do not use
-    # MLflow's exporter at all (its async queue drops traces when full, and a sampling ratio
-    # would thin them): tracking.traces_store writes and then counts them.
+    # Params, tags and metrics land (synchronously) before the run is marked FINISHED.
     "MLFLOW_ENABLE_ASYNC_LOGGING": "false",
+    # Every trace is sampled: the run's sessions are whole (tracking.traces counts them).
+    "MLFLOW_TRACE_SAMPLING_RATIO": "1.0",
 }
 
 
@@ -115,7 +115,7 @@ _TUNED: set[str] = set()
 def tune_sqlite(uri: str) -> None:
     """Write-ahead log and synchronous=NORMAL for a sqlite store.
 
-    Every MLflow write is its own transaction (a trace, each of its spans, each assessment);
+    Every MLflow write is its own transaction (a trace, a batch of spans, a metric batch);
     with the default rollback journal each one waits for several fsyncs. WAL syncs only at
     checkpoints, survives a crash of this process intact (a power cut may lose the last
     transactions, never the file), and lets parallel experiment runs read while one writes.
@@ -124,7 +124,10 @@ def tune_sqlite(uri: str) -> None:
     path = sqlite_path(uri)
     if path is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # MLflow then fails to open it, with its own message (store_failures)
     try:
         # journal_mode is stored in the file; set once, every later connection uses it.
         with closing(sqlite3.connect(path, timeout=20)) as conn:
@@ -170,7 +173,11 @@ def mlflow_client(uri: str) -> Iterator[MlflowClient]:
     previous = mlflow.get_tracking_uri() if was_set else None
     mlflow.set_tracking_uri(uri)
     try:
-        yield mlflow.MlflowClient(tracking_uri=uri)
+        try:
+            client = mlflow.MlflowClient(tracking_uri=uri)
+        except OSError as exc:  # a sqlite store where no file can be made
+            raise TrackingError(f"the store {public_uri(uri)} failed: {exc}") from exc
+        yield client
     finally:
         mlflow.set_tracking_uri(previous)  # type: ignore[arg-type]  # None unsets it
         for name, value in saved.items():
