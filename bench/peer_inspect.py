@@ -18,11 +18,12 @@ to exit. Each item is the same work for both, in one of two workloads:
 
 The harnesses:
 
-- agenteval: `agenteval run` on N generated single-turn scenarios with the `chat` target,
-  the code judge, the reports, and MLflow tracking on (the default: params, metrics,
-  artifacts and one trace per item with its spans, feedback and expectations, counted back
-  in the store) or off (`tracking.enabled=false`). The sqlite store exists before the
-  clock starts.
+- agenteval: `python -m agenteval run` (the console script's code) on N generated single-
+  turn scenarios with the `chat` target, the code judge, the reports, and MLflow tracking
+  on (the default: params, metrics, artifacts and one trace per item with its spans,
+  feedback and expectations, through MLflow's public tracing API, counted back in the
+  store) or off (`tracking.enabled=false`). The sqlite store exists before the clock
+  starts.
 - inspect_ai: `inspect eval` of a task with the same N questions and an `includes()`
   scorer, `--model openai/bench-model -M responses_api=false` (chat completions, as the
   endpoint speaks), `--max-connections` = concurrency, `--display plain`, writing its usual
@@ -31,11 +32,11 @@ The harnesses:
 The endpoint's request count is checked: both harnesses must send the same number, or the
 workload is not the same work and the script stops. Each repeat runs the three in turn;
 the table shows medians. wall/ideal divides by requests x latency / concurrency, the time
-the endpoint alone imposes. CPU is each harness's process tree (agenteval with tracking
-on: the parent and its MLflow child), endpoint the loopback's CPU during that run, and
-floor the least wall any schedule could reach on this machine's cores: max(ideal, (CPU +
-endpoint) / cores). So a ratio target can be checked against what the machine allows, not
-only against the last run.
+the endpoint alone imposes. CPU is each harness's process tree (agenteval logs to MLflow
+in its own process), endpoint the loopback's CPU during that run, and floor the least wall
+any schedule could reach on this machine's cores: max(ideal, (CPU + endpoint) / cores). So
+a ratio target can be checked against what the machine allows, not only against the last
+run.
 """
 
 from __future__ import annotations
@@ -130,8 +131,7 @@ def inspect_env() -> Path:
 
 
 def children_cpu() -> float:
-    """CPU seconds of every finished, waited-for descendant: a harness's process tree
-    (agenteval's MLflow child is waited for by its parent, so it counts)."""
+    """CPU seconds of every finished, waited-for descendant: a harness's process tree."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
@@ -163,12 +163,12 @@ def agenteval_project(folder: Path, items: int, port: int, concurrency: int, too
 
 
 def run_agenteval(root: Path, port: int, tracking: bool, round_: int) -> dict[str, Any]:
-    agenteval = str(Path(sys.executable).parent / "agenteval")
     out = root.parent / f"run-{'on' if tracking else 'off'}-{round_}"
-    cmd = [agenteval, "run", "--out", str(out), "--no-progress"]
+    # `python -m agenteval` is the console script's code, from this source tree.
+    cmd = [sys.executable, "-m", "agenteval", "run", "--out", str(out), "--no-progress"]
     if not tracking:
         cmd += ["--set", "tracking.enabled=false"]
-    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
+    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true", PYTHONPATH=str(ROOT))
     result = run_timed(cmd, root, env, port)
     if tracking and "MLflow: logged run" not in result["output"]:
         raise SystemExit(f"agenteval did not log to MLflow:\n{result['output'][-2000:]}")
