@@ -1,13 +1,13 @@
 """The garbage collector and the BLAS thread pool tuned for agenteval's batch processes
-(`agenteval run`, its MLflow child, the DVC stages).
+(`agenteval run`, the DVC stages).
 
 A run keeps a large heap of long-lived objects (the modules of pydantic, aiohttp, MLflow,
 SQLAlchemy, pandas; the suite) and allocates millions of short-lived ones on top (messages,
 transcripts, trace rows), almost all freed by reference counting. With CPython's default
 thresholds, (700, 10, 10), every full collection walks the whole long-lived heap again:
-measured on `python bench/peer_inspect.py` (500 conversations), 0.44 s of the parent's CPU
-and 0.83 s of the MLflow child's went to the collector, most of it in full collections
-during imports and trace building. `settle()` takes what is alive now out of the
+measured on `python bench/peer_inspect.py` (500 conversations), 0.44 s of the run's CPU
+went to the collector, most of it in full collections during imports. Measured again
+without it (`python bench/ab_run.py`, docs/performance.md): about 7 % more CPU per run. `settle()` takes what is alive now out of the
 collector's sight (`gc.freeze`) and collects less often; cycles are still collected.
 
 NumPy's bundled OpenBLAS starts a thread per core when it loads, and they spin: on this
@@ -40,7 +40,7 @@ _claimed = False
 
 def claim() -> None:
     """This process is one of agenteval's batch processes: its entry point (the console
-    script, a DVC stage, the MLflow child) says so before any work. Without a claim,
+    script, a DVC stage) says so before any work. Without a claim,
     `settle()` and `importing()` change nothing, so a command or a stage called inside
     another program (a test's CliRunner, a notebook) leaves that program's collector alone."""
     global _claimed
