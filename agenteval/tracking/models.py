@@ -93,7 +93,7 @@ def _model_params(
 ) -> dict[str, str]:
     """The `target` section as configured, the knobs the agent reported, the code digest."""
     from agenteval.tracking.provenance import mlflow_key
-    from agenteval.tracking.results import MAX_PARAM_CHARS
+    from agenteval.tracking.store import MAX_PARAM_CHARS
 
     values: dict[str, Any] = dict(flatten(dict(target_params)))
     knobs = (agent.get("details") or {}).get("knobs") or {}

@@ -11,6 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agenteval.schema.scorecard import Scorecard
 from agenteval.tracking.provenance import mlflow_key
+from agenteval.tracking.store import (
+    MAX_METRICS_PER_BATCH,
+    MAX_PARAMS_TAGS_PER_BATCH,
+    MAX_TAG_CHARS,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,11 +28,6 @@ T = TypeVar("T")
 REPORT_FILES = ("scorecard.json", "summary.md", "metrics.json", "noise.json")
 TABLE_NAME = "scenarios.parquet"
 REDACTED = "[REDACTED]"
-# MLflow's documented limits for log_batch (per call) and for a value's length.
-MAX_PARAMS_TAGS_PER_BATCH = 100
-MAX_METRICS_PER_BATCH = 1000
-MAX_PARAM_CHARS = 6000
-MAX_TAG_CHARS = 8000
 
 
 # The numbers a run is compared by: linked to the agent's LoggedModel and the scenario set,

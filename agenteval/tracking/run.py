@@ -171,6 +171,7 @@ def _fill_run(
     artifacts; the run ends FAILED if any step fails (its traces removed), so a later
     attempt logs a fresh run instead of finding this incomplete one."""
     from agenteval.tracking import provenance, results
+    from agenteval.tracking.store import MAX_PARAM_CHARS
 
     client, run_id = target.client, target.run_id
 
@@ -195,7 +196,7 @@ def _fill_run(
         results.log_batched(
             client,
             run_id,
-            params=provenance.run_params(params, scrubber, results.MAX_PARAM_CHARS),
+            params=provenance.run_params(params, scrubber, MAX_PARAM_CHARS),
             tags=tags,
             metrics=results.run_metrics(_flat_metrics(layout, card))
             | results.interval_metrics(noise),

@@ -24,6 +24,11 @@ FAILURE_TAG = "agenteval.failure"  # why a run that was logged in full is FAILED
 # agent versions, datasets, evaluation runs) without asking the user what it is.
 EXPERIMENT_KIND = ("mlflow.experimentKind", "genai_development")
 SQLITE_PREFIX = "sqlite:///"
+# MLflow's documented limits: entities per log_batch call, and a value's length.
+MAX_PARAMS_TAGS_PER_BATCH = 100
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAM_CHARS = 6000
+MAX_TAG_CHARS = 8000
 
 # Environment MLflow reads while we log. Telemetry is decided when mlflow is first imported,
 # so it is set before that import and left set; the others are restored afterwards.
