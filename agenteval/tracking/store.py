@@ -38,6 +38,12 @@ _SESSION_ENV = {
     "MLFLOW_ENABLE_ASYNC_LOGGING": "false",
     # Every trace is sampled: the run's sessions are whole (tracking.traces counts them).
     "MLFLOW_TRACE_SAMPLING_RATIO": "1.0",
+    # Traces are exported by MLflow's background workers while the next ones are built
+    # (bench/mlflow_logging.py: ~3x faster than exporting each as it ends), their spans in
+    # batches of up to 500 per log_spans call (MLflow's default is 5; ~20 % faster). The
+    # queues are drained and the store counted before the run is finished (tracking.traces).
+    "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "true",
+    "MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE": "500",
 }
 
 
