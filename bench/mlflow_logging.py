@@ -4,9 +4,8 @@ Run from the repository root with the venv active:  python bench/mlflow_logging.
 Options: --scenarios N (metrics, params and artifacts, and the records of a new evaluation
 dataset; default 1000), --turns N (traces, each turn one trace with one tool call, three
 feedback scores, two expectations and, on a scenario's first turn, its session feedback;
-default 200), --untuned (the sqlite store left in MLflow's own journal mode, to price
-`tracking.store.tune_sqlite`). Everything happens in a temporary folder; nothing reaches
-the network. Every write goes through MLflow's public API, as `log_evaluation` does.
+default 200). Everything happens in a temporary folder; nothing reaches the network. Every
+write goes through MLflow's public API, as `log_evaluation` does.
 """
 
 from __future__ import annotations
@@ -174,14 +173,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=1000)
     parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--untuned", action="store_true", help="sqlite left as MLflow makes it")
     args = parser.parse_args()
     command = f"python bench/mlflow_logging.py --scenarios {args.scenarios} --turns {args.turns}"
-    if args.untuned:
-        from agenteval.tracking import store
-
-        store.tune_sqlite = lambda uri: None  # the device priced: off
-        command += " --untuned"
     rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="agenteval-bench-") as tmp:
         uri = f"sqlite:///{Path(tmp).as_posix()}/mlflow.db"

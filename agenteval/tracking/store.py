@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
@@ -119,54 +118,6 @@ def artifact_location(uri: str) -> str | None:
     return (path.parent / "mlartifacts").as_uri() if path is not None else None
 
 
-# Resolved paths of the sqlite stores tuned by tune_sqlite in this process.
-_TUNED: set[str] = set()
-
-
-def tune_sqlite(uri: str) -> None:
-    """Write-ahead log and synchronous=NORMAL for a sqlite store.
-
-    Every MLflow write is its own transaction (a trace, a batch of spans, a metric batch);
-    with the default rollback journal each one waits for several fsyncs. WAL syncs only at
-    checkpoints, survives a crash of this process intact (a power cut may lose the last
-    transactions, never the file), and lets parallel experiment runs read while one writes.
-    It leaves mlflow.db-wal / mlflow.db-shm beside the store while it is open.
-    """
-    path = sqlite_path(uri)
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return  # MLflow then fails to open it, with its own message (store_failures)
-    try:
-        # journal_mode is stored in the file; set once, every later connection uses it.
-        with closing(sqlite3.connect(path, timeout=20)) as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-    except sqlite3.Error:
-        return  # locked or read-only: MLflow still works, only slower
-    _TUNED.add(str(path.resolve()))
-    _listen_for_connections()
-
-
-@functools.cache
-def _listen_for_connections() -> None:
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
-
-    event.listen(Engine, "connect", _on_connect)
-
-
-def _on_connect(dbapi_connection: object, _record: object) -> None:
-    # synchronous is per connection, so it is set on each one MLflow's engine opens, and
-    # only for the stores tuned above: other sqlite engines in the process are left alone.
-    if not isinstance(dbapi_connection, sqlite3.Connection):
-        return
-    files = [row[2] for row in dbapi_connection.execute("PRAGMA database_list") if row[2]]
-    if any(str(Path(f).resolve()) in _TUNED for f in files):
-        dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-
-
 @contextmanager
 def mlflow_client(uri: str) -> Iterator[MlflowClient]:
     """An MlflowClient on `uri`, with MLflow's fluent APIs pointed there too.
@@ -177,7 +128,6 @@ def mlflow_client(uri: str) -> Iterator[MlflowClient]:
     os.environ[_TELEMETRY_OFF[0]] = _TELEMETRY_OFF[1]
     saved = {name: os.environ.get(name) for name in (*_SESSION_ENV, "MLFLOW_TRACKING_URI")}
     os.environ.update(_SESSION_ENV)
-    tune_sqlite(uri)
     import mlflow
 
     was_set = mlflow.is_tracking_uri_set()  # type: ignore[no-untyped-call]
