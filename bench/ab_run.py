@@ -7,7 +7,8 @@ A and B are two checkouts of agenteval (e.g. `git worktree add /tmp/a <commit>`)
 that removes a device and its parent. Both run `python -m agenteval run` (with PYTHONPATH set
 to their tree) on the same generated project of N single-turn scenarios (the `chat` target
 against the loopback endpoint of bench/loopback.py, 50 ms, concurrency 32, a tool call then
-the answer: the `tool` workload of bench/peer_inspect.py), in the order A, B, A, B, ...
+the answer: the `tool` workload of bench/peer_inspect.py; `--documents` puts three of
+eval/corpus's documents in its library for the tool to search), in the order A, B, A, B, ...
 so the machine's load falls on both alike. Prints each run, then the median and range of
 wall and CPU (the process tree) per tree, and B/A of the medians.
 """
@@ -33,8 +34,11 @@ import workload
 ROOT = workload.ROOT
 
 
-def project(folder: Path, items: int, port: int, tracking: bool) -> Path:
+def project(folder: Path, items: int, port: int, tracking: bool, documents: bool) -> Path:
     root = workload.generated_root(folder, items, tools=True)
+    if documents:  # the agent's query_documents then searches them (bm25s, chunking)
+        for source in sorted((ROOT / "eval" / "corpus" / "documents").glob("*.md"))[:3]:
+            (root / "library" / source.name).write_bytes(source.read_bytes())
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for section, values in workload.chat_overrides(port, 32, ["library"]).items():
         params[section] = {**params[section], **values}
@@ -68,13 +72,14 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--items", type=int, default=500)
     parser.add_argument("--tracking", action="store_true", help="tracking on (default off)")
+    parser.add_argument("--documents", action="store_true", help="3 documents in the library")
     args = parser.parse_args()
     workload.prepare_to_measure()
     server, port = loopback.start_server(0.05, tools=True)
     found: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
     try:
         with tempfile.TemporaryDirectory(prefix="agenteval-ab-") as tmp:
-            root = project(Path(tmp), args.items, port, args.tracking)
+            root = project(Path(tmp), args.items, port, args.tracking, args.documents)
             for pair in range(args.pairs):
                 for name, tree in (("A", args.a), ("B", args.b)):
                     wall, cpu = run(tree.resolve(), root, Path(tmp) / f"{name}{pair}")
@@ -92,7 +97,7 @@ def main() -> int:
               f"[{min(cpus):.2f}-{max(cpus):.2f}]")  # fmt: skip
     print(f"B/A: wall {medians['B'][0] / medians['A'][0]:.3f}, "
           f"CPU {medians['B'][1] / medians['A'][1]:.3f}")  # fmt: skip
-    flag = " --tracking" if args.tracking else ""
+    flag = (" --tracking" if args.tracking else "") + (" --documents" if args.documents else "")
     print(f"rerun: python bench/ab_run.py --a {args.a} --b {args.b} --pairs {args.pairs} "
           f"--items {args.items}{flag}")  # fmt: skip
     return 0
