@@ -57,10 +57,8 @@ class _Target:
     """The run being filled."""
 
     client: MlflowClient
-    uri: str
     experiment_id: str
     run_id: str
-    run_key: str
 
 
 def log_evaluation(
@@ -114,7 +112,7 @@ def log_evaluation(
             run_id, created = existing, False
         else:
             run_id = _new_run(client, experiment_id, card, params, (key, basis), dest)
-            target = _Target(client, dest.uri, experiment_id, run_id, key)
+            target = _Target(client, experiment_id, run_id)
             sent = _fill_run(target, layout, params, card, traces)
             created = True
     result = TrackResult(

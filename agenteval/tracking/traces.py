@@ -214,7 +214,11 @@ def run_trace_ids(client: MlflowClient, experiment_id: str, run_id: str) -> list
 
 def delete_run_traces(client: MlflowClient, experiment_id: str, run_id: str) -> None:
     """Every trace of the run removed (a failed attempt's: its retry has the same run key,
-    so its sessions would otherwise show this attempt's turns as well)."""
+    so its sessions would otherwise show this attempt's turns as well), once MLflow has
+    finished exporting what it still held."""
+    import mlflow
+
+    mlflow.flush_trace_async_logging()
     ids = run_trace_ids(client, experiment_id, run_id)
     for start in range(0, len(ids), DELETE_CHUNK):
         client.delete_traces(experiment_id, trace_ids=ids[start : start + DELETE_CHUNK])
