@@ -1,5 +1,5 @@
 """`python -m agenteval` runs the command line."""
 
-from agenteval.entry import main
+from agenteval.cli import main
 
 main()

@@ -1,24 +1,21 @@
 """The garbage collector and the BLAS thread pool tuned for agenteval's batch processes
-(`agenteval run`, its MLflow child, the DVC stages).
+(`agenteval run`, the DVC stages).
 
 A run keeps a large heap of long-lived objects (the modules of pydantic, aiohttp, MLflow,
 SQLAlchemy, pandas; the suite) and allocates millions of short-lived ones on top (messages,
-transcripts, trace rows), almost all freed by reference counting. With CPython's default
-thresholds, (700, 10, 10), every full collection walks the whole long-lived heap again:
-measured on `python bench/peer_inspect.py` (500 conversations), 0.44 s of the parent's CPU
-and 0.83 s of the MLflow child's went to the collector, most of it in full collections
-during imports and trace building. `settle()` takes what is alive now out of the
-collector's sight (`gc.freeze`) and collects less often; cycles are still collected.
+transcripts, spans), almost all freed by reference counting. With CPython's default
+thresholds, (700, 10, 10), every full collection walks the whole long-lived heap again.
+`settle()` takes what is alive now out of the collector's sight (`gc.freeze`) and collects
+less often; cycles are still collected. Measured without it (`python bench/ab_run.py`,
+docs/performance.md): about 7 % more CPU for a 500-conversation run, the wall within noise.
 
 NumPy's bundled OpenBLAS starts a thread per core when it loads, and they spin: on this
 project's 2-core machines `import numpy, scipy.special` costs 0.42 s of CPU with them and
 0.23 s without (`OPENBLAS_NUM_THREADS=1`), for the same wall time. agenteval does no
 linear algebra that gains from them (its largest product is a bootstrap of a few hundred
-values), and in `agenteval run` the parent's stats step loads NumPy while the MLflow
-child logs the traces, so the spinning threads took CPU from the run's critical path
-(measured: the child's logging 0.1 s longer). A claimed process therefore loads OpenBLAS
-single-threaded unless the user set the variable; processes it starts inherit that (the
-MLflow child, executor workers), MCP agents do not (they get named variables only).
+values), so the threads only take CPU from the run. A claimed process therefore loads
+OpenBLAS single-threaded unless the user set the variable; processes it starts inherit
+that (executor workers), MCP agents do not (they get named variables only).
 """
 
 from __future__ import annotations
@@ -40,7 +37,7 @@ _claimed = False
 
 def claim() -> None:
     """This process is one of agenteval's batch processes: its entry point (the console
-    script, a DVC stage, the MLflow child) says so before any work. Without a claim,
+    script, a DVC stage) says so before any work. Without a claim,
     `settle()` and `importing()` change nothing, so a command or a stage called inside
     another program (a test's CliRunner, a notebook) leaves that program's collector alone."""
     global _claimed

@@ -1,4 +1,4 @@
-"""Human-readable outputs: summary.md, plot data for `dvc plots`, and offline PNGs."""
+"""Human-readable outputs: summary.md and the plot data `dvc plots` draws."""
 
 from __future__ import annotations
 
@@ -244,28 +244,8 @@ def plot_data(card: Scorecard) -> dict[str, list[dict[str, Any]]]:
     return {"category_pass_rate": categories, "score_distribution": scores}
 
 
-CHARTS = ("category_pass_rate", "score_distribution")  # plots/<name>.json and .svg
-
-
-def chart_svgs(data: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
-    """The SVG text of each chart in CHARTS, from its plot data."""
-    from agenteval.charts import histogram, horizontal_bars
-
-    cats = data["category_pass_rate"]
-    bars = horizontal_bars([c["category"] for c in cats], [c["pass_rate"] for c in cats],
-                           title="Pass rate by category", x_label="judged pass rate")  # fmt: skip
-    scores = histogram([s["score"] for s in data["score_distribution"]], bins=20, low=0, high=10,
-                       title="Score distribution", x_label="scenario score (0-10)",
-                       y_label="scenario iterations")  # fmt: skip
-    return {"category_pass_rate": bars, "score_distribution": scores}
-
-
 def write_report(card: Scorecard, reports: Path) -> None:
     write_text(reports / "summary.md", summary_markdown(card, load_noise(card, reports)))
-    plots = reports / "plots"
-    data = plot_data(card)
-    for name, rows in data.items():
-        write_json(plots / f"{name}.json", rows)
-    for name, svg in chart_svgs(data).items():
-        write_text(plots / f"{name}.svg", svg)
-        (plots / f"{name}.png").unlink(missing_ok=True)  # drawn by earlier versions
+    # The charts are DVC's: dvc.yaml declares these files as plots (`dvc plots show`).
+    for name, rows in plot_data(card).items():
+        write_json(reports / "plots" / f"{name}.json", rows)

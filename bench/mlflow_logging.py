@@ -2,9 +2,10 @@
 
 Run from the repository root with the venv active:  python bench/mlflow_logging.py
 Options: --scenarios N (metrics, params and artifacts, and the records of a new evaluation
-dataset, MLflow's way and ours; default 1000), --turns N (traces,
-each turn one trace with one tool call, three feedback scores and two expectations;
-default 200). Everything happens in a temporary folder; nothing reaches the network.
+dataset; default 1000), --turns N (traces, each turn one trace with one tool call, three
+feedback scores, two expectations and, on a scenario's first turn, its session feedback;
+default 200). Everything happens in a temporary folder; nothing reaches the network. Every
+write goes through MLflow's public API, as `log_evaluation` does.
 """
 
 from __future__ import annotations
@@ -138,29 +139,21 @@ def timed_log(layout: Layout, uri: str, experiment: str, traces: bool) -> tuple[
     return time.perf_counter() - start, result.traces_logged
 
 
-def dataset_upserts(uri: str, items: list[SuiteItem]) -> tuple[float, float]:
-    """Seconds to put these scenarios into a new evaluation dataset: through MLflow's
-    `merge_records` (a query and an insert per record), then through
-    `tracking.sql_datasets` (one lookup, one flush), which log_evaluation uses on SQL stores."""
+def dataset_upsert(uri: str, items: list[SuiteItem]) -> float:
+    """Seconds to put these scenarios into a new evaluation dataset (`merge_records`)."""
+    from mlflow.genai import datasets
+
     from agenteval.llm.scrub import Scrubber
     from agenteval.tracking.models import scenario_record
-    from agenteval.tracking.sql_datasets import merge_records
     from agenteval.tracking.store import mlflow_client
-    from agenteval.tracking.traces_store import sql_store
 
-    seconds = []
     with mlflow_client(uri) as client:
         experiment = client.create_experiment("datasets")
-        for batched in (False, True):
-            records = [scenario_record(item, Scrubber()) for item in items]
-            dataset = client.create_dataset(f"scenarios-{batched}", experiment_id=experiment)
-            start = time.perf_counter()
-            if batched:
-                merge_records(dataset, sql_store(uri), records)
-            else:
-                dataset.merge_records(records)
-            seconds.append(time.perf_counter() - start)
-    return seconds[0], seconds[1]
+        records = [scenario_record(item, Scrubber()) for item in items]
+        dataset = datasets.create_dataset(name="scenarios", experiment_id=experiment)
+        start = time.perf_counter()
+        dataset.merge_records(records)
+        return time.perf_counter() - start
 
 
 def per_value_log_metric(uri: str, n: int) -> float:
@@ -196,13 +189,8 @@ def main() -> int:
         per_value = per_value_log_metric(uri, 300)
         rows.append(("unbatched log_metric, per value", f"{per_value * 1000:.1f} ms"))
         items = [suite_item(scenario_result(i)) for i in range(args.scenarios)]
-        theirs, ours = dataset_upserts(uri, items)
-        rows.append(
-            (f"{args.scenarios} scenarios into a new dataset, merge_records", f"{theirs:.2f} s")
-        )
-        rows.append(
-            (f"{args.scenarios} scenarios into a new dataset, sql_datasets", f"{ours:.2f} s")
-        )
+        upsert = dataset_upsert(uri, items)
+        rows.append((f"{args.scenarios} scenarios into a new dataset", f"{upsert:.2f} s"))
         n_scenarios = max(1, args.turns // TURNS_PER_SCENARIO)
         results = [scenario_result(i) for i in range(n_scenarios)]
         convo = Layout.run_dir(ROOT, Path(tmp) / "traces")

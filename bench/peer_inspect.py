@@ -18,24 +18,25 @@ to exit. Each item is the same work for both, in one of two workloads:
 
 The harnesses:
 
-- agenteval: `agenteval run` on N generated single-turn scenarios with the `chat` target,
-  the code judge, the reports, and MLflow tracking on (the default: params, metrics,
-  artifacts and one trace per item with its spans, feedback and expectations, counted back
-  in the store) or off (`tracking.enabled=false`). The sqlite store exists before the
-  clock starts.
+- agenteval: `python -m agenteval run` (the console script's code) on N generated single-
+  turn scenarios with the `chat` target, the code judge, the reports, and MLflow tracking
+  on (the default: params, metrics, artifacts and one trace per item with its spans,
+  feedback and expectations, through MLflow's public tracing API, counted back in the
+  store), on without traces (`tracking.traces=false`) or off (`tracking.enabled=false`).
+  The sqlite store exists before the clock starts.
 - inspect_ai: `inspect eval` of a task with the same N questions and an `includes()`
   scorer, `--model openai/bench-model -M responses_api=false` (chat completions, as the
   endpoint speaks), `--max-connections` = concurrency, `--display plain`, writing its usual
   .eval log.
 
 The endpoint's request count is checked: both harnesses must send the same number, or the
-workload is not the same work and the script stops. Each repeat runs the three in turn;
+workload is not the same work and the script stops. Each repeat runs the four in turn;
 the table shows medians. wall/ideal divides by requests x latency / concurrency, the time
-the endpoint alone imposes. CPU is each harness's process tree (agenteval with tracking
-on: the parent and its MLflow child), endpoint the loopback's CPU during that run, and
-floor the least wall any schedule could reach on this machine's cores: max(ideal, (CPU +
-endpoint) / cores). So a ratio target can be checked against what the machine allows, not
-only against the last run.
+the endpoint alone imposes. CPU is each harness's process tree (agenteval logs to MLflow
+in its own process), endpoint the loopback's CPU during that run, and floor the least wall
+any schedule could reach on this machine's cores: max(ideal, (CPU + endpoint) / cores). So
+a ratio target can be checked against what the machine allows, not only against the last
+run.
 """
 
 from __future__ import annotations
@@ -130,8 +131,7 @@ def inspect_env() -> Path:
 
 
 def children_cpu() -> float:
-    """CPU seconds of every finished, waited-for descendant: a harness's process tree
-    (agenteval's MLflow child is waited for by its parent, so it counts)."""
+    """CPU seconds of every finished, waited-for descendant: a harness's process tree."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
@@ -162,13 +162,21 @@ def agenteval_project(folder: Path, items: int, port: int, concurrency: int, too
     return root
 
 
-def run_agenteval(root: Path, port: int, tracking: bool, round_: int) -> dict[str, Any]:
-    agenteval = str(Path(sys.executable).parent / "agenteval")
-    out = root.parent / f"run-{'on' if tracking else 'off'}-{round_}"
-    cmd = [agenteval, "run", "--out", str(out), "--no-progress"]
-    if not tracking:
-        cmd += ["--set", "tracking.enabled=false"]
-    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
+# agenteval's three ways to run: tracking off, on without traces, on (the default).
+AGENTEVAL = {
+    "agenteval, tracking off": ["--set", "tracking.enabled=false"],
+    "agenteval, tracking on, no traces": ["--set", "tracking.traces=false"],
+    "agenteval, tracking on": [],
+}
+
+
+def run_agenteval(root: Path, port: int, name: str, round_: int) -> dict[str, Any]:
+    out = root.parent / f"run-{list(AGENTEVAL).index(name)}-{round_}"
+    # `python -m agenteval` is the console script's code, from this source tree.
+    cmd = [sys.executable, "-m", "agenteval", "run", "--out", str(out), "--no-progress"]
+    cmd += AGENTEVAL[name]
+    tracking = "tracking off" not in name
+    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true", PYTHONPATH=str(ROOT))
     result = run_timed(cmd, root, env, port)
     if tracking and "MLflow: logged run" not in result["output"]:
         raise SystemExit(f"agenteval did not log to MLflow:\n{result['output'][-2000:]}")
@@ -235,8 +243,9 @@ def report(kind: str, rows: dict[str, dict[str, Any]], args: argparse.Namespace)
         "floor: max(ideal, (CPU + endpoint) / cores), medians"
     )
     on, off, peer = rows["agenteval, tracking on"], rows["agenteval, tracking off"], rows[INSPECT]
+    bare = rows["agenteval, tracking on, no traces"]
     print(f"agenteval tracking on / off, wall:      {on['wall_s'] / off['wall_s']:.2f}x "
-          f"(target <= 1.5)")  # fmt: skip
+          f"(target <= 1.5); without traces {bare['wall_s'] / off['wall_s']:.2f}x")  # fmt: skip
     print(
         f"inspect_ai / agenteval (tracking on), per item: "
         f"{peer['per_item_ms'] / on['per_item_ms']:.2f}x (target >= 4)"
@@ -260,8 +269,7 @@ def same_work(kind: str, runs: dict[str, list[dict[str, Any]]], items: int) -> N
 def measure(kind: str, inspect: Path, folder: Path, args: argparse.Namespace) -> None:
     """Every repeat of the three harness runs on one workload, then its table."""
     server, port = loopback.start_server(args.latency, tools=WORKLOADS[kind].tools)
-    runs: dict[str, list[dict[str, Any]]] = {INSPECT: [], "agenteval, tracking off": [],
-                                              "agenteval, tracking on": []}  # fmt: skip
+    runs: dict[str, list[dict[str, Any]]] = {INSPECT: []} | {name: [] for name in AGENTEVAL}
     try:
         (folder / "inspect").mkdir()
         root = agenteval_project(
@@ -272,8 +280,8 @@ def measure(kind: str, inspect: Path, folder: Path, args: argparse.Namespace) ->
             runs[INSPECT].append(
                 run_inspect(inspect, folder / "inspect", args.items, port, args.concurrency, kind)
             )
-            runs["agenteval, tracking off"].append(run_agenteval(root, port, False, round_))
-            runs["agenteval, tracking on"].append(run_agenteval(root, port, True, round_))
+            for name in AGENTEVAL:
+                runs[name].append(run_agenteval(root, port, name, round_))
             line = ", ".join(f"{k} {v[-1]['wall_s']:.1f} s" for k, v in runs.items())
             print(f"{kind} round {round_ + 1}: {line} ({workload.load_average()}, "
                   f"{workload.steal_since(jiffies)})", flush=True)  # fmt: skip

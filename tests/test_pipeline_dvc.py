@@ -82,7 +82,7 @@ def set_param(repo: Path, section: str, key: str, value: object) -> None:
 
 
 def test_repro_produces_reports(repo: Path) -> None:
-    for name in ("scorecard.json", "metrics.json", "summary.md", "plots/category_pass_rate.svg"):
+    for name in ("scorecard.json", "metrics.json", "summary.md", "plots/category_pass_rate.json"):
         assert (repo / "reports" / name).is_file(), name
     assert (repo / "data/suite.json").is_file()
     assert any((repo / "data/transcripts").rglob("0.json"))

@@ -29,7 +29,6 @@ from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
 from agenteval.scorecard import metrics_of
 from agenteval.scoring import ScoringRules, dimension_means, summarize
-from agenteval.tracking import sql_traces
 from agenteval.tracking.provenance import run_key
 from agenteval.tracking.run import TrackResult, log_evaluation
 from agenteval.tracking.store import (
@@ -370,28 +369,45 @@ def test_planted_secret_appears_nowhere(logged: Logged, tmp_path: Path) -> None:
     assert SECRET not in (layout.reports / "mlflow_run.json").read_text()
 
 
-@pytest.mark.parametrize("table", ["spans", "assessments", "trace_info"])
+def lose_an_assessment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store never gets one assessment (the last one logged)."""
+    import mlflow
+
+    real, seen = mlflow.log_assessment, []
+
+    def lossy(trace_id: str, assessment: Any) -> Any:
+        seen.append(trace_id)
+        return assessment if len(seen) == 3 else real(trace_id=trace_id, assessment=assessment)
+
+    monkeypatch.setattr(mlflow, "log_assessment", lossy)
+
+
+def lose_a_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One tool span is never recorded: MLflow hands back a no-op span, as it does when it
+    fails to start one (it logs that and carries on)."""
+    import mlflow
+    from mlflow.entities import NoOpSpan
+
+    real = mlflow.start_span_no_context
+
+    def lost(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(mlflow, "start_span_no_context", real)
+        return NoOpSpan()
+
+    monkeypatch.setattr(mlflow, "start_span_no_context", lost)
+
+
+@pytest.mark.parametrize(("lose", "what"), [(lose_an_assessment, "assessments"),
+                                            (lose_a_span, "spans")])  # fmt: skip
 def test_lost_traces_fail_loudly_and_leave_no_reusable_run(
-    logged: Logged, monkeypatch: pytest.MonkeyPatch, table: str
+    logged: Logged, monkeypatch: pytest.MonkeyPatch, lose: Any, what: str
 ) -> None:
     uri = logged.uri  # a fresh experiment in the same store
-    real_insert = sql_traces.insert_rows
-
-    def lossy(session: Any, rows: sql_traces.Rows) -> None:
-        # The store drops one row of `table` (and, for a trace, everything hanging off it).
-        lost = getattr(rows, table).pop()
-        if table == "trace_info":
-            for name in ("trace_tags", "trace_request_metadata", "assessments", "spans"):
-                key = "trace_id" if name in ("assessments", "spans") else "request_id"
-                kept = [r for r in getattr(rows, name) if r[key] != lost["request_id"]]
-                setattr(rows, name, kept)
-        real_insert(session, rows)
-
-    monkeypatch.setattr(sql_traces, "insert_rows", lossy)
-    experiment = f"lossy-{table}"
-    with pytest.raises(TrackingError, match=f"lost data .*{table.split('_')[0]}"):
-        log_evaluation(logged.layout, logged.params, uri=uri, experiment=experiment)
-    monkeypatch.setattr(sql_traces, "insert_rows", real_insert)
+    experiment = f"lossy-{what}"
+    with monkeypatch.context() as patched:
+        lose(patched)
+        with pytest.raises(TrackingError, match=f"lost data .*{what}: "):
+            log_evaluation(logged.layout, logged.params, uri=uri, experiment=experiment)
     retry = log_evaluation(logged.layout, logged.params, uri=uri, experiment=experiment)
     assert retry is not None and retry.created
     statuses = sorted(r.info.status for r in client(uri).search_runs([retry.experiment_id]))
@@ -591,7 +607,7 @@ def cli_run(tmp_path: Path, uri: str, *extra: str) -> subprocess.CompletedProces
     )
 
 
-def test_agenteval_run_logs_through_its_warmed_tracking_process(tmp_path: Path) -> None:
+def test_agenteval_run_logs_the_run_it_made(tmp_path: Path) -> None:
     uri = sqlite_uri(tmp_path / "store")
     done = cli_run(tmp_path, uri, "--set", "tracking.experiment=cli")
     assert done.returncode == 0, done.stderr

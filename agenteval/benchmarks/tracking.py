@@ -116,9 +116,8 @@ def _fill(
     lock: Path | None,
     files: list[Path],
 ) -> None:
-    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
-
     from agenteval.tracking import provenance, results
+    from agenteval.tracking.store import MAX_PARAM_CHARS
 
     scrubber = provenance.secret_scrubber(params)
     tags = provenance.config_tags(layout, params, config)
@@ -129,7 +128,7 @@ def _fill(
     for name in (*BASE_SECTIONS, kind):
         for key, value in flatten(params.get(name) or {}, name).items():
             text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-            flat[provenance.mlflow_key(key)] = scrubber.scrub_text(text)[:MAX_PARAM_VAL_LENGTH]
+            flat[provenance.mlflow_key(key)] = scrubber.scrub_text(text)[:MAX_PARAM_CHARS]
     results.log_batched(
         client,
         run_id,

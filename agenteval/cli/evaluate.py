@@ -21,7 +21,6 @@ from agenteval.cli.common import (
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
-    from agenteval.tracking.background import BackgroundTracker
 
 
 STRICT_HELP = (
@@ -82,7 +81,6 @@ def run(
     An invalid scenario file is skipped and listed, and the run exits 2 at the end
     (unless --strict, which refuses before anything runs)."""
     from agenteval.fileio import write_json
-    from agenteval.tracking.background import BackgroundTracker
 
     root = Path.cwd().resolve()
     if resume is not None:
@@ -96,9 +94,6 @@ def run(
             params["suite"]["strict"] = True
         out = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         write_json(out / "params.json", params)
-    # MLflow is imported and its store opened in a child process while the run goes on;
-    # started before the pipeline's own modules load, so its import overlaps theirs too.
-    tracker = BackgroundTracker.start(params, root)
     from agenteval import heap
     from agenteval.layout import Layout
     from agenteval.pipeline import run_evaluation
@@ -106,11 +101,8 @@ def run(
     heap.settle()  # the modules are loaded: the conversations are what comes and goes
     try:
         layout = Layout.run_dir(root, out)
-        hooks = tracker.hooks(layout, params) if tracker is not None else {}
-        result = run_evaluation(params, layout, progress and sys.stderr.isatty(), **hooks)
+        result = run_evaluation(params, layout, progress and sys.stderr.isatty())
     except BaseException as exc:
-        if tracker is not None:
-            tracker.cancel()
         _run_failed(exc, out, bool(scenario))
         raise
     s = result.scorecard.summary
@@ -128,7 +120,7 @@ def run(
             typer.echo(line, err=True)
     if result.execution is not None and result.execution.executor != "local":
         typer.echo(result.execution.line())
-    _track(params, layout, tracker, out)
+    _track(params, layout, out)
     if result.retry and not result.stop_reason:
         typer.echo(f"{result.retry}: send again with: agenteval run --resume {out}", err=True)
     _finish(result.scorecard, out)
@@ -227,16 +219,13 @@ def audit(
         typer.echo(f"{len(suite.invalid)} invalid scenario file(s) not audited", err=True)
 
 
-def _track(
-    params: dict[str, Any], layout: Layout, tracker: BackgroundTracker | None, out: Path
-) -> None:
+def _track(params: dict[str, Any], layout: Layout, out: Path) -> None:
     """Log the run to MLflow unless tracking.enabled is false."""
-    if tracker is None:
-        return
+    from agenteval.tracking.run import log_evaluation
     from agenteval.tracking.store import TrackingError
 
     try:
-        result = tracker.finish(layout, params)
+        result = log_evaluation(layout, params)
     except TrackingError as exc:
         # The results are on disk; a resumed run has nothing left to run and only logs.
         again = f"the results are kept: once the store is fixed, `agenteval run --resume {out}`"

@@ -16,7 +16,6 @@ from typing import Any
 
 import yaml
 
-from agenteval.corpus.retrieval import load_backend
 from agenteval.fileio import code_of, digest_of
 from agenteval.llm import (
     AssistantMessage,
@@ -28,7 +27,6 @@ from agenteval.llm import (
     ToolMessage,
     ToolSpec,
     UserMessage,
-    client_class,
 )
 from agenteval.llm.config import EndpointConfig, sum_usage
 from agenteval.schema.scenario import IndexDocument, Scenario
@@ -42,7 +40,7 @@ from agenteval.targets.base import (
     agent_files_digest,
 )
 from agenteval.targets.fence import DEFAULT_LIBRARY, corpus_fence
-from agenteval.targets.tools import SEARCH_TOOL, TOOL_NAMES, DocumentTools, has_documents
+from agenteval.targets.tools import SEARCH_TOOL, TOOL_NAMES, DocumentTools
 
 DEFAULT_MAX_TOOL_STEPS = 8
 AGENT_FILES = ("system_prompt.md", "tools.yaml")
@@ -103,7 +101,6 @@ class ChatTarget:
             "library": self.library,
             "corpus": self.fence.shown(),
         }
-        self._load_what_sessions_use(root)
         endpoint = self.config.endpoint
         identity = {
             "endpoint": self.config.describe(),
@@ -118,17 +115,6 @@ class ChatTarget:
             config_digest=digest_of(identity),
             details=identity,
         )
-
-    def _load_what_sessions_use(self, root: Path) -> None:
-        # Imported here, before the event loop starts, not inside the first session: an
-        # import on the loop stalls every conversation in flight, and their measured
-        # latencies with them (aiohttp ~0.2 s, bm25s ~0.5 s of CPU).
-        client_class(self.config.endpoint.protocol)
-        searches = self.tool_mode == "context" or any(
-            spec.name == SEARCH_TOOL for spec in self.tool_specs
-        )
-        if searches and has_documents(root, self.library):
-            load_backend()
 
     async def open_session(self, scenario: Scenario, ctx: SessionContext) -> ChatSession:
         tools = DocumentTools(ctx.root, self.library, self.chunk_size, self.top_k, self.fence)

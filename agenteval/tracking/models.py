@@ -23,7 +23,6 @@ from agenteval.tracking.provenance import SHORT, agent_version_name, file_tags
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
 MODEL_TYPE = "agent"
 AGENT_DIGEST_TAG = "agent.config_digest"  # the full digest: how a model is found again
@@ -93,9 +92,8 @@ def _model_params(
     agent: Mapping[str, Any], target_params: Mapping[str, Any], scrub: Scrubber
 ) -> dict[str, str]:
     """The `target` section as configured, the knobs the agent reported, the code digest."""
-    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
-
     from agenteval.tracking.provenance import mlflow_key
+    from agenteval.tracking.store import MAX_PARAM_CHARS
 
     values: dict[str, Any] = dict(flatten(dict(target_params)))
     knobs = (agent.get("details") or {}).get("knobs") or {}
@@ -105,7 +103,7 @@ def _model_params(
     params = {}
     for key, value in values.items():
         text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        params[mlflow_key(key)] = scrub.scrub_text(text)[:MAX_PARAM_VAL_LENGTH]
+        params[mlflow_key(key)] = scrub.scrub_text(text)[:MAX_PARAM_CHARS]
     return params
 
 
@@ -120,31 +118,24 @@ def scenario_dataset(
     items: Sequence[SuiteItem],
     digest: str | None,
     scrub: Scrubber,
-    sql: SqlAlchemyStore | None = None,
 ) -> tuple[str, str] | None:
-    """(name, digest) of the evaluation dataset holding these scenarios, created the first
-    time this scenario set is evaluated in the experiment and named as the run's input.
-    `sql`: the store behind `client` when it is a SQL store, whose records then go in one
-    flush (`sql_datasets`) instead of a query and an insert each."""
+    """(name, digest) of the evaluation dataset holding these scenarios, created (with
+    `mlflow.genai.datasets`) the first time this scenario set is evaluated in the experiment,
+    and named as the run's input. The fluent tracking URI must be the client's."""
     from mlflow.entities import Dataset, DatasetInput, InputTag
+    from mlflow.genai import datasets
 
     if not digest or not items:
         return None
     name, short = dataset_name(len(items), digest), digest[:SHORT]
-    found = client.search_datasets(
+    found = datasets.search_datasets(
         experiment_ids=[experiment_id], filter_string=f"name = '{name}'", max_results=1
     )
     if not found:
-        dataset = client.create_dataset(
-            name, experiment_id=experiment_id, tags={DATASET_DIGEST_TAG: digest}
+        dataset = datasets.create_dataset(
+            name=name, experiment_id=experiment_id, tags={DATASET_DIGEST_TAG: digest}
         )
-        records = [scenario_record(item, scrub) for item in items]
-        if sql is not None:
-            from agenteval.tracking.sql_datasets import merge_records
-
-            merge_records(dataset, sql, records)
-        else:
-            dataset.merge_records(records)
+        dataset.merge_records([scenario_record(item, scrub) for item in items])
     source = json.dumps({"scenario_set_digest": digest, "scenarios": len(items)})
     entity = Dataset(name=name, digest=short, source_type="code", source=source)
     context = InputTag(key="mlflow.data.context", value="evaluation")

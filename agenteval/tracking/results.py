@@ -11,6 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agenteval.schema.scorecard import Scorecard
 from agenteval.tracking.provenance import mlflow_key
+from agenteval.tracking.store import (
+    MAX_METRICS_PER_BATCH,
+    MAX_PARAMS_TAGS_PER_BATCH,
+    MAX_TAG_CHARS,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,36 +117,19 @@ def log_batched(
     params: Mapping[str, str],
     tags: Mapping[str, str],
     metrics: Mapping[str, float],
-    sql_store: Any = None,
     links: EvaluationLinks | None = None,
 ) -> None:
-    """log_batch in MLflow's per-call limits: one call per 100 params/tags or 1,000 metrics.
-
-    One log_metric call per value costs a round trip (~3 ms on sqlite); 1,000 scenarios'
-    metrics would take seconds that way and a fraction of one batched. With `sql_store` (a
-    SqlAlchemyStore) the metrics of the new run are inserted in one transaction instead
-    (tracking.sql_metrics): ten times faster again. With `links.model_id` the headline
-    metrics (`model_metric_keys`) are also the agent model's metrics, on the scenario set.
-    """
+    """`log_batch` within MLflow's per-call limits: one call per 100 params or tags and per
+    1,000 metrics, instead of a round trip per value. With `links.model_id` the headline
+    metrics (`model_metric_keys`) are also the agent model's metrics, on the scenario set."""
     from mlflow.entities import Metric, Param, RunTag
-    from mlflow.utils.validation import (
-        MAX_METRICS_PER_BATCH,
-        MAX_PARAMS_TAGS_PER_BATCH,
-        MAX_TAG_VAL_LENGTH,
-    )
 
     for texts in _chunks(sorted(params.items()), MAX_PARAMS_TAGS_PER_BATCH):
         client.log_batch(run_id, params=[Param(k, v) for k, v in texts])
     for texts in _chunks(sorted(tags.items()), MAX_PARAMS_TAGS_PER_BATCH):
-        client.log_batch(run_id, tags=[RunTag(k, v[:MAX_TAG_VAL_LENGTH]) for k, v in texts])
+        client.log_batch(run_id, tags=[RunTag(k, v[:MAX_TAG_CHARS]) for k, v in texts])
     now_ms = int(time.time() * 1000)
     linked = model_metric_keys(metrics) if links is not None and links.model_id else set()
-    if sql_store is not None:
-        from agenteval.tracking.sql_metrics import insert_metrics
-
-        ordered = dict(sorted(metrics.items()))
-        insert_metrics(sql_store, run_id, ordered, now_ms, links=links, linked=linked)
-        return
     for numbers in _chunks(sorted(metrics.items()), MAX_METRICS_PER_BATCH):
         batch = [
             Metric(k, v, now_ms, 0, **_link_fields(links if k in linked else None))

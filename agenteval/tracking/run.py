@@ -10,13 +10,13 @@ inside the call, so importing this module stays cheap.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenteval.fileio import read_json, write_json
-from agenteval.tracking.traces_store import TraceCounts
+from agenteval.tracking.traces import TraceCounts
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from agenteval.schema.scorecard import ScenarioResult, Scorecard
     from agenteval.schema.suite import SuiteItem
     from agenteval.tracking.models import EvaluationLinks
-    from agenteval.tracking.stream import TraceStream
 
 RUN_RECORD = "mlflow_run.json"
 
@@ -58,10 +57,8 @@ class _Target:
     """The run being filled."""
 
     client: MlflowClient
-    uri: str
     experiment_id: str
     run_id: str
-    run_key: str
 
 
 def log_evaluation(
@@ -72,21 +69,14 @@ def log_evaluation(
     experiment: str | None = None,
     run_name: str | None = None,
     traces: bool | None = None,
-    reports_ready: Callable[[], None] | None = None,
     trees: Mapping[str, str | None] | None = None,
-    stream: TraceStream | None = None,
 ) -> TrackResult | None:
     """Log the run in `layout` (scorecard, metrics, reports, transcripts, verdicts).
 
     Returns None without touching MLflow when `tracking.enabled` is false. `traces`
     (default `tracking.traces`, else true) logs the conversations as traces. Writes
-    reports/mlflow_run.json. Raises TrackingError when the store lost traces.
-    `reports_ready`, when given, is called after the traces and before anything under
-    reports/ is read: logging can start once the scorecard exists (it returns when the
-    reports are written, or raises to abandon the run, which then ends FAILED). `trees`:
-    the run's `provenance.tree_digests`, when they were taken before. `stream`: the traces
-    the MLflow child of `agenteval run` wrote while the run ran (`tracking.stream`), whose
-    run this one becomes.
+    reports/mlflow_run.json. Raises TrackingError when the store refused or lost
+    something. `trees`: the run's `provenance.tree_digests`, when they were taken before.
     """
     section = params.get("tracking") or {}
     if not section.get("enabled", True):
@@ -116,17 +106,14 @@ def log_evaluation(
     key, basis = run_key(layout, params, trees)
     with store_failures(dest.uri), mlflow_client(dest.uri) as client:
         experiment_id = ensure_experiment(client, dest.experiment, dest.uri)
-        stream = _usable(stream, dest.uri, experiment_id, traces)
         existing = find_run(client, experiment_id, key)
         sent = TraceCounts()
         if existing is not None:
-            if stream is not None:
-                stream.discard(delete_run=True)  # this evaluation is logged: keep that run
             run_id, created = existing, False
         else:
-            run_id = _run_for(client, experiment_id, card, params, (key, basis), dest, stream)
-            target = _Target(client, dest.uri, experiment_id, run_id, key)
-            sent = _fill_run(target, layout, params, card, (traces, stream), reports_ready)
+            run_id = _new_run(client, experiment_id, card, params, (key, basis), dest)
+            target = _Target(client, experiment_id, run_id)
+            sent = _fill_run(target, layout, params, card, traces)
             created = True
     result = TrackResult(
         run_id,
@@ -152,38 +139,21 @@ def write_run_record(layout: Layout, result: TrackResult | None) -> Path:
     return path
 
 
-def _usable(
-    stream: TraceStream | None, uri: str, experiment_id: str, traces: bool
-) -> TraceStream | None:
-    """`stream` if its traces belong in this run, else None (and its run discarded)."""
-    if stream is None:
-        return None
-    if stream.broken or not traces or (stream.uri, stream.experiment_id) != (uri, experiment_id):
-        stream.discard()
-        return None
-    return stream
-
-
-def _run_for(
+def _new_run(
     client: MlflowClient,
     experiment_id: str,
     card: Scorecard,
     params: dict[str, Any],
     keyed: tuple[str, str],
     dest: _Destination,
-    stream: TraceStream | None,
 ) -> str:
-    """The run to fill, named and tagged with its key: the one the stream wrote traces
-    into, else a new one."""
+    """A new run, named and tagged with its key."""
     from agenteval.tracking.provenance import run_name
     from agenteval.tracking.store import RUN_KEY_TAG
 
-    name = dest.run_name or run_name(card.config, params)
-    adopted = stream.adopt(*keyed, name) if stream is not None else None
-    if adopted is not None:
-        return adopted
     key, basis = keyed
     tags = {RUN_KEY_TAG: key, f"{RUN_KEY_TAG}.basis": basis}
+    name = dest.run_name or run_name(card.config, params)
     run = client.create_run(experiment_id, run_name=name, tags=tags)
     return str(run.info.run_id)
 
@@ -193,16 +163,13 @@ def _fill_run(
     layout: Layout,
     params: dict[str, Any],
     card: Scorecard,
-    traces: tuple[bool, TraceStream | None],
-    reports_ready: Callable[[], None] | None = None,
+    traces: bool,
 ) -> TraceCounts:
-    """The agent model and scenario dataset, traces, then (the reports written) params,
-    tags, metrics and artifacts; the run ends FAILED if any step fails (its traces
-    removed), so a later attempt logs a fresh run instead of finding this incomplete one."""
-    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
-
+    """The agent model and scenario dataset, traces, then params, tags, metrics and
+    artifacts; the run ends FAILED if any step fails (its traces removed), so a later
+    attempt logs a fresh run instead of finding this incomplete one."""
     from agenteval.tracking import provenance, results
-    from agenteval.tracking.traces_store import sql_store
+    from agenteval.tracking.store import MAX_PARAM_CHARS
 
     client, run_id = target.client, target.run_id
 
@@ -215,11 +182,8 @@ def _fill_run(
 
         items = load_suite(layout).items if layout.suite.is_file() else []
         links = _evaluation_links(target, items, params, record, scrubber)
-        logged, stream = traces
-        found = (items, card, stream)
-        sent = _log_traces(target, layout, found, scrubber, links) if logged else TraceCounts()
-        if reports_ready is not None:
-            reports_ready()
+        found = (items, card)
+        sent = _log_traces(target, layout, found, scrubber, links) if traces else TraceCounts()
         noise = load_noise(card, layout.reports)
         tags = provenance.headline_tags(record)
         summary_line = results.headline(noise)
@@ -230,11 +194,10 @@ def _fill_run(
         results.log_batched(
             client,
             run_id,
-            params=provenance.run_params(params, scrubber, MAX_PARAM_VAL_LENGTH),
+            params=provenance.run_params(params, scrubber, MAX_PARAM_CHARS),
             tags=tags,
             metrics=results.run_metrics(_flat_metrics(layout, card))
             | results.interval_metrics(noise),
-            sql_store=sql_store(target.uri),
             links=links,
         )
         secrets = provenance.known_secret_values(params)
@@ -281,7 +244,6 @@ def _evaluation_links(
 ) -> EvaluationLinks:
     """The agent's LoggedModel and the scenario set's dataset, both named as run inputs."""
     from agenteval.tracking.models import EvaluationLinks, agent_version, scenario_dataset
-    from agenteval.tracking.traces_store import sql_store
 
     client, experiment_id, run_id = target.client, target.experiment_id, target.run_id
     agent = record.get("agent") or {}
@@ -289,8 +251,7 @@ def _evaluation_links(
         client, experiment_id, run_id, agent, params.get("target") or {}, scrubber
     )
     digest = (record.get("digests") or {}).get("scenario_set")
-    sql = sql_store(target.uri)
-    found = scenario_dataset(client, experiment_id, run_id, items, digest, scrubber, sql)
+    found = scenario_dataset(client, experiment_id, run_id, items, digest, scrubber)
     name, short = found or (None, None)
     return EvaluationLinks(model_id, name, short)
 
@@ -298,42 +259,34 @@ def _evaluation_links(
 def _log_traces(
     target: _Target,
     layout: Layout,
-    found: tuple[Sequence[SuiteItem], Scorecard, TraceStream | None],
+    found: tuple[Sequence[SuiteItem], Scorecard],
     scrubber: Scrubber,
     links: EvaluationLinks,
 ) -> TraceCounts:
-    """Every turn as a trace, streamed from disk in batches and verified in the store; the
-    conversations the stream stored get only their late part."""
-    from agenteval.tracking.conversations import iter_conversations, turn_records
-    from agenteval.tracking.traces_store import log_traces
+    """Every turn as a trace, read from disk one conversation at a time, verified in the
+    store."""
+    from agenteval.tracking.conversations import iter_conversations, turn_traces
+    from agenteval.tracking.traces import log_traces
 
-    items, card, stream = found
-    done = stream.finish(card, links.model_id) if stream is not None else None
-    skip = done.keys if done is not None else frozenset()
+    items, card = found
     conversations = iter_conversations(
-        items, layout.transcripts, layout.verdicts, card, target.run_id, skip
+        items, layout.transcripts, layout.verdicts, card, target.run_id
     )
-    records = (
-        record
+    turns = (
+        turn
         for conversation in conversations
-        for record in turn_records(
-            conversation, target.experiment_id, target.run_id, scrubber, links.model_id
-        )
+        for turn in turn_traces(conversation, target.run_id, scrubber)
     )
-    already = (done.counts, done.probe) if done is not None else (TraceCounts(), None)
-    return log_traces(target.uri, target.experiment_id, target.run_id, records, already=already)
+    return log_traces(target.client, target.experiment_id, target.run_id, turns, links.model_id)
 
 
 def _discard_traces(target: _Target) -> None:
-    """Delete what a failed attempt wrote of its traces: the retry has the same run key, so
-    its sessions would otherwise show this attempt's turns as well. Best effort: the error
-    that failed the attempt is the one reported."""
-    from agenteval.tracking.traces_store import run_trace_ids
+    """Delete what a failed attempt wrote of its traces. Best effort: the error that failed
+    the attempt is the one reported."""
+    from agenteval.tracking.traces import delete_run_traces
 
     with contextlib.suppress(Exception):  # the caller re-raises the original failure
-        ids = run_trace_ids(target.uri, target.experiment_id, target.run_id)
-        for start in range(0, len(ids), 100):
-            target.client.delete_traces(target.experiment_id, trace_ids=ids[start : start + 100])
+        delete_run_traces(target.client, target.experiment_id, target.run_id)
 
 
 def _flat_metrics(layout: Layout, card: Scorecard) -> dict[str, Any]:

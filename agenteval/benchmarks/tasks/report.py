@@ -2,7 +2,7 @@
 
 Every cost is shown with its source, and a run that counted no tokens reads n/a, never
 $0.00: `api_equivalent` cells are labelled as list prices, not money spent. The comparison
-is written as markdown and as HTML with an SVG chart of pass rates (agenteval.charts).
+is written as markdown and as HTML with an SVG chart of pass rates (matplotlib).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from agenteval.charts import horizontal_bars
 from agenteval.fileio import write_text
 from agenteval.schema.task_results import Draw, TaskScorecard
 
@@ -155,11 +154,26 @@ def comparison_markdown(rows: list[dict[str, object]]) -> str:
 
 
 def comparison_chart(rows: list[dict[str, object]]) -> str:
+    """Pass rate per harness / model as SVG text (matplotlib, imported only here)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
     labels = [f"{r['harness']} / {r['model']} ({r['suite']})" for r in rows]
     values = [float(r["pass_rate"]) if isinstance(r["pass_rate"], float) else 0.0 for r in rows]
-    return horizontal_bars(
-        labels, values, title="Tasks passed (share of measured)", x_label="pass rate"
-    )
+    figure, axes = plt.subplots(figsize=(7, 0.5 + 0.4 * max(len(rows), 1)))
+    axes.barh(labels, values)
+    axes.set_xlim(0, 1)
+    axes.set_xlabel("pass rate")
+    axes.set_title("Tasks passed (share of measured)")
+    figure.tight_layout()
+    out = io.StringIO()
+    figure.savefig(out, format="svg", metadata={"Date": None})  # same bytes for same rows
+    plt.close(figure)
+    return out.getvalue()
 
 
 def comparison_html(rows: list[dict[str, object]], chart: str) -> str:
