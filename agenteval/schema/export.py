@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agenteval.schema.agent import AgentConfig
+from agenteval.schema.code_retrieval import PinnedCommits
 from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
@@ -18,6 +19,7 @@ from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.sources import SourcesFile
 from agenteval.schema.suite import Suite
+from agenteval.schema.throughput import TriageWorkload
 from agenteval.schema.tiers import TiersFile
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
@@ -40,6 +42,8 @@ def models() -> dict[str, type[BaseModel]]:
         "qa_verdict": QAVerdict,
         "retrieval_questions": EvidenceSet,
         "agent": AgentConfig,
+        "throughput_workload": TriageWorkload,
+        "code_retrieval_commits": PinnedCommits,
     }
     return found
 
