@@ -102,3 +102,49 @@ def throughput(
             typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
     if baseline is not None:
         benchmark_gate(layout.reports, baseline, tolerance)
+
+
+@group.command("code-retrieval")
+def code_retrieval(
+    set_: SetOption = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Run folder (default runs/code_retrieval-<time>).")
+    ] = None,
+    params_file: Annotated[Path, typer.Option("--params")] = Path(
+        "pipelines/code_retrieval/params.yaml"
+    ),
+    baseline: GateOption = None,
+    tolerance: ToleranceOption = None,
+    track: TrackOption = True,
+) -> None:
+    """The code index over real fixes of pinned histories: file recall@1/5/10, function
+    recall@5/10 and MRR against a git grep baseline, incremental replay, damaged indexes and
+    hostile trees (pass / fail / not-run)."""
+    from agenteval.benchmarks.code_retrieval.history import HistoryError
+    from agenteval.benchmarks.code_retrieval.steps import (
+        PinsError,
+        step_evaluate,
+        step_track,
+        summary_lines,
+    )
+    from agenteval.layout import Layout
+
+    params = load_params(params_file, list(set_ or []))
+    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "code_retrieval"))
+    try:
+        results = step_evaluate(params, layout)
+    except PinsError as exc:
+        fail([str(p) for p in exc.problems])
+    except HistoryError as exc:
+        fail([f"{params['code_retrieval']['commits']}: {exc}"])
+    except (ValueError, OSError) as exc:
+        fail([f"cannot run: {type(exc).__name__}: {exc}"])
+    for line in summary_lines(results):
+        typer.echo(line)
+    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
+    if track:
+        result = step_track(params, layout, None)
+        if result is not None:
+            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
+    if baseline is not None:
+        benchmark_gate(layout.reports, baseline, tolerance)

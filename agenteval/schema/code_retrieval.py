@@ -23,6 +23,9 @@ class PinnedRepository(BaseModel):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
     path: str = Field(".", description="The git repository, relative to the project root.")
     extensions: list[str] = Field(default_factory=lambda: [".py"])
+    exclude: list[str] = Field(
+        default_factory=lambda: ["tests/"], description="Path prefixes neither indexed nor scored."
+    )
     fixes: list[FixCommit] = Field(min_length=1)
     replay: list[str] = Field(
         default_factory=list,
