@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CHUNKER = "python-ast-v1"
+CHUNKER = "python-ast-v2"
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -165,6 +165,10 @@ def _inside_function(span: Span, spans: list[Span]) -> bool:
 
 def _windows(path: str, lines: list[str], first: int, last: int, name: str | None,
              max_lines: int, spans: list[Span]) -> Iterator[CodeChunk]:  # fmt: skip
+    while first <= last and not lines[first - 1].strip():
+        first += 1  # blank lines at either end belong to no chunk
+    while last >= first and not lines[last - 1].strip():
+        last -= 1
     for start in range(first, last + 1, max_lines):
         end = min(last, start + max_lines - 1)
         inside = tuple(s.name for s in spans if start <= s.start <= end)

@@ -41,7 +41,8 @@ def identifiers(query: str) -> list[str]:
         if "." in name:
             found += [part for part in name.split(".") if len(part) >= MIN_LENGTH]
     words = [w.strip(".()") for w in found]
-    return list(dict.fromkeys(w for w in words if len(w) >= MIN_LENGTH and not w.isdigit()))
+    wanted = (w for w in words if len(w) >= MIN_LENGTH and re.search("[A-Za-z]", w))
+    return list(dict.fromkeys(wanted))
 
 
 def grep_rank(

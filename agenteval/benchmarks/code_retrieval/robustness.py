@@ -150,11 +150,14 @@ def _digest(data: bytes) -> str:
 
 
 def damaged_index_cases(
-    index: CodeIndex, work: Path, queries: Sequence[str]
+    index: CodeIndex,
+    work: Path,
+    queries: Sequence[str],
+    cases: dict[str, Callable[[Path], None]] | None = None,
 ) -> list[dict[str, Any]]:
     clean = answers(index, queries)
     out = []
-    for case, damage in damages(index).items():
+    for case, damage in (damages(index) if cases is None else cases).items():
         store = work / "damaged" / case.replace(" ", "_")
         shutil.rmtree(store, ignore_errors=True)
         shutil.copytree(index.store, store)
