@@ -13,6 +13,7 @@ import typer
 from agenteval import __version__, heap
 from agenteval.cli import (
     bench,
+    bench_runs,
     climb,
     controls,
     data,
@@ -46,7 +47,18 @@ def main_options(
     """Reproducible, noise-aware evaluation of LLM agents."""
 
 
-for group in (evaluate, data, gate, expectations, lifecycle, serve, controls, bench, climb):
+for group in (
+    evaluate,
+    data,
+    gate,
+    expectations,
+    lifecycle,
+    serve,
+    controls,
+    bench,
+    bench_runs,
+    climb,
+):
     group.register(app)
 
 

@@ -129,10 +129,7 @@ def benchmark_gate(run: Path, baseline: Path, tolerance: float | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from agenteval.cli.bench_runs import group
-
     app.command()(qa)
     app.command()(retrieval)
-    app.add_typer(group, name="bench")
     # `gate RUN --baseline FILE` is the benchmark branch of the one `gate` command
     # (agenteval.cli.expectations).

@@ -148,3 +148,7 @@ def code_retrieval(
             typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
     if baseline is not None:
         benchmark_gate(layout.reports, baseline, tolerance)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(group, name="bench")
