@@ -1,7 +1,7 @@
 """`dvc repro` of pipelines/throughput and pipelines/code_retrieval in a clone of this
 repository (a clone keeps main's history, which the code retrieval queries are read from),
-offline, at their committed `pr` sizes; each logs one MLflow run, and code retrieval's gate
-stage holds against the committed baseline."""
+offline, at their committed `pr` sizes (forced: the clone carries the committed reports); each logs
+one MLflow run, and code retrieval's gate stage holds against the committed baseline."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_code_retrieval_pipeline_reports_bm25_against_git_grep_and_gates(clone: Path) -> None:
-    out = sh(["dvc", "repro", "pipelines/code_retrieval/dvc.yaml"], clone)
+    out = sh(["dvc", "repro", "--force", "pipelines/code_retrieval/dvc.yaml"], clone)
     assert "gate: gate: PASS" in out, out
     results = json.loads((clone / "pipelines/code_retrieval/reports/results.json").read_text())
     assert results["metrics"]["bm25"]["mrr"] > results["metrics"]["git grep"]["mrr"]
@@ -47,7 +47,7 @@ def test_code_retrieval_pipeline_reports_bm25_against_git_grep_and_gates(clone: 
 
 
 def test_throughput_pipeline_measures_both_protocols_and_tracks_once(clone: Path) -> None:
-    out = sh(["dvc", "repro", "pipelines/throughput/dvc.yaml"], clone)
+    out = sh(["dvc", "repro", "--force", "pipelines/throughput/dvc.yaml"], clone)
     results = json.loads((clone / "pipelines/throughput/reports/results.json").read_text())
     assert set(results["endpoints"]) == {"loopback-openai", "loopback-anthropic"}
     for name, run in results["endpoints"].items():

@@ -220,3 +220,15 @@ def test_the_local_model_streams_and_is_counted_with_its_tokenizer(tmp_path: Pat
         assert r.label is not None  # a label or unparsed/ambiguous: graded either way
     assert {r.token_source for r in run.records} == {"tokenizer"}
     assert target.identity["weights"].startswith("SmolLM2-135M")
+
+
+def test_the_committed_baseline_gates_a_run_of_the_same_endpoints() -> None:
+    from agenteval.benchmarks.gate import load_run
+
+    base = load_run(ROOT / "eval/baselines/throughput/pr.json")
+    assert base["kind"] == "throughput" and gate(base, base).passed
+    assert set(base["endpoints"]) == {"loopback-openai", "loopback-anthropic"}
+    other = copy.deepcopy(base)
+    other["meta"]["settings"]["max_tokens"] = 8
+    with pytest.raises(GateRefused, match="max_tokens"):
+        gate(other, base)
