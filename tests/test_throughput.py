@@ -232,3 +232,74 @@ def test_the_committed_baseline_gates_a_run_of_the_same_endpoints() -> None:
     other["meta"]["settings"]["max_tokens"] = 8
     with pytest.raises(GateRefused, match="max_tokens"):
         gate(other, base)
+
+
+async def _serve_once(body: bytes, content_type: str, client_call: Any) -> Any:
+    """A real HTTP server in this event loop answering every request with `body`."""
+    from aiohttp import web
+
+    async def answer(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(body=body, headers={"content-type": content_type})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", answer)
+    app.router.add_post("/v1/messages", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        return await client_call(f"http://127.0.0.1:{port}")
+    finally:
+        await runner.cleanup()
+
+
+def _stream(protocol: str, body: bytes, content_type: str = "text/event-stream") -> Any:
+    from agenteval.llm import Endpoint, EndpointLimits, RetryPolicy, make_client
+
+    async def call(url: str) -> Any:
+        base = f"{url}/v1" if protocol == "openai" else url
+        retry = RetryPolicy(max_attempts=2, backoff_base=0.001)
+        endpoint = Endpoint(model="m", base_url=base, protocol=protocol)
+        client = make_client(endpoint, limits=EndpointLimits(), retry_policy=retry)
+        try:
+            return await client.stream([{"role": "user", "content": "hi"}])
+        finally:
+            await client.aclose()
+
+    return asyncio.run(_serve_once(body, content_type, call))
+
+
+def test_a_cut_stream_is_a_failed_attempt_not_an_empty_reply() -> None:
+    from agenteval.llm import TransientError
+
+    cut = (b'data: {"model": "m", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}\n\n'
+           b"data: [DONE]\n\n")  # fmt: skip
+    with pytest.raises(TransientError, match="without a finish reason") as caught:
+        _stream("openai", cut)
+    assert caught.value.attempts == 2
+
+
+def test_an_error_event_inside_an_anthropic_stream_is_retried() -> None:
+    from agenteval.llm import TransientError
+
+    start = {"type": "message_start", "message": {
+        "id": "m1", "type": "message", "role": "assistant", "content": [], "model": "m",
+        "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 0}}}  # fmt: skip
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    body = (f"event: message_start\ndata: {json.dumps(start)}\n\n"
+            f"event: error\ndata: {json.dumps(error)}\n\n").encode()  # fmt: skip
+    with pytest.raises(TransientError, match="error event in the stream"):
+        _stream("anthropic", body)
+
+
+def test_a_server_that_ignores_streaming_has_no_ttft() -> None:
+    whole = {"model": "m", "choices": [{"index": 0, "message": {"content": "LABEL: info"},
+                                        "finish_reason": "stop"}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 4}}  # fmt: skip
+    reply = _stream("openai", json.dumps(whole).encode(), "application/json")
+    assert reply.text == "LABEL: info" and reply.first_token_at is None
+    assert reply.usage is not None and reply.usage.output_tokens == 4
