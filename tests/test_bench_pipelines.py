@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,12 @@ def sh(cmd: list[str], cwd: Path) -> str:
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"{cmd}: {done.stdout}\n{done.stderr}"
     return done.stdout + done.stderr
+
+
+def logged_run(clone: Path, run_id: str) -> Any:
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=f"sqlite:///{clone / 'mlflow.db'}").get_run(run_id)
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +51,9 @@ def test_code_retrieval_pipeline_reports_bm25_against_git_grep_and_gates(clone: 
         assert f"{case['kind']} {case['case']!r}: {case['status']}" in out
     run = json.loads((clone / "pipelines/code_retrieval/reports/mlflow_run.json").read_text())
     assert run["enabled"] and run["run_id"]
+    logged = logged_run(clone, run["run_id"])
+    assert logged.data.tags["suite.kind"] == "code_retrieval"
+    assert logged.data.metrics["pipelines.bm25.mrr"] == results["metrics"]["bm25"]["mrr"]
 
 
 def test_throughput_pipeline_measures_both_protocols_and_tracks_once(clone: Path) -> None:
@@ -55,5 +65,8 @@ def test_throughput_pipeline_measures_both_protocols_and_tracks_once(clone: Path
         assert run["accuracy"]["answered"] > 0 and f"run: {name} c64" in out
     run = json.loads((clone / "pipelines/throughput/reports/mlflow_run.json").read_text())
     assert run["enabled"] and run["run_id"]
+    logged = logged_run(clone, run["run_id"])
+    assert logged.data.tags["suite.kind"] == "throughput"
+    assert "loopback-openai.c4.latency_ms.p95" in logged.data.metrics
     status = sh(["dvc", "status", "pipelines/throughput/dvc.yaml"], clone)
     assert "changed" not in status
