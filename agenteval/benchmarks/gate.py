@@ -5,55 +5,25 @@ A drop larger than the tolerance fails; on small sets the tolerance widens to 1.
 both directions. A hard case that passed in the baseline must pass again. A baseline is
 refused, not compared, when it was measured with another retriever or embedder (any
 difference in a pipeline's description), on other questions, or for another benchmark kind.
-Works on retrieval `results.json` files and on QA run folders (metrics.json + details/).
+Works on retrieval `results.json` files and on QA run folders (metrics.json + details/);
+throughput and code retrieval results are gated by their own rules (`throughput.gate`,
+`code_retrieval.gate`), each with its own default tolerance.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agenteval.benchmarks.verdict import GateInputError, GateRefused, GateResult
+
+__all__ = ["GateInputError", "GateRefused", "GateResult", "gate", "load_run"]
+
 DEFAULT_TOLERANCE = 0.02
 SMALL_SET_QUESTIONS = 1.5
-
-
-class GateRefused(Exception):
-    """The two runs are not comparable."""
-
-
-class GateInputError(Exception):
-    """A run or baseline could not be read."""
-
-
-@dataclass
-class GateResult:
-    passed: bool
-    tolerance: float
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    flipped: list[dict[str, Any]] = field(default_factory=list)
-
-    def lines(self) -> list[str]:
-        out = [f"gate: {'PASS' if self.passed else 'FAIL'} (tolerance {self.tolerance:.4f})"]
-        for c in self.checks:
-            mark = "ok  " if c["ok"] else "FAIL"
-            out.append(
-                f"  {mark} {c['name']}: baseline {_fmt(c.get('baseline'))}, "
-                f"current {_fmt(c.get('current'))}{_note(c)}"
-            )
-        for f in self.flipped:
-            out.append(f"  flipped {f['question']} ({f['what']}): {f['from']} -> {f['to']}")
-        return out
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-
-def _note(check: Mapping[str, Any]) -> str:
-    return f" ({check['note']})" if check.get("note") else ""
+KINDS = ("retrieval", "qa", "throughput", "code_retrieval")
 
 
 def load_run(path: Path) -> dict[str, Any]:
@@ -67,7 +37,7 @@ def load_run(path: Path) -> dict[str, Any]:
                 raise GateInputError(f"{candidate}: not a JSON file ({exc})") from None
             if data.get("kind") == "qa":
                 data["details"] = _qa_details(candidate.parent / "details")
-            if data.get("kind") not in ("retrieval", "qa"):
+            if data.get("kind") not in KINDS:
                 raise GateInputError(
                     f"{candidate}: not a benchmark result (kind {data.get('kind')!r})"
                 )
@@ -92,14 +62,25 @@ def tolerance_for(questions: int, tolerance: float) -> float:
 
 
 def gate(
-    current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float = DEFAULT_TOLERANCE
+    current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float | None = None
 ) -> GateResult:
-    if not 0 <= tolerance < 1:
-        raise ValueError(f"--tolerance must be in [0, 1), got {tolerance}")
+    """`tolerance` None: the kind's own default."""
     if current.get("kind") != baseline.get("kind"):
         raise GateRefused(
             f"baseline is a {baseline.get('kind')} run, this is {current.get('kind')}"
         )
+    if current["kind"] == "throughput":
+        from agenteval.benchmarks.throughput.gate import gate as gate_throughput
+
+        return gate_throughput(current, baseline, tolerance)
+    if current["kind"] == "code_retrieval":
+        from agenteval.benchmarks.code_retrieval.gate import gate as gate_code
+
+        code: GateResult = gate_code(current, baseline, tolerance)
+        return code
+    tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"--tolerance must be in [0, 1), got {tolerance}")
     if current["kind"] == "qa":
         return _gate_qa(current, baseline, tolerance)
     return _gate_retrieval(current, baseline, tolerance)

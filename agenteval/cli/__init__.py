@@ -14,6 +14,7 @@ import typer
 from agenteval import __version__, heap
 from agenteval.cli import (
     bench,
+    bench_runs,
     climb,
     controls,
     data,
@@ -60,6 +61,7 @@ for group in (
     serve,
     controls,
     bench,
+    bench_runs,
     climb,
     sessions,
     tasks,

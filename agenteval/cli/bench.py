@@ -82,7 +82,9 @@ def retrieval(
     baseline: Annotated[
         Path | None, typer.Option("--gate", help="Gate against this results.json.")
     ] = None,
-    tolerance: Annotated[float, typer.Option(help="Allowed drop (widened on small sets).")] = 0.02,
+    tolerance: Annotated[
+        float | None, typer.Option(help="Allowed drop (default 0.02, widened on small sets).")
+    ] = None,
 ) -> None:
     """Retrieval benchmark: recall@k, MRR, answers and misses, hard cases (and the gate)."""
     from agenteval.benchmarks.retrieval.library import LabelError
@@ -107,9 +109,9 @@ def retrieval(
         benchmark_gate(layout.reports, baseline, tolerance)
 
 
-def benchmark_gate(run: Path, baseline: Path, tolerance: float) -> None:
-    """`agenteval gate RUN --baseline FILE`: exit 1 when recall@5, MRR or accuracy dropped
-    beyond the tolerance, 3 when the baseline was measured with another retriever."""
+def benchmark_gate(run: Path, baseline: Path, tolerance: float | None) -> None:
+    """`agenteval gate RUN --baseline FILE`: exit 1 when the run fell beyond the tolerance
+    (None: the benchmark kind's own default), 3 when the baseline is not comparable."""
     from agenteval.benchmarks import gate as gating
 
     try:

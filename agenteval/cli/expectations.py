@@ -95,11 +95,12 @@ def gate(
     ),
     baseline: Annotated[
         Path | None,
-        typer.Option("--baseline", help="QA/retrieval: the baseline run or results.json."),
+        typer.Option("--baseline", help="A benchmark's baseline run or results.json."),
     ] = None,
     tolerance: Annotated[
-        float, typer.Option(help="--baseline: allowed drop (widened to 1.5 questions).")
-    ] = 0.02,
+        float | None,
+        typer.Option(help="--baseline: allowed drop (default: the benchmark kind's own)."),
+    ] = None,
 ) -> None:
     """--expect: this run beside main's measured limits (exit 1 on a miss only with --enforce,
     3 when the limits belong to another agent, suite or judge). --baseline: a QA or retrieval

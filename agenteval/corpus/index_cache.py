@@ -4,6 +4,10 @@ One signed JSON entry per (document, chunk size). An entry is used only when it 
 HMAC-SHA256 signature (key in the cache folder's `.key`) matches its content, and it was made
 from the document's current bytes with the current chunker; a truncated, tampered, unsigned,
 garbage or stale entry is rebuilt from the document and the reason is reported.
+
+`load` chunks prose documents; another chunker (the code retrieval benchmark's, whose chunks
+are records with line spans) names itself as `identity` and uses `fetch` / `store`, so an
+entry made by one chunker is never served to another.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import json
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agenteval.corpus.documents import read_text
 from agenteval.corpus.retrieval import chunk_text
@@ -29,10 +34,14 @@ class Loaded:
     source: str  # "cache" | "built" | "rebuilt: <why>"
 
 
+PROSE = "prose"
+
+
 class IndexCache:
-    def __init__(self, folder: Path, chunk_size: int) -> None:
+    def __init__(self, folder: Path, chunk_size: int, identity: str = PROSE) -> None:
         self.folder = folder
         self.chunk_size = chunk_size
+        self.identity = identity
         self._key: bytes | None = None
 
     @property
@@ -57,19 +66,32 @@ class IndexCache:
         """The chunks of `path` (reported as `name`), from the cache when it can be trusted."""
         data = path.read_bytes()
         digest = sha256_bytes(data)
-        entry = self.entry_path(name)
-        why = self._why_not(entry, name, digest) if entry.exists() else None
-        if entry.exists() and why is None:
-            cached = json.loads(entry.read_text(encoding="utf-8"))
-            return Loaded(list(cached["payload"]["chunks"]), "cache")
+        cached, why = self.fetch(name, digest)
+        if cached is not None:
+            return Loaded(list(cached), "cache")
         chunks = chunk_text(read_text(path), self.chunk_size)
+        self.store(name, digest, chunks)
+        return Loaded(chunks, "built" if why is None else f"rebuilt: {why}")
+
+    def fetch(self, name: str, digest: str) -> tuple[list[Any] | None, str | None]:
+        """(chunks, None) from a trusted entry made from bytes with this digest; (None, why)
+        when the entry cannot be served; (None, None) when there is none."""
+        entry = self.entry_path(name)
+        if not entry.exists():
+            return None, None
+        why = self._why_not(entry, name, digest)
+        if why is not None:
+            return None, why
+        return list(json.loads(entry.read_text(encoding="utf-8"))["payload"]["chunks"]), None
+
+    def store(self, name: str, digest: str, chunks: list[Any]) -> None:
         payload: dict[str, object] = {
             "version": VERSION, "name": name, "source_sha256": digest,
-            "chunk_size": self.chunk_size, "chunks": chunks,
+            "chunk_size": self.chunk_size, "chunker": self.identity, "chunks": chunks,
         }  # fmt: skip
         record = {"payload": payload, "signature": self._sign(payload)}
-        write_atomic(entry, json.dumps(record, ensure_ascii=False))
-        return Loaded(chunks, "built" if why is None else f"rebuilt: {why}")
+        # No fsync: an entry a power cut truncates is rebuilt like any other it cannot trust.
+        write_atomic(self.entry_path(name), json.dumps(record, ensure_ascii=False), durable=False)
 
     def _why_not(self, entry: Path, name: str, digest: str) -> str | None:
         """Why a stored entry cannot be served, or None when it can."""
@@ -89,6 +111,8 @@ class IndexCache:
         found = tuple(payload.get(k) for k in ("version", "name", "source_sha256", "chunk_size"))
         if found != expected:
             return "stale (the document or the chunker changed)"
+        if payload.get("chunker", PROSE) != self.identity:
+            return f"made by another chunker ({payload.get('chunker', PROSE)})"
         if not isinstance(payload.get("chunks"), list):
             return "not a cache entry"
         return None

@@ -9,12 +9,13 @@ protocols follow one policy and quota errors are never retried.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agenteval.llm.base import BaseChatClient, ClientOptions, ParsedReply
+from agenteval.llm.base import BaseChatClient, ClientOptions, ParsedReply, Streamed
 from agenteval.llm.endpoint import Endpoint
-from agenteval.llm.retry import RetryableFailure, classify_status
+from agenteval.llm.retry import QuotaExhausted, RetryableFailure, classify_status, is_quota_body
 from agenteval.llm.types import (
     AssistantMessage,
     Message,
@@ -101,6 +102,15 @@ def output_config_for(
     config = dict(existing) if isinstance(existing, Mapping) else {}
     config["format"] = {"type": "json_schema", "schema": dict(schema)}
     return config
+
+
+def _usage_fields(usage: Any) -> dict[str, int]:
+    """The counts an event's usage object carries (None fields left out: a message_delta
+    repeats only the output count)."""
+    names = ("input_tokens", "output_tokens", "cache_read_input_tokens",
+             "cache_creation_input_tokens")  # fmt: skip
+    found = {name: getattr(usage, name, None) for name in names}
+    return {name: int(value) for name, value in found.items() if value is not None}
 
 
 def parse_usage(raw: Any) -> Usage | None:
@@ -190,35 +200,85 @@ class AnthropicClient(BaseChatClient):
             body["output_config"] = output_config
         return body
 
-    async def send(self, body: dict[str, Any]) -> ParsedReply:
-        import anthropic
-
-        where = self.where
+    def _call(self, body: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """(SDK client carrying the key, named fields, extra body) for one request."""
         key = self.endpoint.read_api_key()
         # A per-call copy carries the key just for this request, so it is read from the
         # environment at call time and never kept on a long-lived object.
         sdk = self._base_sdk().with_options(api_key=key) if key else self._base_sdk()
         named = {name: body[name] for name in _NAMED_FIELDS}
         extra = {k: v for k, v in body.items() if k not in _NAMED_FIELDS}
+        return sdk, named, extra
+
+    async def send(self, body: dict[str, Any]) -> ParsedReply:
+        sdk, named, extra = self._call(body)
         try:
             raw = await sdk.messages.with_raw_response.create(**named, extra_body=extra or None)
             data = await raw.json()
-        except anthropic.APIStatusError as exc:
-            raise classify_status(
+        except Exception as exc:
+            raise self._failure(exc) from None
+        return parse_response(data, where=self.where)
+
+    async def send_stream(self, body: dict[str, Any]) -> Streamed:
+        """The Messages API's events: message_start (input usage), content_block_delta
+        (text), message_delta (stop reason, output usage), message_stop."""
+        sdk, named, extra = self._call(body)
+        sent_at = time.perf_counter()
+        parts: list[str] = []
+        first: float | None = None
+        model, stop = "", None
+        counts: dict[str, int] = {}
+        try:
+            stream = await sdk.messages.create(**named, stream=True, extra_body=extra or None)
+            async for event in stream:
+                if event.type == "message_start":
+                    model = event.message.model
+                    counts.update(_usage_fields(event.message.usage))
+                elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                    if event.delta.text:
+                        first = first or time.perf_counter()
+                        parts.append(event.delta.text)
+                elif event.type == "message_delta":
+                    stop = event.delta.stop_reason or stop
+                    counts.update(_usage_fields(event.usage))
+        except Exception as exc:
+            raise self._failure(exc) from None
+        if stop is None:
+            raise RetryableFailure(f"{self.where}: the stream ended without a stop reason")
+        return Streamed(
+            text="".join(parts), usage=parse_usage(counts or None), model=model,
+            finish_reason=normalise_finish_reason(stop), sent_at=sent_at,
+            first_token_at=first, done_at=time.perf_counter(), deltas=len(parts),
+        )  # fmt: skip
+
+    def _failure(self, exc: Exception) -> Exception:
+        """The LLMError the shared retry loop acts on, for an exception of the SDK (any
+        other exception is returned as it is)."""
+        import anthropic
+
+        where = self.where
+        if isinstance(exc, anthropic.APIStatusError) and exc.status_code < 300:
+            # An error event inside a stream that had begun (overloaded, API error).
+            detail = self.scrub_text(f"{where}: error event in the stream: {exc}")[:600]
+            if is_quota_body(detail):
+                return QuotaExhausted(detail)
+            return RetryableFailure(detail)
+        if isinstance(exc, anthropic.APIStatusError):
+            return classify_status(
                 exc.status_code,
                 exc.response.text,
                 dict(exc.response.headers),
                 where=where,
                 scrub=self.scrub_text,
-            ) from None
-        except anthropic.APITimeoutError:
-            raise RetryableFailure(f"{where}: timed out after {self.options.timeout}s") from None
-        except anthropic.APIConnectionError as exc:
+            )
+        if isinstance(exc, anthropic.APITimeoutError):
+            return RetryableFailure(f"{where}: timed out after {self.options.timeout}s")
+        if isinstance(exc, anthropic.APIConnectionError):
             detail = self.scrub_text(f"{type(exc).__name__}: {exc}")
-            raise RetryableFailure(f"{where}: connection failed: {detail}") from None
-        except ValueError:
-            raise RetryableFailure(f"{where}: reply body is not JSON") from None
-        return parse_response(data, where=where)
+            return RetryableFailure(f"{where}: connection failed: {detail}")
+        if isinstance(exc, ValueError):
+            return RetryableFailure(f"{where}: reply body is not JSON")
+        return exc
 
     async def aclose(self) -> None:
         if self._sdk is not None:

@@ -10,7 +10,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from agenteval.llm.cache import ResponseCache, cache_key
@@ -42,6 +42,26 @@ class ParsedReply:
     usage: Usage | None
     model: str
     finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """One streamed reply and when its parts arrived (time.perf_counter seconds).
+
+    `first_token_at` is the arrival of the first non-empty text delta, None when the server
+    sent none or answered in one piece although streaming was asked for (no first token can
+    be timed then). `attempts` counts the tries of the call, retries included.
+    """
+
+    text: str
+    usage: Usage | None
+    model: str
+    finish_reason: str | None
+    sent_at: float
+    first_token_at: float | None
+    done_at: float
+    deltas: int
+    attempts: int = 1
 
 
 @dataclass
@@ -117,6 +137,11 @@ class BaseChatClient(ABC):
         """One HTTP attempt; raises RetryableFailure or another LLMError on failure."""
 
     @abstractmethod
+    async def send_stream(self, body: dict[str, Any]) -> Streamed:
+        """One streamed HTTP attempt (the protocol's server-sent events), timed as it
+        arrives; raises RetryableFailure or another LLMError like `send`."""
+
+    @abstractmethod
     async def aclose(self) -> None: ...
 
     def prepare(self) -> None:
@@ -157,6 +182,19 @@ class BaseChatClient(ABC):
         if cache is not None and key is not None:
             cache.put(key, completion)
         return completion
+
+    async def stream(self, messages: Sequence[MessageLike]) -> Streamed:
+        """Ask for a reply streamed token by token, never from the response cache (what is
+        measured is the endpoint); retried like `complete`, one endpoint slot per attempt."""
+        body = self.build_body(as_messages(messages), [], None)
+        self.prepare()
+
+        async def attempt() -> Streamed:
+            async with self.options.limits.slot(self._limit_key, self.options.concurrency):
+                return await self.send_stream(body)
+
+        reply, attempts = await call_with_retries(attempt, self.options.retry)
+        return replace(reply, attempts=attempts)
 
     async def _attempt(self, body: dict[str, Any]) -> tuple[ParsedReply, float]:
         # The slot is held per attempt, not across back-off sleeps, so a client waiting

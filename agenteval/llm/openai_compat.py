@@ -8,13 +8,14 @@ hand-written parser can accept all of them.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
 import orjson
 
-from agenteval.llm.base import BaseChatClient, ClientOptions, ParsedReply
+from agenteval.llm.base import BaseChatClient, ClientOptions, ParsedReply, Streamed
 from agenteval.llm.endpoint import Endpoint
 from agenteval.llm.retry import QuotaExhausted, RetryableFailure, classify_status, is_quota_body
 from agenteval.llm.types import (
@@ -155,6 +156,57 @@ def wire_json(body: Mapping[str, Any]) -> bytes:
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
+class StreamReader:
+    """Folds OpenAI's `chat.completion.chunk` events into one Streamed reply."""
+
+    def __init__(self, where: str, sent_at: float) -> None:
+        self.where, self.sent_at = where, sent_at
+        self.parts: list[str] = []
+        self.first: float | None = None
+        self.usage: Usage | None = None
+        self.model = ""
+        self.finish: str | None = None
+
+    def feed(self, data: bytes) -> None:
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise RetryableFailure(f"{self.where}: a streamed event is not JSON") from None
+        if not isinstance(event, dict):
+            raise RetryableFailure(f"{self.where}: a streamed event is not an object")
+        if "error" in event:
+            text = json.dumps(event)[:500]
+            if is_quota_body(text):
+                raise QuotaExhausted(f"{self.where}: quota exhausted (reported in the stream)")
+            raise RetryableFailure(f"{self.where}: error event in the stream: {text}")
+        self.model = str(event.get("model") or self.model)
+        # With stream_options.include_usage the counts come in a last event without choices.
+        self.usage = parse_usage(event.get("usage")) or self.usage
+        for choice in event.get("choices") or []:
+            delta = choice.get("delta") or {}
+            text = _content_text(delta.get("content"))
+            if text:
+                self.first = self.first or time.perf_counter()
+                self.parts.append(text)
+            self.finish = normalise_finish_reason(choice.get("finish_reason")) or self.finish
+
+    def done(self) -> Streamed:
+        if self.finish is None:
+            # A stream cut short (a server interrupting it, a proxy's timeout) still ends
+            # cleanly on the wire; only the missing finish reason tells it from a reply.
+            raise RetryableFailure(f"{self.where}: the stream ended without a finish reason")
+        return Streamed(
+            text="".join(self.parts),
+            usage=self.usage,
+            model=self.model,
+            finish_reason=self.finish,
+            sent_at=self.sent_at,
+            first_token_at=self.first,
+            done_at=time.perf_counter(),
+            deltas=len(self.parts),
+        )
+
+
 class OpenAICompatClient(BaseChatClient):
     protocol = "openai"
 
@@ -212,6 +264,53 @@ class OpenAICompatClient(BaseChatClient):
         except ValueError:
             raise RetryableFailure(f"{where}: reply body is not JSON") from None
         return parse_response(data, where=where)
+
+    async def send_stream(self, body: dict[str, Any]) -> Streamed:
+        where = self.where
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        key = self.endpoint.read_api_key()
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        url = f"{self.endpoint.effective_base_url}/chat/completions"
+        wire = dict(body, stream=True, stream_options={"include_usage": True})
+        sent_at = time.perf_counter()
+        try:
+            async with self._session().post(url, data=wire_json(wire), headers=headers) as response:
+                if not 200 <= response.status < 300:
+                    text = await response.text()
+                    raise classify_status(
+                        response.status, text, dict(response.headers), where=where,
+                        scrub=self.scrub_text,
+                    )  # fmt: skip
+                if "text/event-stream" not in response.headers.get("content-type", ""):
+                    return self._unstreamed(await response.text(), sent_at)
+                reader = StreamReader(where, sent_at)
+                async for line in response.content:
+                    data = line.strip()
+                    if not data.startswith(b"data:"):
+                        continue  # comments, event names, keep-alives, blank separators
+                    data = data[5:].strip()
+                    if data == b"[DONE]":
+                        break
+                    reader.feed(data)
+                return reader.done()
+        except TimeoutError:
+            raise RetryableFailure(f"{where}: timed out after {self.options.timeout}s") from None
+        except aiohttp.ClientError as exc:
+            detail = self.scrub_text(f"{type(exc).__name__}: {exc}")
+            raise RetryableFailure(f"{where}: connection failed: {detail}") from None
+
+    def _unstreamed(self, text: str, sent_at: float) -> Streamed:
+        """A server that ignored `stream: true` and answered in one piece: no first token."""
+        try:
+            reply = parse_response(json.loads(text), where=self.where)
+        except ValueError:
+            raise RetryableFailure(f"{self.where}: reply body is not JSON") from None
+        return Streamed(
+            text=reply.text, usage=reply.usage, model=reply.model,
+            finish_reason=reply.finish_reason, sent_at=sent_at, first_token_at=None,
+            done_at=time.perf_counter(), deltas=0,
+        )  # fmt: skip
 
     async def aclose(self) -> None:
         if self._http is not None:

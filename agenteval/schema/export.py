@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agenteval.schema.agent import AgentConfig
+from agenteval.schema.code_retrieval import PinnedCommits
 from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
@@ -28,6 +29,7 @@ from agenteval.schema.suite import Suite
 from agenteval.schema.task_records import TaskAttempt, TaskGrade
 from agenteval.schema.task_results import TaskExpectations, TaskScorecard
 from agenteval.schema.tasks import TaskFile
+from agenteval.schema.throughput import TriageWorkload
 from agenteval.schema.tiers import TiersFile
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
@@ -60,6 +62,8 @@ def models() -> dict[str, type[BaseModel]]:
         "task_grade": TaskGrade,
         "task_scorecard": TaskScorecard,
         "task_expectations": TaskExpectations,
+        "throughput_workload": TriageWorkload,
+        "code_retrieval_commits": PinnedCommits,
     }
     return found
 

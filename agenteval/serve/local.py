@@ -128,6 +128,11 @@ def server_command(
         "true",
         "--cache_size",
         str(PROMPT_CACHE_BYTES),
+        # By default a request arriving while another streams cuts that stream short (it
+        # ends with [DONE] and no finish reason): concurrent streams must queue instead, or
+        # every streamed reply but the newest is lost (the throughput benchmark streams).
+        "--interrupt_requests",
+        "false",
     ]
     if n_threads is not None:
         command += ["--n_threads", str(n_threads), "--n_threads_batch", str(n_threads)]

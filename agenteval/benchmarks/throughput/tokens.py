@@ -1,0 +1,62 @@
+"""Counting a reply's output tokens: the endpoint's usage when it reports it, else the model's
+own tokenizer when one can be had here, else nothing (n/a, never 0).
+
+The only tokenizer this project can load offline is a GGUF file's vocabulary, through
+llama-cpp-python (`vocab_only`: no weights loaded, a third of a second); `auto` uses the
+local model's (the one `agenteval serve-local` serves) for the local endpoint and none for
+any other, because another model's tokenizer would count another model's tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class Tokenizer:
+    """A GGUF file's tokenizer (llama-cpp-python, vocabulary only)."""
+
+    def __init__(self, gguf: Path) -> None:
+        import llama_cpp
+
+        self.name = gguf.name
+        self._model: Any = llama_cpp.Llama(model_path=str(gguf), vocab_only=True, verbose=False)
+
+    def count(self, text: str) -> int:
+        return len(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
+@dataclass(frozen=True)
+class Counted:
+    tokens: int | None
+    source: str  # usage | tokenizer | none
+
+
+def count_output(usage_tokens: int | None, text: str, tokenizer: Tokenizer | None) -> Counted:
+    if usage_tokens:
+        return Counted(usage_tokens, "usage")
+    if tokenizer is not None and text:
+        return Counted(tokenizer.count(text), "tokenizer")
+    return Counted(None, "none")
+
+
+def resolve_tokenizer(setting: str, endpoint_kind: str, root: Path) -> tuple[Tokenizer | None, str]:
+    """(tokenizer, how it was chosen) for `throughput.tokenizer` (auto | none | a .gguf path)."""
+    if setting == "none":
+        return None, "none (throughput.tokenizer)"
+    if setting == "auto":
+        if endpoint_kind != "local":
+            return None, "none: no tokenizer of this endpoint's model is available offline"
+        from agenteval.serve.local import LocalServerError, find_model_file
+
+        try:
+            gguf = find_model_file()
+        except LocalServerError as exc:
+            return None, f"none: {exc}"
+    else:
+        gguf = (root / setting).resolve()
+    try:
+        return Tokenizer(gguf), f"gguf vocabulary of {gguf.name}"
+    except (ImportError, OSError, ValueError) as exc:
+        return None, f"none: cannot load {gguf.name} ({type(exc).__name__}: {exc})"

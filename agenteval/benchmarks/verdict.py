@@ -1,0 +1,44 @@
+"""What every benchmark gate returns or raises: the result with its checks and flips, and
+the two refusals (not comparable; not readable)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class GateRefused(Exception):
+    """The two runs are not comparable."""
+
+
+class GateInputError(Exception):
+    """A run or baseline could not be read."""
+
+
+@dataclass
+class GateResult:
+    passed: bool
+    tolerance: float
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    flipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [f"gate: {'PASS' if self.passed else 'FAIL'} (tolerance {self.tolerance:.4f})"]
+        for c in self.checks:
+            mark = "ok  " if c["ok"] else "FAIL"
+            out.append(
+                f"  {mark} {c['name']}: baseline {_fmt(c.get('baseline'))}, "
+                f"current {_fmt(c.get('current'))}{_note(c)}"
+            )
+        for f in self.flipped:
+            out.append(f"  flipped {f['question']} ({f['what']}): {f['from']} -> {f['to']}")
+        return out
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _note(check: Mapping[str, Any]) -> str:
+    return f" ({check['note']})" if check.get("note") else ""

@@ -1,0 +1,154 @@
+"""`agenteval bench throughput` and `agenteval bench code-retrieval`.
+
+Thin: the benchmarks package does the work. Exit codes: 0 done (or the gate holds); 1 the
+gate fails; 2 invalid input, refused before any request; 3 stopped by the endpoint (quota,
+credentials) or a baseline that is not comparable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agenteval.cli.bench import SetOption, _out, benchmark_gate
+from agenteval.cli.common import EXIT_STOPPED, fail, load_params
+
+group = typer.Typer(help="Endpoint throughput and code retrieval benchmarks.", no_args_is_help=True)
+
+GateOption = Annotated[
+    Path | None, typer.Option("--gate", help="Gate against this baseline results.json.")
+]
+ToleranceOption = Annotated[
+    float | None, typer.Option(help="Gate: allowed change (default: the benchmark's own).")
+]
+TrackOption = Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow.")]
+
+
+def _endpoint_sets(
+    url: str | None, model: str | None, protocol: str, key_env: str | None, local: bool
+) -> list[str]:
+    if local and url:
+        fail(["--local and --endpoint-url name two endpoints; give one"])
+    if local:
+        return ["throughput.endpoints=[{name: local, kind: local}]"]
+    if url is None:
+        if model:
+            fail(["--model needs --endpoint-url"])
+        return []
+    if not model:
+        fail(["--endpoint-url needs --model"])
+    spec = f"name: {model}, kind: url, model: '{model}', base_url: '{url}', protocol: {protocol}"
+    if key_env:
+        spec += f", api_key_env: {key_env}"
+    return [f"throughput.endpoints=[{{{spec}}}]"]
+
+
+@group.command()
+def throughput(
+    endpoint_url: Annotated[
+        str | None, typer.Option(help="Measure this endpoint (with --model).")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name sent to --endpoint-url.")] = None,
+    protocol: Annotated[str, typer.Option(help="openai | anthropic")] = "openai",
+    api_key_env: Annotated[
+        str | None, typer.Option(help="NAME of the variable holding the key.")
+    ] = None,
+    local: Annotated[bool, typer.Option("--local", help="Measure the local model.")] = False,
+    concurrency: Annotated[
+        str | None, typer.Option(help="Levels, comma-separated (default 1,4,16,64).")
+    ] = None,
+    repeats: Annotated[int | None, typer.Option(help="Repeats of each level.")] = None,
+    set_: SetOption = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Run folder (default runs/throughput-<time>).")
+    ] = None,
+    params_file: Annotated[Path, typer.Option("--params")] = Path(
+        "pipelines/throughput/params.yaml"
+    ),
+    baseline: GateOption = None,
+    tolerance: ToleranceOption = None,
+    track: TrackOption = True,
+) -> None:
+    """Email triage streamed at a sweep of concurrency levels: TTFT, latency p50/p95/p99,
+    tokens/s and requests/s per level, errors, retries and triage accuracy."""
+    from agenteval.benchmarks.throughput.steps import step_run, step_track, summary_lines
+    from agenteval.benchmarks.throughput.workload import WorkloadError
+    from agenteval.layout import Layout
+    from agenteval.llm import LLMError
+
+    sets = _endpoint_sets(endpoint_url, model, protocol, api_key_env, local)
+    if concurrency is not None:
+        sets.append(f"throughput.concurrency=[{concurrency}]")
+    if repeats is not None:
+        sets.append(f"throughput.repeats={repeats}")
+    params = load_params(params_file, [*sets, *(set_ or [])])
+    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "throughput"))
+    try:
+        results = step_run(params, layout)
+    except WorkloadError as exc:
+        fail([str(p) for p in exc.problems])
+    except LLMError as exc:
+        fail([f"stopped: {exc}"], EXIT_STOPPED)
+    except (ValueError, OSError, RuntimeError) as exc:
+        fail([f"cannot run: {type(exc).__name__}: {exc}"])
+    for line in summary_lines(results):
+        typer.echo(line)
+    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
+    if track:
+        result = step_track(params, layout, None)
+        if result is not None:
+            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
+    if baseline is not None:
+        benchmark_gate(layout.reports, baseline, tolerance)
+
+
+@group.command("code-retrieval")
+def code_retrieval(
+    set_: SetOption = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Run folder (default runs/code_retrieval-<time>).")
+    ] = None,
+    params_file: Annotated[Path, typer.Option("--params")] = Path(
+        "pipelines/code_retrieval/params.yaml"
+    ),
+    baseline: GateOption = None,
+    tolerance: ToleranceOption = None,
+    track: TrackOption = True,
+) -> None:
+    """The code index over real fixes of pinned histories: file recall@1/5/10, function
+    recall@5/10 and MRR against a git grep baseline, incremental replay, damaged indexes and
+    hostile trees (pass / fail / not-run)."""
+    from agenteval.benchmarks.code_retrieval.history import HistoryError
+    from agenteval.benchmarks.code_retrieval.steps import (
+        PinsError,
+        step_evaluate,
+        step_track,
+        summary_lines,
+    )
+    from agenteval.layout import Layout
+
+    params = load_params(params_file, list(set_ or []))
+    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "code_retrieval"))
+    try:
+        results = step_evaluate(params, layout)
+    except PinsError as exc:
+        fail([str(p) for p in exc.problems])
+    except HistoryError as exc:
+        fail([f"{params['code_retrieval']['commits']}: {exc}"])
+    except (ValueError, OSError) as exc:
+        fail([f"cannot run: {type(exc).__name__}: {exc}"])
+    for line in summary_lines(results):
+        typer.echo(line)
+    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
+    if track:
+        result = step_track(params, layout, None)
+        if result is not None:
+            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
+    if baseline is not None:
+        benchmark_gate(layout.reports, baseline, tolerance)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(group, name="bench")
