@@ -1,7 +1,7 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
 One short module per command group (evaluate, data, gate, expectations, lifecycle, serve,
-controls, bench, sessions); heavy modules are imported inside commands so `agenteval --help`
+controls, bench, sessions, ci); heavy modules are imported inside commands so `agenteval --help`
 answers fast.
 """
 
@@ -14,6 +14,7 @@ import typer
 from agenteval import __version__, heap
 from agenteval.cli import (
     bench,
+    ci,
     climb,
     controls,
     data,
@@ -59,6 +60,7 @@ for group in (
     bench,
     climb,
     sessions,
+    ci,
 ):
     group.register(app)
 
