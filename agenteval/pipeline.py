@@ -98,6 +98,7 @@ def step_infer(
         "timeout_s": float(run.get("timeout_s", 900)),
         "budget_usd_per_scenario": _optional_float(run.get("budget_usd_per_scenario")),
         "budget_usd_total": _optional_float(run.get("budget_usd_total")),
+        "agent_model": run.get("agent_model") or None,
     }
     lock = eval_lock(endpoint_key(params["target"]), str(layout.transcripts))
     with (

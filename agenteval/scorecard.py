@@ -31,6 +31,7 @@ def _config(
     rules: ScoringRules,
     first: Transcript | None,
     first_verdict: Verdict | None,
+    served: set[str],
 ) -> dict[str, Any]:
     target = first.target.model_dump(mode="json") if first else params["target"]
     # The declared limits decide which scenarios are BLOCKED: part of what the agent is.
@@ -57,6 +58,10 @@ def _config(
         "scenarios": {i.scenario.id: i.digest for i in suite.items},
         "ground_truth": {i.scenario.id: i.ground_truth_digest for i in suite.items},
         "split": (suite.split or {}) | {"scenarios": {i.scenario.id: i.split for i in suite.items}},
+        # What the measured units' agent reported running (compare refuses a model change),
+        # and the pin that discarded any other (run.agent_model).
+        "agent_models": sorted(served),
+        "agent_model_pin": (params.get("run") or {}).get("agent_model"),
     }
 
 
@@ -101,6 +106,7 @@ def build_scorecard(
     first: Transcript | None = None
     first_verdict: Verdict | None = None
     usages: list[Usage] = []
+    served: set[str] = set()  # models the measured units reported running
     resampled: list[Verdict] = []  # judged K times (judge.repeats): for the self-consistency
     for item in suite.items:
         scenario = item.scenario
@@ -123,6 +129,8 @@ def build_scorecard(
                 continue
             first = first or transcript
             usages += [turn.usage for turn in transcript.turns if turn.usage is not None]
+            if transcript.status == COMPLETED:
+                served |= {m for turn in transcript.turns for m in turn.models or [] if m}
             if verdict is not None and verdict.transcript_digest:
                 first_verdict = first_verdict or verdict
                 resampled += [verdict] if len(verdict.samples) >= 2 else []
@@ -133,7 +141,7 @@ def build_scorecard(
             results.append(result)
     return Scorecard(
         summary=summarize(results, rules),
-        config=_config(suite, params, rules, first, first_verdict),
+        config=_config(suite, params, rules, first, first_verdict, served),
         scenarios=results,
         pass_counts=pass_counts(results),
         dimension_means=dimension_means(results),

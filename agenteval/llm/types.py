@@ -141,6 +141,9 @@ class Completion(_Strict):
     cost_source: CostSource | None = None
     latency_ms: float = 0.0
     model: str = ""
+    # The model the endpoint said answered, exactly as it said it; None when the reply named
+    # none (`model` then falls back to the configured name). What a model pin reads back.
+    served_model: str | None = None
     cached: bool = False
     finish_reason: str | None = None
     attempts: int = 1

@@ -241,6 +241,12 @@ class RunParams(_Section):
     timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
     budget_usd_per_scenario: float | None = Field(None, gt=0)
     budget_usd_total: float | None = Field(None, gt=0)
+    agent_model: str | None = Field(
+        None,
+        description="Pin: the model every unit must report having run (the endpoint's reply "
+        "`model`, an MCP server's report); a unit that ran anything else is discarded as "
+        "INFRA_ERROR with the reason. It does not choose the model. null: not checked.",
+    )
     cache: bool = Field(
         True,
         description="Cache model replies (keyed by request, iteration and seed): an unchanged "

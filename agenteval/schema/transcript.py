@@ -40,6 +40,11 @@ class TranscriptTurn(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     latency_ms: float | None = None
     usage: Usage | None = None
+    models: list[str | None] | None = Field(
+        None,
+        description="The models the agent's backend reported for this turn's replies (each "
+        "once; null for a reply that named none); absent when the target cannot say.",
+    )
     simulator_fault: str | None = Field(
         None, description="Set when the simulated user, not the agent, got this turn wrong."
     )
