@@ -120,9 +120,34 @@ def step_infer(
             on_stored=grading.add if grading else None,
             **options,
         )
-        transcripts = asyncio.run(grading.around(engine.run()) if grading else engine.run())
+
+        def go() -> list[Transcript]:
+            return asyncio.run(grading.around(engine.run()) if grading else engine.run())
+
+        transcripts = _metered(run.get("meter"), layout, go)
         report = executor.report()
     return InferResult(transcripts, engine.stop_reason, report, dict(engine.writes))
+
+
+def _metered(
+    section: dict[str, Any] | None, layout: Layout, go: Callable[[], list[Transcript]]
+) -> list[Transcript]:
+    """Inference between two billing-meter snapshots (run.meter), the delta added to
+    data/meter.json: a resumed run's legs add up."""
+    if not section:
+        return go()
+    from dataclasses import asdict
+
+    from agenteval.llm.billing import metered, open_meter
+    from agenteval.scorecard import METER_FILE
+
+    meter = open_meter(section)
+    transcripts: list[Transcript]
+    transcripts, reading = metered(meter, go, float(section.get("lag_s", 90)))
+    path = layout.transcripts.parent / METER_FILE
+    legs = list(read_json(path)) if path.is_file() else []
+    write_json(path, [*legs, asdict(reading) | {"usd": reading.usd}])
+    return transcripts
 
 
 def overlaps_judging(params: dict[str, Any]) -> bool:

@@ -11,7 +11,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-CostSource = Literal["provider_usage", "estimated"]
+# What kind of dollar a cost figure is (agenteval.llm.cost says where each comes from):
+# metered — a provider billing API's snapshots before and after the run (real charges);
+# api_equivalent — the harness's own reported cost (Claude Code's total_cost_usd: list price);
+# harness_counts — token counts the harness recorded per call, priced with a dated rate card;
+# estimated — characters/4 token guesses priced the same way, only when asked for;
+# provider_usage — the earlier name of harness_counts, still read from older transcripts.
+CostSource = Literal["metered", "api_equivalent", "harness_counts", "estimated", "provider_usage"]
 
 
 class _Strict(BaseModel):

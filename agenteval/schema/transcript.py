@@ -15,7 +15,9 @@ class Usage(BaseModel):
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     cost_usd: float | None = Field(None, description="None means unknown (n/a), never 0.")
-    cost_source: str | None = Field(None, description="provider_usage | estimated")
+    cost_source: str | None = Field(
+        None, description="harness_counts | api_equivalent | estimated (agenteval.llm.cost)"
+    )
 
 
 class ToolCall(BaseModel):

@@ -263,6 +263,8 @@ def usage_of(stats: Any) -> Usage | None:
     if not isinstance(stats, Mapping):
         return None
     known = {k: stats[k] for k in Usage.model_fields if stats.get(k) is not None}
+    if known.get("cost_usd") is not None and not known.get("cost_source"):
+        known["cost_source"] = "api_equivalent"  # the agent's own reported cost
     return Usage.model_validate(known) if known else None
 
 
