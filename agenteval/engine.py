@@ -260,7 +260,10 @@ class UnitRunner:
         transcript.cost_usd = round((transcript.cost_usd or 0.0) + cost, 8)
         spent = self.add_spent(cost)
         if self.budget_total is not None and spent >= self.budget_total:
-            reason = f"run budget ${self.budget_total:g} reached (spent ${spent:.4f})"
+            reason = (
+                f"run budget ${self.budget_total:g} reached (spent ${spent:.4f} by this "
+                "invocation; a resume may spend up to the budget again)"
+            )
             self.stop_reason = self.stop_reason or reason
             raise BudgetExceeded(reason, run_wide=True)
         if self.budget_scenario is not None and transcript.cost_usd >= self.budget_scenario:
