@@ -1,8 +1,8 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
 One short module per command group (evaluate, data, gate, expectations, lifecycle, serve,
-controls, bench, sessions, ci); heavy modules are imported inside commands so `agenteval --help`
-answers fast.
+controls, bench, sessions, ci, fix); heavy modules are imported inside commands so
+`agenteval --help` answers fast.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from agenteval.cli import (
     data,
     evaluate,
     expectations,
+    fix,
     gate,
     lifecycle,
     serve,
@@ -61,6 +62,7 @@ for group in (
     climb,
     sessions,
     ci,
+    fix,
 ):
     group.register(app)
 
