@@ -56,6 +56,27 @@ Dispatch = Callable[[Unit], Awaitable[tuple[Transcript, str | None]]]
 class BudgetExceeded(Exception):
     """A scenario or the whole run reached its spending limit."""
 
+    def __init__(self, message: str, *, run_wide: bool = False) -> None:
+        super().__init__(message)
+        self.run_wide = run_wide  # the run's budget, not the scenario's: a resume finishes it
+
+
+class ModelPinMismatch(Exception):
+    """The agent answered with another model than the run pins (run.agent_model)."""
+
+
+def pin_mismatch(models: list[str | None] | None, pin: str) -> str | None:
+    """Why a reply's reported models break the pin; None when every one is the pinned model.
+    A reply that names no model cannot be checked, so it breaks the pin too."""
+    if models is None:
+        return f"this agent does not report the model it ran, so the pin {pin} cannot be checked"
+    others = sorted({m for m in models if m is not None and m != pin})
+    if others:
+        return f"the agent ran {', '.join(others)}, not the pinned {pin}"
+    if None in models:
+        return f"a reply named no model, so the pin {pin} cannot be checked"
+    return None
+
 
 def untimed(transcript: Transcript) -> None:
     """Drop every wall-clock measurement from a transcript."""
@@ -137,8 +158,11 @@ class UnitRunner:
         timeout_s: float = 900,
         budget_usd_per_scenario: float | None = None,
         budget_usd_total: float | None = None,
+        agent_model: str | None = None,
     ) -> None:
         self.target, self.simulator, self.root = target, simulator, root
+        # Not a choice of model: what every reply must report having run (run.agent_model).
+        self.agent_model = agent_model
         self.timeout_s = timeout_s
         self.budget_scenario = budget_usd_per_scenario
         self.budget_total = budget_usd_total
@@ -197,6 +221,9 @@ class UnitRunner:
             transcript.setup_calls = exc.calls
         except BudgetExceeded as exc:
             transcript.status, transcript.error = Status.BUDGET_EXCEEDED, str(exc)
+            transcript.resumable = exc.run_wide
+        except ModelPinMismatch as exc:
+            transcript.status, transcript.error = Status.INFRA_ERROR, f"model pin: {exc}"
         except Exception as exc:
             self._record_crash(transcript, exc)
         transcript.duration_s = round(time.perf_counter() - start, 4)
@@ -233,13 +260,25 @@ class UnitRunner:
         transcript.cost_usd = round((transcript.cost_usd or 0.0) + cost, 8)
         spent = self.add_spent(cost)
         if self.budget_total is not None and spent >= self.budget_total:
-            reason = f"run budget ${self.budget_total:g} reached (spent ${spent:.4f})"
+            reason = (
+                f"run budget ${self.budget_total:g} reached (spent ${spent:.4f} by this "
+                "invocation; a resume may spend up to the budget again)"
+            )
             self.stop_reason = self.stop_reason or reason
-            raise BudgetExceeded(reason)
+            raise BudgetExceeded(reason, run_wide=True)
         if self.budget_scenario is not None and transcript.cost_usd >= self.budget_scenario:
             raise BudgetExceeded(
                 f"scenario budget ${self.budget_scenario:g} reached (${transcript.cost_usd:.4f})"
             )
+
+    def check_pin(self, turn: int, models: list[str | None] | None) -> None:
+        """Stop the conversation at the first reply from another model than the pin: the
+        unit is discarded (INFRA_ERROR with the reason), and no more is spent on it."""
+        if self.agent_model is None:
+            return
+        why = pin_mismatch(models, self.agent_model)
+        if why is not None:
+            raise ModelPinMismatch(f"turn {turn}: {why} (run.agent_model)")
 
     def add_spent(self, cost: float) -> float:
         """Add a reply's cost to the run's spending; the run's total so far. (A runner in an
@@ -267,10 +306,12 @@ class UnitRunner:
                         tool_calls=reply.tool_calls,
                         latency_ms=round((time.perf_counter() - started) * 1000, 3),
                         usage=reply.usage,
+                        models=reply.models,
                         simulator_fault=message.fault,
                     )
                 )
                 self.charge(transcript, reply.usage.cost_usd if reply.usage else None)
+                self.check_pin(turn.turn, reply.models)
         finally:
             await session.close()
 
@@ -339,6 +380,7 @@ class Inference:
         timeout_s: float = 900,
         budget_usd_per_scenario: float | None = None,
         budget_usd_total: float | None = None,
+        agent_model: str | None = None,
         retry_statuses: frozenset[str] = frozenset(),
         on_done: Callable[[Transcript], None] | None = None,
         dispatch: Dispatch | None = None,
@@ -354,6 +396,7 @@ class Inference:
             timeout_s=timeout_s,
             budget_usd_per_scenario=budget_usd_per_scenario,
             budget_usd_total=budget_usd_total,
+            agent_model=agent_model,
         )
         # Stored units that ended with one of these are run once more by this invocation
         # (`agenteval retry`, a resume, or a repro whose inputs changed): the failure may

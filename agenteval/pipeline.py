@@ -99,6 +99,7 @@ def step_infer(
         "timeout_s": float(run.get("timeout_s", 900)),
         "budget_usd_per_scenario": _optional_float(run.get("budget_usd_per_scenario")),
         "budget_usd_total": _optional_float(run.get("budget_usd_total")),
+        "agent_model": run.get("agent_model") or None,
     }
     lock = eval_lock(endpoint_key(params["target"]), str(layout.transcripts))
     with (
@@ -120,10 +121,35 @@ def step_infer(
             on_stored=grading.add if grading else None,
             **options,
         )
-        transcripts = asyncio.run(grading.around(engine.run()) if grading else engine.run())
+
+        def go() -> list[Transcript]:
+            return asyncio.run(grading.around(engine.run()) if grading else engine.run())
+
+        transcripts = _metered(run.get("meter"), layout, go)
         report = executor.report()
     again = retry_summary(transcripts, engine.retry_statuses)
     return InferResult(transcripts, engine.stop_reason, report, dict(engine.writes), again)
+
+
+def _metered(
+    section: dict[str, Any] | None, layout: Layout, go: Callable[[], list[Transcript]]
+) -> list[Transcript]:
+    """Inference between two billing-meter snapshots (run.meter), the delta added to
+    data/meter.json: a resumed run's legs add up."""
+    if not section:
+        return go()
+    from dataclasses import asdict
+
+    from agenteval.llm.billing import metered, open_meter
+    from agenteval.scorecard import METER_FILE
+
+    meter = open_meter(section)
+    transcripts: list[Transcript]
+    transcripts, reading = metered(meter, go, float(section.get("lag_s", 90)))
+    path = layout.transcripts.parent / METER_FILE
+    legs = list(read_json(path)) if path.is_file() else []
+    write_json(path, [*legs, asdict(reading) | {"usd": reading.usd}])
+    return transcripts
 
 
 def overlaps_judging(params: dict[str, Any]) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agenteval.costs import label, total
 from agenteval.fileio import digest_of, read_json, write_json, write_text
 from agenteval.schema.scorecard import ScenarioResult, Scorecard
 from agenteval.schema.status import JUDGED_STATUSES, Status
@@ -121,8 +122,31 @@ def _header(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
         answers = ", ".join(repr(o["answer"]) for o in overlap)
         lines.append(f"- Split overlap: {len(overlap)} expected answer(s) pinned apart ({answers})")
     lines += _headline(card, noise)
-    if card.usage.get("cost_usd") is not None:
-        lines.append(f"- Cost: ${card.usage['cost_usd']:.4f}")
+    return lines
+
+
+def _costs(card: Scorecard) -> list[str]:
+    """What the run cost, each figure with its kind of dollar; n/a where nothing counted."""
+    cost = card.cost
+    if cost is None:
+        return []
+    lines = ["", "## Cost", "", f"- Run: {label(cost.total)}"]
+    if len(cost.by_source) > 1:
+        lines += [f"  - {source}: ${usd:.4f}" for source, usd in sorted(cost.by_source.items())]
+    if cost.metered is not None:
+        lines.append(f"- Billing meter (metered): {label(cost.metered)}")
+    lines.append(
+        f"- Units priced: {cost.units_priced} · reached the model without a figure (n/a): "
+        f"{cost.units_unpriced} · called no model: {cost.units_without_model}"
+    )
+    if cost.by_source or cost.units_unpriced:
+        lines += ["", "| Category | Cost |", "|---|---|"]
+        lines += [f"| {name} | {label(c)} |" for name, c in cost.by_category.items()]
+    lines.append(
+        "- Kinds of dollar: metered = the provider's billing meter; api_equivalent = the "
+        "harness's own reported cost (list price, not a bill); harness_counts = token counts "
+        "priced with the dated rate card"
+    )
     return lines
 
 
@@ -158,6 +182,9 @@ def _scenario_line(rows: list[ScenarioResult], card: Scorecard) -> list[str]:
         k, n = (count.k, count.n) if count else (0, 0)
         statuses = ", ".join(sorted({r.status for r in rows}))
         text = f"- **{first.id}** — {k}/{n} passed ({statuses}; mean {_num(mean, 1)}/10)"
+    cost = first.cost if len(rows) == 1 else total(r.cost for r in rows)[0]
+    if any(r.cost is not None for r in rows):
+        text += f" · cost {label(cost)}"
     lines = [text]
     causes = sorted({r.root_cause for r in rows if r.root_cause and r.status != Status.PASS})
     lines += [f"  - Root cause: {cause}" for cause in causes[:2]]
@@ -221,7 +248,7 @@ def _invalid(card: Scorecard) -> list[str]:
 
 def summary_markdown(card: Scorecard, noise: dict[str, Any] | None = None) -> str:
     lines = _header(card, noise) + _invalid(card) + _judge_checks(card)
-    lines += _categories(card, noise)
+    lines += _categories(card, noise) + _costs(card)
     lines += ["", "## Scenarios", ""]
     grouped: dict[str, list[ScenarioResult]] = {}
     for result in card.scenarios:

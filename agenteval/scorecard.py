@@ -7,11 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from agenteval import __version__
+from agenteval.costs import cost_metrics, rate_cards, run_cost, unit_cost
+from agenteval.fileio import read_json
 from agenteval.layout import load_transcript, load_verdict
 from agenteval.params import section_digest, without_placement
 from agenteval.schema.params import AgentLimits
 from agenteval.schema.scorecard import (
     Calibration,
+    Cost,
     PassCount,
     ScenarioResult,
     Scorecard,
@@ -24,6 +27,8 @@ from agenteval.schema.verdict import Verdict
 from agenteval.scoring import ScenarioInfo, ScoringRules, dimension_means, score_scenario, summarize
 from agenteval.suite.audit import blocked_reasons, describe
 
+METER_FILE = "meter.json"  # beside the transcripts: the billing meter's delta (run.meter)
+
 
 def _config(
     suite: Suite,
@@ -31,6 +36,7 @@ def _config(
     rules: ScoringRules,
     first: Transcript | None,
     first_verdict: Verdict | None,
+    served: set[str],
 ) -> dict[str, Any]:
     target = first.target.model_dump(mode="json") if first else params["target"]
     # The declared limits decide which scenarios are BLOCKED: part of what the agent is.
@@ -57,6 +63,10 @@ def _config(
         "scenarios": {i.scenario.id: i.digest for i in suite.items},
         "ground_truth": {i.scenario.id: i.ground_truth_digest for i in suite.items},
         "split": (suite.split or {}) | {"scenarios": {i.scenario.id: i.split for i in suite.items}},
+        # What the measured units' agent reported running (compare refuses a model change),
+        # and the pin that discarded any other (run.agent_model).
+        "agent_models": sorted(served),
+        "agent_model_pin": (params.get("run") or {}).get("agent_model"),
     }
 
 
@@ -101,6 +111,8 @@ def build_scorecard(
     first: Transcript | None = None
     first_verdict: Verdict | None = None
     usages: list[Usage] = []
+    served: set[str] = set()  # models the measured units reported running
+    cards = rate_cards(params)
     resampled: list[Verdict] = []  # judged K times (judge.repeats): for the self-consistency
     for item in suite.items:
         scenario = item.scenario
@@ -123,17 +135,20 @@ def build_scorecard(
                 continue
             first = first or transcript
             usages += [turn.usage for turn in transcript.turns if turn.usage is not None]
+            if transcript.status == COMPLETED:
+                served |= {m for turn in transcript.turns for m in turn.models or [] if m}
             if verdict is not None and verdict.transcript_digest:
                 first_verdict = first_verdict or verdict
                 resampled += [verdict] if len(verdict.samples) >= 2 else []
             result = score_scenario(info, transcript.status, verdict, rules, iteration, blocked)
             result.split, result.fenced_reads = item.split, transcript.fenced_reads
+            result.cost = unit_cost(transcript, cards)
             if transcript.status != COMPLETED and transcript.error:
                 result.warnings.append(transcript.error)  # why it was not measured
             results.append(result)
     return Scorecard(
         summary=summarize(results, rules),
-        config=_config(suite, params, rules, first, first_verdict),
+        config=_config(suite, params, rules, first, first_verdict, served),
         scenarios=results,
         pass_counts=pass_counts(results),
         dimension_means=dimension_means(results),
@@ -142,7 +157,22 @@ def build_scorecard(
         overrides_by_rule=dict(sorted(Counter(r for x in results for r in x.overrides).items())),
         calibration=_calibration(controls_dir, params),
         self_consistency=self_consistency_of(resampled, params),
+        cost=run_cost(results, read_meter(transcripts_dir.parent)),
     )
+
+
+def read_meter(data: Path) -> Cost | None:
+    """The billing meter's figure for the run, when one was taken (data/meter.json: one
+    reading per leg, a resumed run's legs added up)."""
+    path = data / METER_FILE
+    if not path.is_file():
+        return None
+    legs = read_json(path)
+    usd = round(sum(float(leg["usd"]) for leg in legs), 6)
+    note = f"{len(legs)} leg(s); account-wide: any other use of the account meanwhile is in it"
+    if any(float(leg["usd"]) < 0 for leg in legs):
+        note += "; a NEGATIVE leg: the meter's window moved between its snapshots"
+    return Cost(usd=usd, source="metered", note=note)
 
 
 def _calibration(controls_dir: Path | None, params: dict[str, Any]) -> Calibration | None:
@@ -206,7 +236,7 @@ def metrics_of(card: Scorecard) -> dict[str, float | int]:
     flat["invalid_scenario_files"] = len(card.invalid)
     for rule, count in card.overrides_by_rule.items():
         flat[f"overrides.{rule}"] = count
-    return flat | judge_check_metrics(card)
+    return flat | cost_metrics(card.cost) | judge_check_metrics(card)
 
 
 def judge_check_metrics(card: Scorecard) -> dict[str, float | int]:

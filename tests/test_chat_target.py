@@ -92,7 +92,7 @@ def test_native_tool_round_trip_is_recorded(protocol: str) -> None:
     assert reply.usage is not None
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (400, 30)
     assert reply.usage.cost_usd == pytest.approx((400 * 1.0 + 30 * 2.0) / 1e6)
-    assert reply.usage.cost_source == "provider_usage"
+    assert reply.usage.cost_source == "harness_counts"
     assert len(requests) == 2
     names = {t.get("name") or t.get("function", {}).get("name") for t in requests[0]["tools"]}
     assert names == {"list_documents", "index_document", "query_documents", "read_document"}

@@ -130,14 +130,43 @@ def test_unmeasured_is_never_a_regression_but_require_complete_fails() -> None:
     assert result.exit_code == EXIT_OK
     assert result.bucket("unmeasured") == ["b", "never"]
     assert result.incomplete == [
-        "b: 3 of 3 iteration(s) unmeasured (TIMEOUT)",
-        "c: 1 of 3 iteration(s) unmeasured (INFRA_ERROR)",
+        "b: 3 of 3 current iteration(s) unmeasured (TIMEOUT)",
+        "c: 1 of 3 current iteration(s) unmeasured (INFRA_ERROR)",
         "gone: missing from the current run",
-    ]  # "never" is unmeasured in the baseline too: nothing to be complete about
+        "never: 3 of 3 baseline iteration(s) unmeasured (NOT_JUDGED)",
+        "never: 3 of 3 current iteration(s) unmeasured (NOT_JUDGED)",
+    ]  # a comparison is complete only when both runs measured every unit
     assert any("--require-complete" in w for w in result.warnings)
     strict = compare(base, cur, require_complete=True)
     assert strict.exit_code == EXIT_REGRESSION
-    assert "3 scenario(s) incomplete" in strict.reasons[0]
+    assert "--require-complete: 5 incomplete" in strict.reasons[0]
+
+
+def test_require_complete_fails_on_a_baseline_with_unmeasured_units() -> None:
+    base = make_card({"a": "PPE", "b": "FFF"})
+    cur = make_card({"a": "PPP", "b": "FFF"})
+    assert compare(base, cur).exit_code == EXIT_OK
+    strict = compare(base, cur, require_complete=True)
+    assert strict.exit_code == EXIT_REGRESSION
+    assert strict.incomplete == ["a: 1 of 3 baseline iteration(s) unmeasured (INFRA_ERROR)"]
+
+
+def test_another_agent_model_is_not_comparable_unless_allowed() -> None:
+    base = make_card({"a": "PPP", "b": "FFF"}, config={"agent_models": ["model-a"]})
+    cur = make_card({"a": "PPP", "b": "FFF"}, config={"agent_models": ["model-b"]})
+    refused = compare(base, cur)
+    assert refused.exit_code == EXIT_NOT_COMPARABLE
+    assert refused.reasons == [
+        "agent model model-a -> model-b: every delta would partly be the model swap "
+        "(--allow-model-change to compare anyway)"
+    ]
+    allowed = compare(base, cur, allow_model_change=True)
+    assert allowed.exit_code == EXIT_OK
+    assert "agent model model-a -> model-b (--allow-model-change)" in allowed.warnings
+    # a scorecard from before the models were read back: its configured model stands in
+    old = make_card({"a": "PPP", "b": "FFF"})
+    assert compare(old, make_card({"a": "PPP", "b": "FFF"}, config={
+        "agent_models": ["builtin-bm25"]})).exit_code == EXIT_OK  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- tests

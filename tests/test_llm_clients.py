@@ -211,7 +211,7 @@ def test_usage_and_cost_from_provider(make_server: ServerFactory, protocol: str)
     assert completion.usage.cache_write_tokens == cache_write
     expected = (1000 * 2.0 + 500 * 10.0 + 200 * 0.5 + cache_write * 4.0) / 1e6
     assert completion.cost_usd == pytest.approx(expected)
-    assert completion.cost_source == "provider_usage"
+    assert completion.cost_source == "harness_counts"
 
 
 @pytest.mark.parametrize("usage", [None, {"input": 0, "output": 0}])
@@ -380,7 +380,7 @@ def test_cache_hit_is_priced_with_current_table(
     assert first.cost_usd is None
     priced = run(ask(client_for(server, protocol, cache_dir=tmp_path, prices=PRICES)))
     assert priced.cached and server.request_count == 1
-    assert priced.cost_usd == pytest.approx(0.002) and priced.cost_source == "provider_usage"
+    assert priced.cost_usd == pytest.approx(0.002) and priced.cost_source == "harness_counts"
 
 
 def test_unreachable_server_is_transient(make_server: ServerFactory, protocol: str) -> None:

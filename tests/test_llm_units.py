@@ -157,7 +157,7 @@ def test_price_completion_sources() -> None:
     table = PriceTable({"served-name": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}})
     usage = Usage(input_tokens=1000, output_tokens=1000)
     cost, source = price_completion(table, ("alias", "served-name"), usage, None)
-    assert cost == pytest.approx(0.003) and source == "provider_usage"
+    assert cost == pytest.approx(0.003) and source == "harness_counts"
     assert price_completion(table, ("served-name",), None, usage)[1] == "estimated"
     assert price_completion(table, ("served-name",), None, None) == (None, None)
     assert price_completion(table, ("unknown",), usage, None) == (None, None)

@@ -200,7 +200,8 @@ def test_serve_mcp_offers_the_agent_ui_tool_set_and_shapes() -> None:
                 session_id=sid,
                 message="What was the second-quarter net revenue?",
             )
-            assert set(reply) == {"content", "agent_steps", "event_log", "stats"}
+            # the reference shape, plus the models that answered (what a model pin reads)
+            assert set(reply) == {"content", "agent_steps", "event_log", "stats", "models"}
             assert "8.6" in reply["content"] and reply["stats"]["latency_ms"] >= 0
             step = reply["agent_steps"][0]
             assert {"tool", "success", "summary", "arguments"} <= set(step)

@@ -1,8 +1,8 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
 One short module per command group (evaluate, data, repro, gate, expectations, lifecycle,
-serve, controls, bench, climb, sessions, tasks); heavy modules are imported inside commands so
-`agenteval --help` answers fast.
+serve, controls, bench, climb, sessions, tasks, ci, fix); heavy modules are imported inside
+commands so `agenteval --help` answers fast.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from agenteval import __version__, heap
 from agenteval.cli import (
     bench,
     bench_runs,
+    ci,
     climb,
     controls,
     data,
     evaluate,
     expectations,
+    fix,
     gate,
     lifecycle,
     repro,
@@ -65,6 +67,8 @@ for group in (
     climb,
     sessions,
     tasks,
+    ci,
+    fix,
 ):
     group.register(app)
 

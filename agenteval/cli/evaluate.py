@@ -63,6 +63,13 @@ def run(
     tier: Annotated[
         str | None, typer.Option(help="Only this lane of eval/tiers.yaml: smoke, full, backlog.")
     ] = None,
+    agent_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Pin (run.agent_model): discard as INFRA_ERROR any unit whose agent reports "
+            "another model. It does not choose the model."
+        ),
+    ] = None,
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
     ] = None,
@@ -88,6 +95,7 @@ def run(
     else:
         # --tier is suite.tier: the typed params check its value before any work starts.
         sets = list(set_ or []) + ([f"suite.tier={tier}"] if tier is not None else [])
+        sets += [f"run.agent_model={agent_model}"] if agent_model is not None else []
         params = load_params(params_file, sets)
         select(params, scenario, category)
         if strict:

@@ -1,10 +1,11 @@
 """The gate commands: `agenteval noise`, `agenteval compare`, `agenteval baseline save|show`.
 
 Exit codes of `compare`: 0 no regression · 2 regression (or, with --require-complete, an
-incomplete current run) · 3 not comparable (instrument differs, or the agent with
---same-agent) · 4 an input could not be read. 2 is the regression code CI gates key on, so an
-unreadable input gets its own code instead of passing for a regression; click's own usage errors
-(a missing argument) still exit 2 before any of this runs.
+incomplete comparison: a unit either run left unmeasured, a baseline scenario missing) · 3 not
+comparable (another agent model unless --allow-model-change, the instrument differs, or the
+agent with --same-agent) · 4 an input could not be read. 2 is the regression code CI gates
+key on, so an unreadable input gets its own code instead of passing for a regression; click's
+own usage errors (a missing argument) still exit 2 before any of this runs.
 `noise` and `baseline` exit 2 on bad input or a refused baseline, like the rest of the CLI.
 
 Heavy modules (scipy, mlflow, matplotlib, the pipeline) are imported inside the commands.
@@ -97,7 +98,14 @@ def compare(
     baseline: Annotated[str, typer.Argument(help="Run dir, scorecard file or MLflow run id.")],
     current: Annotated[str, typer.Argument(help="Run dir, scorecard file or MLflow run id.")],
     require_complete: Annotated[
-        bool, typer.Option(help="Exit 2 if a baseline scenario is missing or unmeasured.")
+        bool,
+        typer.Option(
+            help="Exit 2 if a baseline scenario is missing, or either run left a unit unmeasured."
+        ),
+    ] = False,
+    allow_model_change: Annotated[
+        bool,
+        typer.Option(help="Compare runs whose agent reported different models (else exit 3)."),
     ] = False,
     same_agent: Annotated[
         bool, typer.Option(help="Exit 3 if the agent differs (regression gate, not A/B).")
@@ -119,9 +127,8 @@ def compare(
         base, cur = load_side(baseline), load_side(current)
     except InputError as exc:
         fail([str(exc)], EXIT_BAD_INPUT)
-    result = compare(
-        base, cur, require_complete=require_complete, same_agent=same_agent, noise=noise_floor
-    )
+    result = compare(base, cur, require_complete=require_complete, same_agent=same_agent,
+                     allow_model_change=allow_model_change, noise=noise_floor)  # fmt: skip
     write_outputs(result, out, png)
     typer.echo(f"{result.verdict} ({result.kind}); exit {result.exit_code}")
     for reason in result.reasons:

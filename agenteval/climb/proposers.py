@@ -42,6 +42,10 @@ class Context:
     parent: str = ""  # digest of the parent's artifacts: a score is only valid against it
     # Scores a candidate edit on train (never held): its paired delta, or None if refused.
     try_train: Callable[[Edit], Delta | None] | None = None
+    # The parent's train transcripts (never held or test) and the redaction of every
+    # reference answer a text could carry: what a fixer reads (agenteval.climb.fixers).
+    transcripts: Path | None = None
+    redact: Callable[[str], str] = str
 
 
 class Proposer(Protocol):

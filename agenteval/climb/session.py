@@ -37,7 +37,7 @@ from agenteval.climb.evaluation import (
     split_suite,
     suites,
 )
-from agenteval.climb.failures import failures, unique_per_scenario
+from agenteval.climb.failures import failures, redact, unique_per_scenario
 from agenteval.climb.guard import Guard, GuardRules, Material, corpus_files
 from agenteval.climb.holdout import HoldoutSpent, Thresholdout
 from agenteval.climb.keep import Delta, held_verdict, keep_rule, paired_delta, train_improves
@@ -114,6 +114,8 @@ def context(state: State, number: int) -> Context:
     ctx = Context(state.spec, knobs, files, unique_per_scenario(found), history, number)
     ctx.parent = digest_of(fingerprint(state.root, state.spec.artifacts))
     ctx.try_train = lambda edit: screen(state, number, edit)
+    ctx.transcripts = train.folder / "data" / "transcripts"
+    ctx.redact = lambda text: redact(text, state.guard.material)
     return ctx
 
 

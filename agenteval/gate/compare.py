@@ -5,9 +5,11 @@ Exit codes (the CLI's and :attr:`Comparison.exit_code`):
 * 0 — no regression.
 * 2 — a regression: the overall judged pass rate fell significantly, a category fell
   significantly after Holm correction, or a scenario is in ``regressed``; with
-  ``require_complete`` also a scenario the baseline measured that the current run is missing or
-  did not fully measure.
-* 3 — not comparable: the measuring instrument differs (judge — its code file by file,
+  ``require_complete`` also an incomplete comparison: a scenario the baseline measured that the
+  current run is missing, or a unit left unmeasured in either run.
+* 3 — not comparable: the agent model differs (the models the units reported running; unless
+  ``allow_model_change``: every delta would partly be the model swap), the measuring
+  instrument differs (judge — its code file by file,
   prompts, rules, model — or simulator; a corpus change only when it cannot be confined to
   single scenarios), or with ``same_agent`` the agent differs, or either run's judge missed the
   controls gate on the controls mixed into that run (judge.controls_per_run) or was not
@@ -52,6 +54,7 @@ from agenteval.gate.runs import (
     instrument_differences,
     judge_gate_misses,
     load_side,
+    model_difference,
 )
 from agenteval.power import mde
 from agenteval.schema.scorecard import Scorecard
@@ -339,21 +342,27 @@ def _noise_warnings(noise: Mapping[str, Any], base: Scorecard) -> list[str]:
     return [f"the noise floor was measured on another configuration: {d}" for d in diffs]
 
 
+def _unmeasured(side: str, sid: str, t: ScenarioTally) -> str:
+    statuses = sorted({s for s in t.statuses if s in UNMEASURED_STATUSES})
+    shown = ", ".join(statuses)
+    return f"{sid}: {t.unmeasured} of {t.runs} {side} iteration(s) unmeasured ({shown})"
+
+
 def _completeness(
     base: dict[str, ScenarioTally], cur: dict[str, ScenarioTally], result: Comparison
 ) -> None:
-    """Baseline-measured scenarios the current run is missing or did not fully measure."""
+    """Baseline scenarios the current run is missing, and units either run left unmeasured."""
     for sid, b in base.items():
         c = cur.get(sid)
-        if b.n == 0:
-            continue  # the baseline could not measure it either: nothing to be complete about
+        if b.unmeasured:
+            result.incomplete.append(_unmeasured("baseline", sid, b))
         if c is None:
             result.incomplete.append(f"{sid}: missing from the current run")
         elif c.unmeasured:
-            statuses = sorted({s for s in c.statuses if s in UNMEASURED_STATUSES})
-            result.incomplete.append(
-                f"{sid}: {c.unmeasured} of {c.runs} iteration(s) unmeasured ({', '.join(statuses)})"
-            )
+            result.incomplete.append(_unmeasured("current", sid, c))
+    for sid, c in cur.items():
+        if sid not in base and c.unmeasured:
+            result.incomplete.append(_unmeasured("current", sid, c))
 
 
 def _gate(result: Comparison, require_complete: bool) -> None:
@@ -374,10 +383,14 @@ def _gate(result: Comparison, require_complete: bool) -> None:
     if regressed:
         reasons.append(f"{len(regressed)} scenario(s) regressed: {', '.join(regressed)}")
     if require_complete and result.incomplete:
-        reasons.append(f"--require-complete: {len(result.incomplete)} scenario(s) incomplete")
+        reasons.append(
+            f"--require-complete: {len(result.incomplete)} incomplete: "
+            + "; ".join(result.incomplete[:5])
+            + (" ..." if len(result.incomplete) > 5 else "")
+        )
     elif result.incomplete:
         result.warnings.append(
-            f"{len(result.incomplete)} baseline scenario(s) incomplete in the current run "
+            f"{len(result.incomplete)} scenario(s) incomplete in one run or the other "
             "(use --require-complete to fail on this)"
         )
     result.reasons = reasons
@@ -391,6 +404,7 @@ def compare(
     *,
     require_complete: bool = False,
     same_agent: bool = False,
+    allow_model_change: bool = False,
     noise: Mapping[str, Any] | None = None,
     tau: float = 0.2,
     resamples: int = 10000,
@@ -412,6 +426,12 @@ def compare(
     if result.agent_differences:
         result.kind = "A/B"
     refused = [f"the measuring instrument differs: {d}" for d in result.instrument_differences]
+    model = model_difference(b_cfg, c_cfg)
+    if model and not allow_model_change:
+        refused.append(f"{model}: every delta would partly be the model swap "
+                       "(--allow-model-change to compare anyway)")  # fmt: skip
+    elif model:
+        result.warnings.append(f"{model} (--allow-model-change)")
     if same_agent:
         refused += [f"the agent differs (--same-agent): {d}" for d in result.agent_differences]
     refused += judge_gate_misses(b_run.card, "baseline") + judge_gate_misses(c_run.card, "current")

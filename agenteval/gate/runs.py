@@ -152,6 +152,24 @@ def judge_gate_misses(card: Scorecard, side: str) -> list[str]:
     return misses
 
 
+def agent_models(config: Mapping[str, Any]) -> list[str]:
+    """The models a run's measured units reported running; a scorecard from before that was
+    recorded (or a run that measured nothing) falls back to the configured target.model."""
+    served = config.get("agent_models")
+    if served:
+        return sorted(str(m) for m in served)
+    model = (config.get("target") or {}).get("model")
+    return [str(model)] if model else []
+
+
+def model_difference(base: Mapping[str, Any], cur: Mapping[str, Any]) -> str | None:
+    """How the agent model changed between two runs, or None when it did not."""
+    before, after = agent_models(base), agent_models(cur)
+    if before == after:
+        return None
+    return f"agent model {', '.join(before) or '?'} -> {', '.join(after) or '?'}"
+
+
 def agent_differences(base: Mapping[str, Any], cur: Mapping[str, Any]) -> list[str]:
     return _differences("target", base.get("target"), cur.get("target"))
 

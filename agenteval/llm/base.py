@@ -242,6 +242,7 @@ class BaseChatClient(ABC):
             cost_source=source,
             latency_ms=latency_ms,
             model=reply.model or self.endpoint.model,
+            served_model=reply.model or None,
             cached=False,
             finish_reason=reply.finish_reason,
             attempts=attempts,

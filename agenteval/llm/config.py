@@ -162,7 +162,7 @@ def sum_usage(completions: Iterable[Completion]) -> Usage | None:
             sources.add(completion.cost_source)
     source = None
     if cost is not None:
-        source = "estimated" if "estimated" in sources else "provider_usage"
+        source = "estimated" if "estimated" in sources else "harness_counts"
     if not counted:
         return Usage(cost_usd=cost, cost_source=source)
     return Usage(**totals, cost_usd=None if cost is None else round(cost, 8), cost_source=source)

@@ -1,24 +1,25 @@
-"""Pricing completions from a per-model price table.
+"""Pricing completions from a per-model price table (the rate card).
 
-Every cost carries its source. `provider_usage` is priced from token counts the provider
-reported; `estimated` is priced from a characters/4 guess and only exists when the caller
-asked for estimates. No usage, or no price for the model, means cost None ("n/a"), never 0:
-a zero would read as "free" and drag averages down.
+Every cost carries its source (`CostSource`). `harness_counts` is priced from the token counts
+the provider reported for each call, with the rate card's price for the model (a price names
+the date of the card it was read from, `as_of`); `estimated` is priced from a characters/4
+guess and only exists when the caller asked for estimates. No usage, usage that counted no
+tokens, or no price for the model means cost None ("n/a"), never 0: a zero would read as
+"free" and drag averages down. The other sources are not priced here: `api_equivalent` is a
+harness's own reported cost, `metered` a billing API's (agenteval.llm.billing).
 
-A whole agent run's cost carries one of three sources, with its provenance (a sentence saying
-where the number came from, e.g. the rate card's date): `metered` (the provider's billing
-meter, snapshotted before and after: real charges), `api_equivalent` (a harness's own list-
-price total: comparable as a price of compute, not money spent) and `harness_counts` (the
-harness's own per-call token counts priced with the rate card).
+A whole agent run's cost (coding tasks) carries one of the three run-level sources with its
+provenance, a sentence saying where the number came from (`RunCost` below).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from agenteval.llm.types import CostSource, Usage
 
@@ -36,7 +37,12 @@ class ModelPrice(BaseModel):
     # pretending cached tokens were free.
     cache_read_per_mtok: float | None = None
     cache_write_per_mtok: float | None = None
-    as_of: str | None = None  # the date of the published rate card these rates come from
+    as_of: str | None = None  # the date of the rate card the price comes from
+
+    @field_validator("as_of", mode="before")
+    @classmethod
+    def _date_text(cls, value: Any) -> Any:
+        return value.isoformat() if isinstance(value, date) else value
 
     def cost(self, usage: Usage) -> float:
         read_rate = (
@@ -89,11 +95,11 @@ def price_completion(
     price = prices.price_for(*models) if prices else None
     if price is None:
         return None, None
-    if usage is not None:
-        return price.cost(usage), "provider_usage"
-    if estimated is not None:
+    if usage is not None and not usage.is_empty():
+        return price.cost(usage), "harness_counts"
+    if estimated is not None and not estimated.is_empty():
         return price.cost(estimated), "estimated"
-    return None, None
+    return None, None  # nothing counted: n/a, not a free call
 
 
 # -- whole runs: (cost, source, provenance) ------------------------------------------------

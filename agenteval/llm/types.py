@@ -11,12 +11,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-# provider_usage / estimated: one model call, priced from the provider's counts or a guess.
-# For a whole agent run (coding tasks, scenario runs): metered (the provider's billing meter
-# before and after), api_equivalent (a harness's own list-price total, e.g. Claude Code's
-# total_cost_usd: a price of compute, not money spent), harness_counts (the harness's own
-# per-call token counts priced with the rate card in run.prices). See agenteval.llm.cost.
-CostSource = Literal["provider_usage", "estimated", "metered", "api_equivalent", "harness_counts"]
+# What kind of dollar a cost figure is (agenteval.llm.cost says where each comes from):
+# metered — a provider billing API's snapshots before and after the run (real charges);
+# api_equivalent — the harness's own reported cost (Claude Code's total_cost_usd: list price);
+# harness_counts — token counts the harness recorded per call, priced with a dated rate card;
+# estimated — characters/4 token guesses priced the same way, only when asked for;
+# provider_usage — the earlier name of harness_counts, still read from older transcripts.
+CostSource = Literal["metered", "api_equivalent", "harness_counts", "estimated", "provider_usage"]
 
 
 class _Strict(BaseModel):
@@ -146,6 +147,9 @@ class Completion(_Strict):
     cost_source: CostSource | None = None
     latency_ms: float = 0.0
     model: str = ""
+    # The model the endpoint said answered, exactly as it said it; None when the reply named
+    # none (`model` then falls back to the configured name). What a model pin reads back.
+    served_model: str | None = None
     cached: bool = False
     finish_reason: str | None = None
     attempts: int = 1

@@ -11,6 +11,7 @@ JSON Schema (`eval/schemas/params.schema.json`) is exported from these models.
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -192,7 +193,11 @@ class PriceParams(_Section):
     output_per_mtok: float = Field(ge=0)
     cache_read_per_mtok: float | None = Field(None, ge=0)
     cache_write_per_mtok: float | None = Field(None, ge=0)
-    as_of: str | None = Field(None, description="Date of the published rate card (provenance).")
+    as_of: date | None = Field(
+        None,
+        description="The date of the published rate card these prices come from; reports "
+        "name it beside every cost priced with them (harness_counts).",
+    )
 
 
 RetryStatus = Literal[
@@ -233,6 +238,20 @@ class RayParams(_Section):
     )
 
 
+class MeterParams(_Section):
+    """run.meter: `metered` costs from the provider's billing API, read before and after."""
+
+    kind: Literal["openai_costs"] = Field(
+        "openai_costs", description="openai_costs: GET {base_url}/organization/costs."
+    )
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = Field(description="Variable holding an admin key that may read costs.")
+    project_ids: list[str] = Field(default_factory=list, description="Empty: the organization.")
+    lag_s: float = Field(
+        90, ge=0, description="Wait before the closing snapshot: the meter trails the calls."
+    )
+
+
 class RunParams(_Section):
     executor: Literal["local", "ray"] = Field(
         "local",
@@ -246,6 +265,15 @@ class RunParams(_Section):
     timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
     budget_usd_per_scenario: float | None = Field(None, gt=0)
     budget_usd_total: float | None = Field(None, gt=0)
+    meter: MeterParams | None = Field(
+        None, description="Billing meter snapshots around inference (metered costs); null: off."
+    )
+    agent_model: str | None = Field(
+        None,
+        description="Pin: the model every unit must report having run (the endpoint's reply "
+        "`model`, an MCP server's report); a unit that ran anything else is discarded as "
+        "INFRA_ERROR with the reason. It does not choose the model. null: not checked.",
+    )
     cache: bool = Field(
         True,
         description="Cache model replies (keyed by request, iteration and seed): an unchanged "

@@ -9,6 +9,34 @@ from pydantic import AliasChoices, BaseModel, Field
 from agenteval.schema.suite import InvalidScenario
 
 
+class Cost(BaseModel):
+    """A dollar figure and what kind of dollar it is (agenteval.llm.cost); `usd` null reads
+    n/a, never $0.00."""
+
+    usd: float | None = None
+    source: str | None = Field(
+        None, description="metered | api_equivalent | harness_counts | estimated | mixed"
+    )
+    rate_card: str | None = Field(
+        None, description="harness_counts, estimated: the date the rate card names, or undated."
+    )
+    note: str | None = Field(None, description="Why the figure is n/a, or what it leaves out.")
+
+
+class RunCost(BaseModel):
+    """What the run cost: per source, per category, and the units no figure covers."""
+
+    total: Cost = Field(description="One kind of dollar; mixed sources are given by_source.")
+    by_source: dict[str, float] = Field(default_factory=dict)
+    by_category: dict[str, Cost] = Field(default_factory=dict)
+    units_priced: int = 0
+    units_unpriced: int = Field(0, description="Units that reached the model, with no figure.")
+    units_without_model: int = Field(0, description="Units that called no model at all.")
+    metered: Cost | None = Field(
+        None, description="The provider's billing meter before and after the run (run.meter)."
+    )
+
+
 class TurnResult(BaseModel):
     turn: int
     scores: dict[str, float | None]
@@ -42,6 +70,7 @@ class ScenarioResult(BaseModel):
     fenced_reads: int = Field(
         0, description="Tool calls that tried to read outside the corpus (refused, recorded)."
     )
+    cost: Cost | None = Field(None, description="What the agent's calls cost; null: none made.")
 
 
 class CategorySummary(BaseModel):
@@ -161,3 +190,4 @@ class Scorecard(BaseModel):
     self_consistency: SelfConsistency | None = Field(
         None, description="judge.repeats > 1: flip rate and score SEM of this run's judge."
     )
+    cost: RunCost | None = Field(None, description="What the agent's calls cost, by source.")

@@ -15,7 +15,9 @@ class Usage(BaseModel):
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     cost_usd: float | None = Field(None, description="None means unknown (n/a), never 0.")
-    cost_source: str | None = Field(None, description="provider_usage | estimated")
+    cost_source: str | None = Field(
+        None, description="harness_counts | api_equivalent | estimated (agenteval.llm.cost)"
+    )
 
 
 class ToolCall(BaseModel):
@@ -40,6 +42,11 @@ class TranscriptTurn(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     latency_ms: float | None = None
     usage: Usage | None = None
+    models: list[str | None] | None = Field(
+        None,
+        description="The models the agent's backend reported for this turn's replies (each "
+        "once; null for a reply that named none); absent when the target cannot say.",
+    )
     simulator_fault: str | None = Field(
         None, description="Set when the simulated user, not the agent, got this turn wrong."
     )

@@ -187,7 +187,10 @@ class AgentHost:
         hosted.messages.append(
             {"role": "assistant", "content": reply.response, "agent_steps": steps, "stats": stats}
         )
-        return {"content": reply.response, "agent_steps": steps, "event_log": [], "stats": stats}
+        # The models that answered, as the wrapped agent read them back: what an mcp client's
+        # model pin (run.agent_model) checks.
+        return {"content": reply.response, "agent_steps": steps, "event_log": [], "stats": stats,
+                "models": reply.models or []}  # fmt: skip
 
     async def get_messages(self, session_id: str) -> dict[str, Any]:
         messages = self._get(session_id).messages

@@ -26,6 +26,14 @@ class AgentReply:
     response: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
+    # The models that produced this reply as the backend reported them (each once, in
+    # order; None for a model call whose reply named none). None: the target cannot say.
+    models: list[str | None] | None = None
+
+
+def distinct(names: list[str | None]) -> list[str | None]:
+    """Each name once, in the order first seen."""
+    return list(dict.fromkeys(names))
 
 
 @dataclass(frozen=True)

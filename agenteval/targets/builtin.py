@@ -73,7 +73,9 @@ class BuiltinTarget:
         chunk_size, top_k = int(self.knobs["chunk_size"]), int(self.knobs["top_k"])
         tools = DocumentTools(ctx.root, self.library, chunk_size, top_k, self.fence)
         rng = random.Random(f"{ctx.seed}:{scenario.id}:{ctx.iteration}")
-        return BuiltinSession(tools, self.knobs, self.replies, rng)
+        session = BuiltinSession(tools, self.knobs, self.replies, rng)
+        session.model = self.participant.model
+        return session
 
 
 class BuiltinSession:
@@ -89,6 +91,7 @@ class BuiltinSession:
         self.replies = replies
         self.rng = rng
         self.previous_query = ""
+        self.model: str | None = None  # the agent reports itself: it is its own model
 
     async def setup(self, documents: list[IndexDocument]) -> list[ToolCall]:
         for doc in documents:
@@ -102,7 +105,7 @@ class BuiltinSession:
     async def send(self, message: str) -> AgentReply:
         start = len(self.tools.calls)
         response = self._respond(message)
-        return AgentReply(response, self.tools.calls[start:])
+        return AgentReply(response, self.tools.calls[start:], models=[self.model])
 
     async def close(self) -> None:
         return None

@@ -38,6 +38,7 @@ from agenteval.targets.base import (
     SessionContext,
     SetupFailed,
     agent_files_digest,
+    distinct,
 )
 from agenteval.targets.fence import DEFAULT_LIBRARY, corpus_fence
 from agenteval.targets.tools import SEARCH_TOOL, TOOL_NAMES, DocumentTools
@@ -169,7 +170,8 @@ class ChatSession:
             text = await self._send_with_context(message, completions)
         else:
             text = await self._send_with_tools(message, completions)
-        return AgentReply(text, self.tools.calls[first:], sum_usage(completions))
+        models = distinct([c.served_model for c in completions])
+        return AgentReply(text, self.tools.calls[first:], sum_usage(completions), models)
 
     async def close(self) -> None:
         return None  # the client is shared by the loop's sessions and closed with the loop

@@ -26,7 +26,7 @@ from typing import Any
 from agenteval.fileio import code_of, digest_of
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.transcript import Participant, ToolCall, Usage
-from agenteval.targets.base import AgentReply, SessionContext
+from agenteval.targets.base import AgentReply, SessionContext, distinct
 
 KIND = "claude-code"
 DEFAULT_COMMAND = "claude"
@@ -73,6 +73,7 @@ class StreamResult:
     error: str | None = None
     quota: bool = False
     said: list[str] = field(default_factory=list)  # assistant texts, if no result arrives
+    models: list[str | None] = field(default_factory=list)  # each assistant message's model
 
 
 def _usage(event: Mapping[str, Any]) -> Usage:
@@ -85,7 +86,8 @@ def _usage(event: Mapping[str, Any]) -> Usage:
         cache_read_tokens=raw.get("cache_read_input_tokens"),
         cache_write_tokens=raw.get("cache_creation_input_tokens"),
         cost_usd=float(cost) if isinstance(cost, int | float) else None,
-        cost_source="provider_usage" if isinstance(cost, int | float) else None,
+        # Claude Code's own total_cost_usd: the list price of its tokens, not a bill.
+        cost_source="api_equivalent" if isinstance(cost, int | float) else None,
     )
 
 
@@ -123,6 +125,9 @@ def parse_stream(lines: Iterable[str]) -> StreamResult:
             continue
         found.session_id = event.get("session_id") or found.session_id
         kind = event.get("type")
+        if kind == "assistant":
+            model = (event.get("message") or {}).get("model")
+            found.models = distinct([*found.models, str(model) if model else None])
         for block in _blocks(event):
             if kind == "assistant" and block.get("type") == "tool_use":
                 arguments = dict(block.get("input") or {})
@@ -200,7 +205,7 @@ class ClaudeCodeSession:
         if found.error is not None or process.returncode:
             detail = found.error or err.decode("utf-8", "replace").strip()[-300:]
             raise RuntimeError(f"claude exited {process.returncode}: {detail}")
-        return AgentReply(found.text, found.tool_calls, found.usage)
+        return AgentReply(found.text, found.tool_calls, found.usage, found.models or [None])
 
     async def close(self) -> None:
         return None

@@ -263,7 +263,20 @@ def usage_of(stats: Any) -> Usage | None:
     if not isinstance(stats, Mapping):
         return None
     known = {k: stats[k] for k in Usage.model_fields if stats.get(k) is not None}
+    if known.get("cost_usd") is not None and not known.get("cost_source"):
+        known["cost_source"] = "api_equivalent"  # the agent's own reported cost
     return Usage.model_validate(known) if known else None
+
+
+def models_of(result: Mapping[str, Any]) -> list[str | None]:
+    """The models the server says answered: `models` (a list, as serve-mcp reports them) or
+    `model` at the top level or in stats; [None] when it names none."""
+    stats = result.get("stats")
+    found = result.get("models")
+    if isinstance(found, list) and found:
+        return [str(m) if m else None for m in found]
+    named = result.get("model") or (stats.get("model") if isinstance(stats, Mapping) else None)
+    return [str(named)] if named else [None]
 
 
 class MCPSession:
@@ -358,6 +371,7 @@ class MCPSession:
             response=str(result.get("content") or ""),
             tool_calls=[step_call(s, self.target.fence) for s in steps if isinstance(s, Mapping)],
             usage=usage_of(result.get("stats")),
+            models=models_of(result),
         )
 
     async def close(self) -> None:
