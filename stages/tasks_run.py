@@ -7,6 +7,7 @@ from collections import Counter
 
 from agenteval.benchmarks.tasks.definitions import TaskFileError
 from agenteval.benchmarks.tasks.harness import HarnessUnavailable
+from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
 from agenteval.benchmarks.tasks.secrets import SecretSurvived
 from agenteval.benchmarks.tasks.steps import step_run
 from stages.common import run_stage, variant_layout, variant_params
@@ -19,7 +20,7 @@ def main() -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
-    except (HarnessUnavailable, ValueError) as exc:
+    except (HarnessUnavailable, SandboxUnavailable, ValueError) as exc:
         print(f"run: refused: {exc}", file=sys.stderr)
         return 2
     except SecretSurvived as exc:

@@ -211,6 +211,7 @@ def shortcuts(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str],
 def test_reference_solution_passes_and_is_verified(reference: dict, task_id: str) -> None:
     attempt, result = reference[task_id]
     assert attempt.status == "COMPLETED"
+    assert attempt.sandbox == "bwrap, network off"  # the default: commands and checks sealed
     assert result.result == "PASS", result.reasons
     assert result.verified is True
     assert not result.misreported and not result.after_answer

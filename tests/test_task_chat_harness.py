@@ -141,6 +141,7 @@ def check_mlflow(tmp_path: Path, run_id: str) -> None:
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED" and run.data.metrics["passed"] == 1.0
     assert run.data.tags["agent.model"] == "agent-model" and run.inputs.model_inputs
+    assert run.data.tags["tasks.sandbox"] == "bwrap, network off"
     traces = client.search_traces(locations=[run.info.experiment_id], run_id=run_id)
     (trace,) = traces
     names = [s.name for s in trace.data.spans]

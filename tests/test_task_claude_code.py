@@ -145,6 +145,8 @@ def test_refused_before_any_work_where_claude_is_not_installed(tmp_path: Path) -
 def test_driven_end_to_end_through_a_stand_in_executable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Unsandboxed, so the stand-in can leave its evidence where the test reads it (the
+    sandboxed Claude Code: tests/test_task_sandbox.py); the run says it was unsandboxed."""
     evidence = tmp_path / "evidence.json"
     monkeypatch.setenv("FAKE_CLAUDE_EVIDENCE", str(evidence))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-" + "k3Y" * 12)
@@ -155,9 +157,11 @@ def test_driven_end_to_end_through_a_stand_in_executable(
             f"tasks.claude.command={FIXTURES / 'fake_claude.py'}",
             "tasks.ids=[bugfix-durations]",
             "target.model=claude-sonnet-4-5",
+            "tasks.sandbox=none",
         ],
     )
     card = run_tasks(params, Layout.run_dir(ROOT, tmp_path / "run"))
+    assert card.sandbox.startswith("none")
     (row,) = card.tasks
     assert row.result == "PASS" and row.verified is True and not row.misreported
     assert row.cost_source == "api_equivalent" and row.cost_usd == pytest.approx(0.0871)

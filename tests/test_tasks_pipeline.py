@@ -49,6 +49,7 @@ def test_dvc_repro_runs_the_core_suite_offline(tmp_path: Path) -> None:
     assert "run: COMPLETED 7" in out and "score: 6/7 passed, 6/6 verified" in out
     reports = repo / "pipelines/tasks/reports"
     card = json.loads((reports / "scorecard.json").read_text())
+    assert card["sandbox"] == "bwrap, network off"  # the pipeline's default: sealed
     results = {row["task_id"]: row["result"] for row in card["tasks"]}
     assert results.pop("explain-durations") == "NOT_JUDGED"  # a question needs a judge
     assert set(results.values()) == {"PASS"}

@@ -95,6 +95,7 @@ def _run_toybox(params: dict[str, Any], folder: Path, no_judge: bool, track: boo
 
     from agenteval.benchmarks.tasks.definitions import TaskFileError
     from agenteval.benchmarks.tasks.harness import HarnessUnavailable
+    from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
     from agenteval.benchmarks.tasks.secrets import SecretSurvived
     from agenteval.benchmarks.tasks.steps import preflight, run_tasks
     from agenteval.fileio import write_text
@@ -108,7 +109,7 @@ def _run_toybox(params: dict[str, Any], folder: Path, no_judge: bool, track: boo
         card = run_tasks(params, layout, judge=not no_judge)
     except TaskFileError as exc:
         fail(_problems(exc))
-    except (HarnessUnavailable, ValueError) as exc:
+    except (HarnessUnavailable, SandboxUnavailable, ValueError) as exc:
         fail([f"refused: {exc}"])
     except SecretSurvived as exc:
         fail([str(exc)], EXIT_GATE_FAILED)
@@ -116,6 +117,7 @@ def _run_toybox(params: dict[str, Any], folder: Path, no_judge: bool, track: boo
         fail([f"stopped: {exc}", f"resume with: agenteval tasks run --out {folder}"], EXIT_STOPPED)
     for line in _headline(card):
         typer.echo(line)
+    typer.echo(f"sandbox: {card.sandbox}")
     typer.echo(f"reports in {folder}/ (scorecard.json, summary.md, data/attempts/)")
     if track:
         _track(params, layout)
@@ -161,6 +163,8 @@ def _run_swebench(
 
     from agenteval.benchmarks.tasks import swebench, swebench_run
     from agenteval.benchmarks.tasks.harness import HarnessUnavailable, make_harness
+    from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
+    from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
     from agenteval.benchmarks.tasks.steps import guard_for
 
     ids = [i.strip() for i in (instances or "").split(",") if i.strip()] or list(swebench.PILOT)
@@ -169,13 +173,20 @@ def _run_swebench(
         harness = make_harness(params["tasks"]["harness"], params, Path.cwd())
         harness.preflight()
         swebench.preflight(ids, cache, grading=not no_evaluate)
-    except (HarnessUnavailable, swebench.SwebenchUnavailable, ValueError) as exc:
+        # The instances (their fix included) and the clones (their history) stay hidden.
+        cache.mkdir(parents=True, exist_ok=True)
+        sealed = [folder, cache.parent]
+        sandbox = sandbox_from_params(params, Path.cwd().resolve(), sealed).check()
+    except (HarnessUnavailable, SandboxUnavailable, swebench.SwebenchUnavailable) as exc:
+        fail([f"refused: {exc}"])
+    except ValueError as exc:
         fail([f"refused: {exc}"])
     found = swebench.load_instances(ids, cache)
     options = {
         "run_timeout_s": float(params["tasks"]["run_timeout_s"]),
         "command_timeout_s": float(params["tasks"]["command_timeout_s"]),
         "max_steps": int(params["tasks"]["max_steps"]),
+        "sandbox": sandbox,
     }
     rows = asyncio.run(
         swebench_run.capture(harness, found, folder, cache.parent, guard_for(params), **options)
@@ -294,13 +305,14 @@ def controls(
     """Check the judge on three planted attempts with known verdicts; exit 1 when it cannot
     score them apart."""
     from agenteval.benchmarks.tasks.controls import run_controls
+    from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
     from agenteval.fileio import write_json
     from agenteval.llm import LLMError
 
     params = load_params(params_file, list(set_ or []))
     try:
         found = run_controls(params, Path.cwd().resolve(), task)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, SandboxUnavailable) as exc:
         fail([f"refused: {exc}"], EXIT_INVALID)
     except LLMError as exc:
         fail([f"the judge's backend failed: {exc}"], EXIT_STOPPED)

@@ -475,6 +475,10 @@ class ClaudeCodeParams(_Section):
 
     command: str = Field("claude", description="The Claude Code executable.")
     extra_args: list[str] = Field(default_factory=list, description="Appended to the command.")
+    home_files: list[str] = Field(
+        default_factory=lambda: ["~/.claude/.credentials.json", "~/.claude.json"],
+        description="Its login, put back read-only into the sandbox's empty home.",
+    )
 
 
 class TasksParams(_Section):
@@ -494,6 +498,18 @@ class TasksParams(_Section):
     max_steps: int = Field(40, ge=1, description="chat: tool calls per task.")
     concurrency: int = Field(1, ge=1, description="Tasks in flight (each in its own copy).")
     work_root: str | None = Field(None, description="Where copies live; null: the temp folder.")
+    sandbox: Literal["bwrap", "none"] = Field(
+        "bwrap",
+        description="bwrap: the agent's commands and the checks see only the task's copy "
+        "(refused where bwrap cannot run) | none: unconfined, recorded as such.",
+    )
+    sandbox_network: bool = Field(False, description="Network inside the sandbox.")
+    sandbox_hide: list[str] = Field(
+        default_factory=list, description="More folders hidden from the agent (other checkouts)."
+    )
+    sandbox_expose: list[str] = Field(
+        default_factory=list, description="Folders put back read-only (a tool under the home)."
+    )
     judge: TasksJudgeParams = Field(default_factory=TasksJudgeParams)
     claude: ClaudeCodeParams = Field(default_factory=ClaudeCodeParams)
 

@@ -103,6 +103,9 @@ class TaskAttempt(_Strict):
     checks: list[CheckResult] = Field(
         default_factory=list, description="Coding tasks: every expect check, in order."
     )
+    sandbox: str | None = Field(
+        None, description="Where its commands ran (tasks.sandbox); None: recorded before it."
+    )
 
     @property
     def final_answer(self) -> str | None:

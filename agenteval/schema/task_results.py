@@ -80,6 +80,9 @@ class TaskScorecard(_Strict):
     judge_model: str | None = None
     repeats: int
     measured_on: dict[str, str] = Field(default_factory=dict, description="commit, machine.")
+    sandbox: str = Field(
+        "unknown", description="Where the agent's commands ran: bwrap (network on/off) or none."
+    )
     draws: list[Draw]
     tasks: list[TaskResult]
     controls: dict[str, object] | None = Field(None, description="Judge controls, if run.")

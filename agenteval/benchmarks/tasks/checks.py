@@ -9,7 +9,9 @@
   still pass on a broken project test nothing, and a "regression test" that passes on the
   unfixed file is not one.
 
-Nothing here is shown to the agent; the checks read the task definition only now.
+Nothing here is shown to the agent; the checks read the task definition only now. Every
+check command runs in the run's sandbox: the agent's code (a planted conftest.py, a patched
+module) runs in them too, and must reach no more than the agent did.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine
 from agenteval.benchmarks.tasks.commands import CommandResult, run_command
+from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.workspace import Workspace, _copy_ignore
 from agenteval.schema.task_records import CheckResult
 from agenteval.schema.tasks import Expect, KillsMutants, Mutant, Probe, TestsPass
@@ -61,15 +65,11 @@ def probe_mismatch(probe: Probe, result: CommandResult) -> str | None:
 
 
 async def _tests_pass(
-    spec: TestsPass, ws: Workspace, env: Mapping[str, str], timeout: float
+    spec: TestsPass, ws: Workspace, env: Mapping[str, str], timeout: float, sandbox: Sandbox
 ) -> CheckResult:
-    for rel in spec.clean:
-        target = ws.work / rel
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        elif target.exists() or target.is_symlink():
-            target.unlink()
-    result = await run_command([*PYTEST, *spec.args], ws.work, env, timeout)
+    if spec.clean:  # in the sandbox: a link the agent planted leads nowhere outside
+        await run_command(["rm", "-rf", "--", *spec.clean], ws.work, env, timeout, sandbox=sandbox)
+    result = await run_command([*PYTEST, *spec.args], ws.work, env, timeout, sandbox=sandbox)
     ok = not result.timed_out and result.exit_code == 0
     return CheckResult(
         name="tests_pass", target=" ".join(spec.args) or "suite", ok=ok, detail=_tail(result)
@@ -77,9 +77,10 @@ async def _tests_pass(
 
 
 async def _probe(
-    probe: Probe, ws: Workspace, env: Mapping[str, str], timeout: float
+    probe: Probe, ws: Workspace, env: Mapping[str, str], timeout: float, sandbox: Sandbox
 ) -> CheckResult:
-    result = await run_command(probe.command, ws.work, {**env, **probe.env}, timeout)
+    env = {**env, **probe.env}
+    result = await run_command(probe.command, ws.work, env, timeout, sandbox=sandbox)
     why = probe_mismatch(probe, result)
     return CheckResult(name="probe", target=probe.command, ok=why is None, detail=why or "")
 
@@ -96,8 +97,12 @@ def _unchanged(rel: str, ws: Workspace) -> CheckResult:
 
 
 def _mutate(project: Path, mutant: Mutant, ws: Workspace) -> str | None:
-    """Break one file of `project`; a reason when the mutant cannot be applied."""
-    path = project / mutant.path
+    """Break one file of `project`; a reason when the mutant cannot be applied. (This runs
+    here, outside the sandbox: a file the agent turned into a link out is not followed.)"""
+    try:
+        path = confine(project, mutant.path)
+    except OutsideWorkspace:
+        return "a link out of the project"
     if mutant.snapshot:
         original = ws.snapshot_bytes(mutant.path)
         if original is None:
@@ -115,7 +120,12 @@ def _mutate(project: Path, mutant: Mutant, ws: Workspace) -> str | None:
 
 
 async def _kill(
-    spec: KillsMutants, mutant: Mutant, ws: Workspace, env: Mapping[str, str], timeout: float
+    spec: KillsMutants,
+    mutant: Mutant,
+    ws: Workspace,
+    env: Mapping[str, str],
+    timeout: float,
+    sandbox: Sandbox,
 ) -> CheckResult:
     label = (
         f"{mutant.path} as in the snapshot"
@@ -130,14 +140,19 @@ async def _kill(
         why = _mutate(project, mutant, ws)
         if why is not None:
             return CheckResult(name="kills_mutants", target=label, ok=False, detail=why)
-        result = await run_command([*PYTEST, "-x", *spec.tests], project, env, timeout)
+        argv = [*PYTEST, "-x", *spec.tests]
+        result = await run_command(argv, project, env, timeout, sandbox=sandbox)
     killed = result.timed_out or result.exit_code in KILLED_STATUSES
     detail = "killed" if killed else "the tests still pass (or select nothing) on the mutant"
     return CheckResult(name="kills_mutants", target=label, ok=killed, detail=detail)
 
 
 async def run_checks(
-    expect: Expect, ws: Workspace, env: Mapping[str, str], timeout_s: float
+    expect: Expect,
+    ws: Workspace,
+    env: Mapping[str, str],
+    timeout_s: float,
+    sandbox: Sandbox = NO_SANDBOX,
 ) -> list[CheckResult]:
     """Every check of `expect`, in a fixed order. Mutants run first, on copies, before
     `tests_pass` removes anything from the finished project; probes run one at a time (a
@@ -150,11 +165,11 @@ async def run_checks(
 
         async def kill(mutant: Mutant) -> CheckResult:
             async with slots:
-                return await _kill(spec, mutant, ws, env, timeout_s)
+                return await _kill(spec, mutant, ws, env, timeout_s, sandbox)
 
         results += await asyncio.gather(*(kill(m) for m in spec.mutants))
     for probe in expect.probe:
-        results.append(await _probe(probe, ws, env, timeout_s))
+        results.append(await _probe(probe, ws, env, timeout_s, sandbox))
     if expect.tests_pass is not None:
-        results.append(await _tests_pass(expect.tests_pass, ws, env, timeout_s))
+        results.append(await _tests_pass(expect.tests_pass, ws, env, timeout_s, sandbox))
     return results

@@ -2,14 +2,17 @@
 parsed into the same tool record as the project's own harness.
 
 Claude Code runs in the task's copy with the agent environment (no provider key: it signs in
-with its own login) and permissions skipped, and its stream is read line by line as it comes,
-so a task cut off at the cap keeps every call Claude Code made up to then. Its tools are named
-in the record's vocabulary (Bash -> run, Read -> read_file, Edit -> edit_file, ...), paths
-made relative to the copy, so `verified`, `after_answer` and the judge read both harnesses
-alike. Cost: Claude Code's own `total_cost_usd` (api_equivalent: a list price, not money
-spent) on Anthropic models; otherwise its token counts with the rate card (harness_counts),
-and n/a when it counted none. Where `claude` is not installed the harness is refused before
-any task starts.
+with its own login) and permissions skipped, as a whole process inside the run's sandbox
+(agenteval.benchmarks.tasks.sandbox): its installation and its login files read-only, the
+copy writable, the repository, the snapshot and the rest of the home hidden; the network is
+on (its API needs it, so the commands it runs have it too). Its stream is read line by line
+as it comes, so a task cut off at the cap keeps every call Claude Code made up to then. Its
+tools are named in the record's vocabulary (Bash -> run, Read -> read_file, Edit ->
+edit_file, ...), paths made relative to the copy, so `verified`, `after_answer` and the
+judge read both harnesses alike. Cost: Claude Code's own `total_cost_usd` (api_equivalent:
+a list price, not money spent) on Anthropic models; otherwise its token counts with the
+rate card (harness_counts), and n/a when it counted none. Where `claude` is not installed
+the harness is refused before any task starts.
 """
 
 from __future__ import annotations
@@ -205,11 +208,13 @@ class StreamParser:
 
 class ClaudeCodeHarness:
     in_process = False
+    needs_network = True  # it runs whole inside the sandbox and calls its API from there
 
     def __init__(self, params: Mapping[str, Any], root: Path | None = None) -> None:
         section = (params.get("tasks") or {}).get("claude") or {}
         self.command = str(section.get("command", "claude"))
         self.extra_args = [str(a) for a in section.get("extra_args") or []]
+        self.home_files = [str(f) for f in section.get("home_files") or []]
         self.model = (params.get("target") or {}).get("model")
         self.prices = PriceTable((params.get("run") or {}).get("prices") or {})
         identity = {
@@ -240,15 +245,26 @@ class ClaudeCodeHarness:
             )
 
     def argv(self, task: Task) -> list[str]:
-        exe = self.executable() or self.command
+        found = self.executable()
+        exe = os.path.realpath(found) if found else self.command  # the path the sandbox binds
         model = ["--model", str(self.model)] if self.model else []
         prompt = f"{TASK_PREAMBLE}\n\n{task.prompt}"
         return [exe, "-p", prompt, *BASE_ARGS, *model, *self.extra_args]
 
+    def sandboxed(self, task: Task, ctx: AttemptContext) -> list[str]:
+        """Claude Code as a whole inside the run's sandbox: its installation and its login
+        (`tasks.claude.home_files`) put back read-only, the copy writable, the network on."""
+        argv = self.argv(task)
+        login = [Path(f).expanduser() for f in self.home_files]
+        readable = [Path(argv[0]).parent, *(f for f in login if f.exists())]
+        return ctx.sandbox.wrap(
+            argv, ctx.workdir, writable=[ctx.workdir], readable=readable, network=True
+        )
+
     async def attempt(self, task: Task, ctx: AttemptContext) -> None:
         parser = StreamParser(ctx.record, ctx.workdir)
         proc = await asyncio.create_subprocess_exec(
-            *self.argv(task),
+            *self.sandboxed(task, ctx),
             cwd=ctx.workdir,
             env=ctx.env,
             stdin=asyncio.subprocess.DEVNULL,

@@ -1,8 +1,10 @@
 """Shell commands inside a task's copy: a time limit that really fires, output kept either way.
 
 Each command runs in its own process group, so a timeout kills the test runner *and* what it
-started (a hanging test's subprocesses included). Output that arrived before the kill is kept;
-long output is cut in the middle, keeping its head and its tail (where pytest's summary is).
+started (a hanging test's subprocesses included); in the sandbox (tasks.sandbox) that kill
+ends bwrap, whose pid namespace takes everything inside with it. Output that arrived before
+the kill is kept; long output is cut in the middle, keeping its head and its tail (where
+pytest's summary is).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 
 OUTPUT_CHARS = 16_000
 HEAD_SHARE = 0.3
@@ -56,9 +60,12 @@ async def run_command(
     env: Mapping[str, str],
     timeout_s: float,
     limit: int = OUTPUT_CHARS,
+    sandbox: Sandbox = NO_SANDBOX,
 ) -> CommandResult:
-    """Run `command` (a bash command line, or argv) with stdout and stderr merged."""
+    """Run `command` (a bash command line, or argv) with stdout and stderr merged, in
+    `sandbox` with `cwd` its one writable folder."""
     argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
+    argv = sandbox.wrap(argv, cwd, writable=[cwd])
     start = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         *argv,

@@ -137,7 +137,8 @@ async def _run(
     judge = TaskJudge(params, root)
     if judge.config is None:
         raise ValueError("judge controls need a judge: set tasks.judge.kind: llm and its endpoint")
-    settings = RunSettings.from_params(params, root, toybox)
+    data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the replayed attempts
+    settings = RunSettings.from_params(params, root, toybox, [data])
     guard = guard_for(params)
     outcomes: dict[str, ControlOutcome] = {}
     for name, solution in planted(task).items():

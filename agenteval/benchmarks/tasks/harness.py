@@ -1,10 +1,11 @@
 """The agent under test on a coding task: the harness protocol, its context and its registry.
 
 A harness gets the task's prompt and an `AttemptContext` (the copy, the environment without
-keys, the confined tools and the tool record it must fill as it goes) and returns when the
-agent is done. It never sees the checks, the reference solution or the judge. `preflight`
-runs before any task starts: a harness that cannot run here (Claude Code not installed, no
-model configured) is refused with a clear message instead of failing every task.
+keys, the confined tools, the run's sandbox and the tool record it must fill as it goes) and
+returns when the agent is done. It never sees the checks, the reference solution or the
+judge. `preflight` runs before any task starts: a harness that cannot run here (Claude Code
+not installed, no model configured) is refused with a clear message instead of failing
+every task.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.tools import ToolRecord, WorkspaceTools
 from agenteval.llm.cost import PriceTable, RunCost, harness_counts_cost
 from agenteval.llm.types import Completion, Usage
@@ -85,6 +87,7 @@ class AttemptContext:
     seed: int
     command_timeout_s: float
     max_steps: int
+    sandbox: Sandbox = NO_SANDBOX  # where an external harness runs as a whole (Claude Code)
 
 
 class Harness(Protocol):

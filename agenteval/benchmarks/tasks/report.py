@@ -57,6 +57,8 @@ def summary(card: TaskScorecard) -> str:
         + f"; {card.repeats} repeat(s); measured on {card.measured_on.get('commit', '?')[:12]} "
         f"({card.measured_on.get('machine', '?')}).",
         "",
+        f"Sandbox: {card.sandbox}.",
+        "",
         "| draw | passed | pass rate [95% CI] | verified | misreported | quality | tokens | "
         "cost | steps | wall s |",
         "|---|---|---|---|---|---|---|---|---|---|",

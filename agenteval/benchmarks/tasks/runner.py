@@ -1,13 +1,15 @@
 """Running a harness on tasks: one fresh copy per attempt, the cap, the diff, the checks.
 
 For each (task, repeat): copy the project and apply the setup, keep the snapshot apart, run
-the harness under the wall-clock cap with the tool record filling as it goes, then measure
-the copy against the snapshot (the diff) and run the task's checks. A task cut off at the cap
+the harness under the wall-clock cap with the tool record filling as it goes (its commands,
+and the checks after it, in the run's sandbox), then measure the copy against the snapshot
+(the diff) and run the task's checks. A task cut off at the cap
 is TIMEOUT and keeps every call it made; a backend that cannot be reached is INFRA_ERROR (not
 the agent getting worse); a backend out of quota stops the run, the rest NOT_RUN and
 resumable. Each attempt is written (scrubbed, checked for secrets) to
 `<data>/attempts/<task>/r<repeat>/`: attempt.json, workspace.diff, setup.diff. A stored
-COMPLETED attempt of the same task definition, project and harness is reused, never rerun.
+COMPLETED attempt of the same task definition, project, harness and sandbox is reused, never
+rerun.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,8 @@ from agenteval.benchmarks.tasks.boundary import agent_env
 from agenteval.benchmarks.tasks.checks import run_checks
 from agenteval.benchmarks.tasks.definitions import task_digest
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
+from agenteval.benchmarks.tasks.sandbox import Sandbox, default_sandbox
+from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
 from agenteval.benchmarks.tasks.secrets import SecretGuard
 from agenteval.benchmarks.tasks.setups import SetupError
 from agenteval.benchmarks.tasks.tools import ToolRecord, WorkspaceTools
@@ -51,12 +55,17 @@ class RunSettings:
     prices: PriceTable | None = None
     seed: int = 0
     models: tuple[str, ...] = ()
+    sandbox: Sandbox = field(default_factory=default_sandbox)
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any], root: Path, toybox: str) -> RunSettings:
+    def from_params(
+        cls, params: Mapping[str, Any], root: Path, toybox: str, sealed: Iterable[Path] = ()
+    ) -> RunSettings:
+        """The settings of a run; its sandbox proven to start here (SandboxUnavailable)."""
         section = params.get("tasks") or {}
         work_root = section.get("work_root")
         return cls(
+            sandbox=sandbox_from_params(params, root, sealed).check(),
             toybox=root / toybox,
             run_timeout_s=float(section.get("run_timeout_s", 1800)),
             command_timeout_s=float(section.get("command_timeout_s", 120)),
@@ -106,6 +115,9 @@ class TaskRunner:
         self.project_digest = toybox_digest(settings.toybox)
         # Every configured key variable (the judge's too), and the harness's own.
         self.env = agent_env([*harness.key_env_names(), *key_names])
+        # Claude Code runs whole inside the sandbox and needs the network for its own API.
+        agent_network = bool(getattr(harness, "needs_network", False))
+        self.sandbox_label = settings.sandbox.label_for(agent_network)
         self.stop_reason: str | None = None
         self.on_done = on_done or (lambda _a: None)
 
@@ -116,8 +128,10 @@ class TaskRunner:
         found = load_attempt(attempt_dir(self.data, task.id, repeat))
         if found is None or found.status in RETRIED or found.resumable:
             return None
-        same = found.task_digest == self.digest(task) and found.harness.same_as(
-            self.harness.participant
+        same = (
+            found.task_digest == self.digest(task)
+            and found.harness.same_as(self.harness.participant)
+            and found.sandbox == self.sandbox_label  # a sealed run reuses no other
         )
         return found if same else None
 
@@ -143,6 +157,7 @@ class TaskRunner:
             status="COMPLETED",
             prompt=task.prompt,
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            sandbox=self.sandbox_label,
         )
 
     async def attempt(self, task: Task, repeat: int) -> TaskAttempt:
@@ -168,16 +183,19 @@ class TaskRunner:
     ) -> TaskAttempt:
         tools_record = ToolRecord()
         meter = UsageMeter()
+        sandbox = self.settings.sandbox
+        timeout = self.settings.command_timeout_s
         ctx = AttemptContext(
             workdir=ws.work,
             env=dict(self.env),
-            tools=WorkspaceTools(ws.work, self.env, self.settings.command_timeout_s, tools_record),
+            tools=WorkspaceTools(ws.work, self.env, timeout, tools_record, sandbox),
             record=tools_record,
             meter=meter,
             repeat=repeat,
             seed=self.settings.seed * 1000 + repeat,
-            command_timeout_s=self.settings.command_timeout_s,
+            command_timeout_s=timeout,
             max_steps=self.settings.max_steps,
+            sandbox=sandbox,
         )
         start = time.perf_counter()
         outcome = await self._drive(task, ctx)
@@ -206,7 +224,7 @@ class TaskRunner:
         record.setup_diff_sha256 = sha256_text(setup_diff) if task.setup else None
         if task.expect is not None:
             record.checks = await run_checks(
-                task.expect, ws, self.env, self.settings.check_timeout_s
+                task.expect, ws, self.env, self.settings.check_timeout_s, sandbox
             )
         return self._write(record, diff, setup_diff)
 

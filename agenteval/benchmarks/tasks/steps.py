@@ -23,6 +23,7 @@ from agenteval.benchmarks.tasks.definitions import (
 from agenteval.benchmarks.tasks.harness import Harness, make_harness
 from agenteval.benchmarks.tasks.judge import TaskJudge
 from agenteval.benchmarks.tasks.runner import RunSettings, TaskRunner, attempt_dir, load_attempt
+from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
 from agenteval.benchmarks.tasks.score import draws, machine, results
 from agenteval.benchmarks.tasks.secrets import SecretGuard
 from agenteval.benchmarks.tasks.setups import SetupError
@@ -70,10 +71,12 @@ def chosen_tasks(params: Mapping[str, Any], root: Path) -> tuple[str, list[Task]
 
 
 def preflight(params: Mapping[str, Any], root: Path) -> tuple[str, list[Task], Harness]:
-    """The task file, the tasks chosen and a harness that can run here; raises before any work
-    (TaskFileError, HarnessUnavailable, ValueError) when one of them cannot be had."""
+    """The task file, the tasks chosen, a harness and a sandbox that can run here; raises
+    before any work (TaskFileError, HarnessUnavailable, SandboxUnavailable, ValueError) when
+    one of them cannot be had."""
     check_kind(params)
     toybox, tasks = chosen_tasks(params, root)
+    sandbox_from_params(params, root).check()
     harness = make_harness(
         str((params.get("tasks") or {}).get("harness", "scripted")), params, root
     )
@@ -90,7 +93,9 @@ def step_run(
     toybox, tasks, harness = preflight(params, layout.root)
     section = params.get("tasks") or {}
     repeats = int(section.get("repeats", 1))
-    settings = RunSettings.from_params(params, layout.root, toybox)
+    layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
+    sealed = [layout.data, layout.reports]
+    settings = RunSettings.from_params(params, layout.root, toybox, sealed)
     runner = TaskRunner(
         harness, settings, layout.data, guard_for(params), on_done, key_env_names(params)
     )
@@ -103,6 +108,7 @@ def step_run(
             "repeats": repeats,
             "harness": harness.participant.model_dump(mode="json"),
             "model": harness.participant.model,
+            "sandbox": runner.sandbox_label,
             "measured_on": {"commit": git_commit(layout.root), "machine": machine()},
         },
     )
@@ -251,6 +257,7 @@ def step_score(params: dict[str, Any], layout: Layout) -> TaskScorecard:
         judge_model=judge.participant.model,
         repeats=int(info["repeats"]),
         measured_on=dict(info.get("measured_on") or {}),
+        sandbox=str(info.get("sandbox") or "unknown"),
         draws=draws(rows, int(info["repeats"]), conf),
         tasks=rows,
     )

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.fileio import write_text
 
 DATASET = "SWE-bench/SWE-bench_Verified"
@@ -58,9 +59,11 @@ class CheckoutLeak(RuntimeError):
     """The checkout still reaches objects beyond its base commit."""
 
 
-def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def _git(
+    cwd: Path, *args: str, check: bool = True, sandbox: Sandbox = NO_SANDBOX
+) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        ["git", "-c", "advice.detachedHead=false", *args],
+        sandbox.wrap(["git", "-c", "advice.detachedHead=false", *args], cwd, writable=[cwd]),
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -180,10 +183,11 @@ def verify_isolated(dest: Path, base_commit: str, forbidden: Iterable[str] = ())
             raise CheckoutLeak(f"commit {sha} is reachable from the checkout")
 
 
-def diff_of(dest: Path) -> str:
-    """Every change against the base commit, new files included."""
-    _git(dest, "add", "-A")
-    return _git(dest, "diff", "--cached", "--binary", "HEAD").stdout
+def diff_of(dest: Path, sandbox: Sandbox = NO_SANDBOX) -> str:
+    """Every change against the base commit, new files included; in the attempt's sandbox
+    (the agent could have planted a git hook, filter or fsmonitor in the checkout)."""
+    _git(dest, "add", "-A", sandbox=sandbox)
+    return _git(dest, "diff", "--cached", "--binary", "HEAD", sandbox=sandbox).stdout
 
 
 def prediction(instance_id: str, model: str, patch: str) -> dict[str, str]:

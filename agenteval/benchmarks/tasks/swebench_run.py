@@ -20,6 +20,7 @@ from typing import Any
 from agenteval.benchmarks.tasks import swebench
 from agenteval.benchmarks.tasks.boundary import agent_env
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
+from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.secrets import SecretGuard
 from agenteval.benchmarks.tasks.tools import ToolRecord, WorkspaceTools
 from agenteval.schema.tasks import Reference, Task
@@ -51,6 +52,7 @@ async def attempt_instance(
     max_steps: int = 40,
     key_names: Iterable[str] = (),
     work_root: Path | None = None,
+    sandbox: Sandbox = NO_SANDBOX,
 ) -> tuple[ToolRecord, str, bool]:
     """(tool record, diff against the base commit, cut off at the cap)."""
     url = repo_url or f"https://github.com/{instance['repo']}.git"
@@ -64,20 +66,21 @@ async def attempt_instance(
         ctx = AttemptContext(
             workdir=dest,
             env=env,
-            tools=WorkspaceTools(dest, env, command_timeout_s, record),
+            tools=WorkspaceTools(dest, env, command_timeout_s, record, sandbox),
             record=record,
             meter=UsageMeter(),
             repeat=0,
             seed=0,
             command_timeout_s=command_timeout_s,
             max_steps=max_steps,
+            sandbox=sandbox,
         )
         capped = False
         try:
             await asyncio.wait_for(harness.attempt(instance_task(instance), ctx), run_timeout_s)
         except TimeoutError:
             capped = True
-        patch = await asyncio.to_thread(swebench.diff_of, dest)
+        patch = await asyncio.to_thread(swebench.diff_of, dest, sandbox)
         return record, patch, capped
     finally:
         shutil.rmtree(base, ignore_errors=True)

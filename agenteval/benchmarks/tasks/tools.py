@@ -1,7 +1,10 @@
 """The file, search and shell tools of the project's own harness, confined to one copy.
 
-Every call, refused or not, lands in the tool record (`ToolRecord`) the moment it finishes,
-so a task cut off at its time cap keeps everything it did up to then. The scripted harness
+The file tools run in this process behind the path boundary; `run` runs in the run's sandbox
+(agenteval.benchmarks.tasks.sandbox), where the copy is the one writable folder and the
+answer key is not there at all. Every call, refused or not, lands in the tool record
+(`ToolRecord`) the moment it finishes, so a task cut off at its time cap keeps everything it
+did up to then. The scripted harness
 replays reference solutions through these same tools, and the chat harness offers them to a
 model, so both produce the same record.
 """
@@ -19,6 +22,7 @@ from typing import Any
 
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine, relative
 from agenteval.benchmarks.tasks.commands import OUTPUT_CHARS, cut, run_command
+from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.workspace import IGNORED_DIRS
 from agenteval.llm.types import ToolSpec
 from agenteval.schema.task_records import Answer, TaskToolCall
@@ -126,12 +130,18 @@ SPECS = [
 
 class WorkspaceTools:
     def __init__(
-        self, root: Path, env: Mapping[str, str], command_timeout_s: float, record: ToolRecord
+        self,
+        root: Path,
+        env: Mapping[str, str],
+        command_timeout_s: float,
+        record: ToolRecord,
+        sandbox: Sandbox = NO_SANDBOX,
     ) -> None:
         self.root = root.resolve()
         self.env = dict(env)
         self.command_timeout_s = command_timeout_s
         self.record = record
+        self.sandbox = sandbox
         self._handlers = {
             "read_file": self._read,
             "write_file": self._write,
@@ -145,7 +155,11 @@ class WorkspaceTools:
         try:
             if name == "run":
                 done = await run_command(
-                    _string(arguments, "command"), self.root, self.env, self.command_timeout_s
+                    _string(arguments, "command"),
+                    self.root,
+                    self.env,
+                    self.command_timeout_s,
+                    sandbox=self.sandbox,
                 )
                 return self.record.add(
                     name,

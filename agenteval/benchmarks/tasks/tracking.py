@@ -153,6 +153,7 @@ def _log_run(
         "judge.model": card.judge.model or "none",
         "git.commit": card.measured_on.get("commit", "unknown"),
         "machine": card.measured_on.get("machine", "unknown"),
+        "tasks.sandbox": card.sandbox,  # "none: ..." marks a run the agent was not sealed in
     }
     if lock is not None and lock.is_file():
         tags["dvc.lock.digest"] = sha256_file(lock)[:12]
