@@ -12,6 +12,7 @@ from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
 from agenteval.schema.guard import GuardControlFile
+from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
 from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.retrieval import EvidenceSet
@@ -52,6 +53,8 @@ def models() -> dict[str, type[BaseModel]]:
         "session_results": SessionResults,
         "session_scorecard": SessionScorecard,
         "session_controls": SessionControlFile,
+        "memory_scenario": MemoryScenario,
+        "memory_results": MemoryResults,
     }
     return found
 
