@@ -1,7 +1,7 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
 One short module per command group (evaluate, data, gate, expectations, lifecycle, serve,
-controls, bench, sessions); heavy modules are imported inside commands so `agenteval --help`
+controls, bench, sessions, memory); heavy modules are imported inside commands so `agenteval --help`
 answers fast.
 """
 
@@ -21,6 +21,7 @@ from agenteval.cli import (
     expectations,
     gate,
     lifecycle,
+    memory,
     serve,
     sessions,
 )
@@ -59,6 +60,7 @@ for group in (
     bench,
     climb,
     sessions,
+    memory,
 ):
     group.register(app)
 
