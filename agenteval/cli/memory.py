@@ -1,8 +1,9 @@
 """`agenteval memory`: does an agent's memory keep up with a person over months of chats?
 
 Thin: agenteval.benchmarks.memory does the work. `run` exits 0 when done (and the gate, if
-asked, passed), 1 when the gate found a regression, 2 on invalid input or an incomparable
-baseline, 3 when the model endpoint ran out of quota.
+asked, passed), 1 when the gate found a regression or the memory server failed (nothing is
+written then), 2 on invalid input or an incomparable baseline, 3 when the model endpoint
+ran out of quota.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import EXIT_FAILED, EXIT_STOPPED, fail, load_params
 
 EXIT_REGRESSED = 1
 DEFAULT_PARAMS = Path("pipelines/memory/params.yaml")
@@ -79,6 +80,7 @@ def run(
     from agenteval.benchmarks.memory.run import load_results, run_suite, write_outputs
     from agenteval.benchmarks.memory.scenarios import ScenarioError
     from agenteval.llm import QuotaExhausted
+    from agenteval.memory.base import MemoryServerError
 
     params = _params(params_file, set_, suite, scenario)
     chosen = str(params["memory"]["suite"])
@@ -96,6 +98,8 @@ def run(
         fail([str(p) for p in exc.problems])
     except QuotaExhausted as exc:
         fail([f"stopped: {exc}"], EXIT_STOPPED)
+    except MemoryServerError as exc:
+        fail([f"the memory server failed, nothing was written: {exc}"], EXIT_FAILED)
     except (ValueError, OSError) as exc:
         fail(str(exc).splitlines())
     paths = write_outputs(results, folder)

@@ -33,6 +33,11 @@ from agenteval.schema.transcript import Participant
 Outcome = Literal["stored", "updated", "refused", "missing", "forgotten"]
 
 
+class MemoryServerError(RuntimeError):
+    """The memory itself failed (a server's transport, protocol, a read tool's error, a reply
+    that cannot be read): nothing was measured, so the run stops and says so."""
+
+
 @dataclass(frozen=True)
 class TurnContext:
     """The turn a write came from: what the user said and what was in play."""

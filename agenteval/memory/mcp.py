@@ -35,7 +35,14 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
 from agenteval.fileio import code_of, digest_of
-from agenteval.memory.base import Consolidator, Shown, TurnContext, Upkeep, Written
+from agenteval.memory.base import (
+    Consolidator,
+    MemoryServerError,
+    Shown,
+    TurnContext,
+    Upkeep,
+    Written,
+)
 from agenteval.schema.memory import Candidate, StoredItem
 from agenteval.schema.transcript import Participant
 
@@ -56,11 +63,8 @@ ARGUMENTS = (
 )
 OUTCOMES = ("stored", "updated", "refused", "missing", "forgotten")
 STATUS = {"complete": "done", "cancel": "cancelled"}
+WRITES = ("remember", "update", "forget")
 KEYS = frozenset({"kind", "command", "url", "cwd", "tools", "arguments", "clock", "call_timeout_s"})
-
-
-class MemoryServerError(RuntimeError):
-    """The memory server failed (transport, protocol, or a reply we cannot read)."""
 
 
 def _names(section: dict[str, Any]) -> dict[str, str | None]:
@@ -193,7 +197,12 @@ class MCPMemory:
             outcome = await self.client.call_tool(name, sent)
         except Exception as exc:
             raise MemoryServerError(f"{name}: {_describe(exc)}") from exc
-        return decode(outcome)
+        try:
+            return decode(outcome)
+        except ToolRefused as exc:
+            if op in WRITES:
+                raise  # a write the server turned down: a refusal, measured
+            raise MemoryServerError(f"{name} failed: {exc}") from None
 
     async def _write(self, op: str, arguments: dict[str, Any], now: datetime) -> Written:
         if not self.tools[op]:

@@ -3,10 +3,10 @@ what is stored and what the model answered. Pure functions.
 
 A check phrase matches a unit (one line the agent was shown, or one stored item) when it
 appears there as whole words after the answer reader's normalisation (case, accents,
-articles, number words, thousands separators: `benchmarks.answers.normalise`). A `Match`
-needs all its `all` phrases, one of its `any` phrases and none of its `none` phrases in the
-same unit. A unit that states the value as history ("moved from Austin", "no longer
-vegetarian") is not a stale value.
+articles, number words, thousands separators: `benchmarks.answers.normalise`; ISO dates
+read as "15 May 2025"). A `Match` needs all its `all` phrases, one of its `any` phrases
+and none of its `none` phrases in the same unit. A unit that states the value as history
+("moved from Austin", "no longer vegetarian") is not a stale value.
 
 Metrics are shares of checks passed: shown recall (every expected memory shown), shown
 clean (no stale value, forgotten fact or planted text shown), store accuracy (the store
@@ -15,8 +15,10 @@ holds what it should and nothing it should not), answer accuracy (`full` only).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from agenteval.benchmarks.answers import contains, normalise, precheck, sentences
 from agenteval.memory.base import Shown
@@ -47,8 +49,25 @@ BELIEF_STATUS = (None, "open")
 EVIDENCE_CHARS = 160
 
 
+ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?)?\b")
+
+
+def _spelled_dates(text: str) -> str:
+    """ISO dates as people write them (2025-05-15T14:00 -> 15 May 2025 14:00), so a check
+    reads a memory's dates whichever way it prints them."""
+
+    def spell(m: re.Match[str]) -> str:
+        try:
+            day = date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            return m[0]
+        return f"{day.day} {day:%b %Y}" + (f" {m[4]}:{m[5]}" if m[4] else "")
+
+    return ISO_DATE.sub(spell, text)
+
+
 def _has(unit: str, phrase: str) -> bool:
-    return contains(normalise(unit), normalise(phrase))
+    return contains(normalise(_spelled_dates(unit)), normalise(phrase))
 
 
 def matches(unit: str, match: Match) -> bool:

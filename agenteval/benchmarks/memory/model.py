@@ -118,7 +118,8 @@ def parse_memories(text: str) -> tuple[list[Candidate], list[str]]:
             errors.append(f"memory {index}: not an object")
             continue
         row = {k: v for k, v in row.items() if v not in ("", None)}
-        row["source"] = row.get("source") if row.get("source") != "agent" else "user"
+        if row.get("source") == "agent":  # a model cannot claim the agent's explicit calls
+            row["source"] = "user"
         try:
             found.append(Candidate.model_validate(row))
         except ValidationError as exc:
