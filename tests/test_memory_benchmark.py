@@ -86,6 +86,13 @@ def test_the_reference_memory_fails_checks_for_reasons_the_report_names(
     ]
     assert shares == sorted(shares), "worst scenario first"
     assert "written in chat c04 (turn 0, by extract)" in report
+    causes = report.split("Failed checks by cause:", 1)[1].split("## ", 1)[0]
+    assert "- in the store, but not shown for the request: " in causes
+    assert "- kept in a chat log: 1" in causes
+    assert (
+        sum(int(line.rsplit(": ", 1)[1]) for line in causes.splitlines() if line.startswith("- "))
+        == (pr.counts["failed"])
+    )
     assert report.count("**FAILED**") == pr.counts["failed"]
 
 
@@ -311,3 +318,17 @@ def test_full_suite_asks_the_model_and_grades_its_answers(tmp_path: Path) -> Non
     assert mine == pr.checks
     with pytest.raises(GateRefused, match="the pr suite"):
         gate(results, pr)
+
+
+def test_dense_vectors_run_or_are_refused_with_the_install_command(pr: MemoryResults) -> None:
+    from agenteval.memory.vectors import dense_unavailable
+
+    dense = params("memory.adapter.vectors=dense")
+    if dense_unavailable():
+        with pytest.raises(ValueError, match=r'dense: .*pip install -e "\.\[dense\]"'):
+            run_suite(dense, ROOT, "pr", ["alex_three_months_of_life"])
+        return
+    found = run_suite(dense, ROOT, "pr", ["alex_three_months_of_life"])
+    assert found.memory.details["settings"]["vectors"] == "dense"
+    hashed = next(s for s in pr.scenarios if s.id == "alex_three_months_of_life")
+    assert found.scenarios[0].metrics["shown_recall"] >= hashed.metrics["shown_recall"]

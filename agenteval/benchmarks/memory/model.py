@@ -75,9 +75,8 @@ class MemoryModel(Protocol):
 class ScriptedModel:
     """The scenario's own answers: deterministic, offline, seconds for every scenario."""
 
-    participant = Participant(kind="scripted", details={"code": code_of(__name__)})
-
     def __init__(self, scenario: MemoryScenario) -> None:
+        self.participant = Participant(kind="scripted", details={"code": code_of(__name__)})
         self.chats = {c.id: c for c in scenario.chats}
         self.errors: list[str] = []
 

@@ -59,6 +59,48 @@ def _explain(scenario: ScenarioResult, check: CheckResult) -> str:
     return check.why
 
 
+CAUSES = {
+    "recall": "in the store, but not shown for the request",
+    "never_stored": "expected, but not in the store (never kept, or replaced)",
+    "extract": "the model's extraction proposed it and the memory kept it",
+    "consolidate": "consolidating old chats proposed it and the memory kept it",
+    "call": "an explicit memory call wrote it",
+    "chat_log": "kept in a chat log",
+    "answer": "the model's answer",
+    "other": "other",
+}
+
+
+def cause(scenario: ScenarioResult, check: CheckResult) -> str:
+    """The kind of failure, read from its evidence (a key of CAUSES)."""
+    if check.metric == "answer_accuracy":
+        return "answer"
+    if "in the store but not shown" in check.why:
+        return "recall"
+    if check.why.startswith("not ") and check.metric in ("shown_recall", "store_accuracy"):
+        return "never_stored"
+    if "(chat" in check.why.split(":", 1)[0]:
+        return "chat_log"
+    explained = _explain(scenario, check)
+    for via in ("extract", "consolidate", "call"):
+        if f"by {via})" in explained:
+            return via
+    return "other"
+
+
+def _causes(results: MemoryResults) -> list[str]:
+    counted: dict[str, list[str]] = {}
+    for s in results.scenarios:
+        for p in s.probes:
+            for c in p.checks:
+                if c.ok is False:
+                    counted.setdefault(cause(s, c), []).append(c.id)
+    lines = ["", "Failed checks by cause:", ""]
+    for key, ids in sorted(counted.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"- {CAUSES[key]}: {len(ids)}")
+    return lines if counted else []
+
+
 def _refusals(scenario: ScenarioResult) -> list[str]:
     out = []
     for chat in scenario.chats:
@@ -96,6 +138,7 @@ def render(results: MemoryResults) -> str:
         + " | ".join(_pct(results.metrics.get(m)) for m in METRICS)
         + f" | {c['failed']} |"
     )
+    lines += _causes(results)
     for s in results.scenarios:
         lines += ["", f"## {s.id}: {s.title}", "", "Stresses: " + "; ".join(s.stresses), ""]
         failing = [(p, ch) for p in s.probes for ch in p.checks if ch.ok is not True]
