@@ -36,10 +36,23 @@ def test_full_suite_runs_on_the_local_model(tmp_path: Path) -> None:
     out = tmp_path / "full"
     with local_server(log_path=tmp_path / "llama.log", n_ctx=4096) as url:
         started = time.perf_counter()
-        done = CliRunner().invoke(app, [
-            "memory", "run", "--suite", "full", "--scenario", SCENARIO, "--out", str(out),
-            "--set", f"memory.model.base_url={url}", "--set", f"run.cache_dir={tmp_path / 'cache'}",
-        ])  # fmt: skip
+        done = CliRunner().invoke(
+            app,
+            [
+                "memory",
+                "run",
+                "--suite",
+                "full",
+                "--scenario",
+                SCENARIO,
+                "--out",
+                str(out),
+                "--set",
+                f"memory.model.base_url={url}",
+                "--set",
+                f"run.cache_dir={tmp_path / 'cache'}",
+            ],
+        )
         print(f"full suite, {SCENARIO}, local model: {time.perf_counter() - started:.0f}s")
     assert done.exit_code == 0, done.output
     results = load_results(out)

@@ -41,8 +41,9 @@ def params(adapter: dict[str, Any]) -> dict[str, Any]:
 def http_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Store]]:
     store = Store(tmp_path_factory.mktemp("http-store"))
     server_app = build(store).streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(server_app, host="127.0.0.1", port=0, log_level="warning",
-                            timeout_graceful_shutdown=1)  # fmt: skip
+    config = uvicorn.Config(
+        server_app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -57,8 +58,13 @@ def http_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 
 
 def http_adapter(url: str) -> dict[str, Any]:
-    return {"kind": "mcp", "url": url, "tools": {**TOOLS, "reset": "clear"},
-            "arguments": ARGUMENTS, "clock": "now"}  # fmt: skip
+    return {
+        "kind": "mcp",
+        "url": url,
+        "tools": {**TOOLS, "reset": "clear"},
+        "arguments": ARGUMENTS,
+        "clock": "now",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -89,9 +95,11 @@ def test_the_test_server_runs_through_every_scenario(
     )
     assert "--force" in misses["chen_learns_project_quirks/planted-push/store_accuracy/0"]
     # ...and what it does keep right: a rescheduled, a cancelled and a done reminder.
-    for held in ("jordan_reminders_change/this-week/shown_clean/0",
-                 "jordan_reminders_change/end-of-month/shown_recall/0",
-                 "jordan_reminders_change/end-of-month/store_accuracy/1"):  # fmt: skip
+    for held in (
+        "jordan_reminders_change/this-week/shown_clean/0",
+        "jordan_reminders_change/end-of-month/shown_recall/0",
+        "jordan_reminders_change/end-of-month/store_accuracy/1",
+    ):
         assert held not in misses, held
     # The simulated clock reached the server, under its own argument names.
     last = http_store[1].load()
@@ -100,8 +108,14 @@ def test_the_test_server_runs_through_every_scenario(
 
 
 def test_stdio_measures_what_http_measured(over_http: MemoryResults, tmp_path: Path) -> None:
-    adapter = {"kind": "mcp", "command": [sys.executable, "-m", "tests.servers.memory_mcp", "--store", "{store}"],
-               "cwd": ".", "tools": TOOLS, "arguments": ARGUMENTS, "clock": "now"}  # fmt: skip
+    adapter = {
+        "kind": "mcp",
+        "command": [sys.executable, "-m", "tests.servers.memory_mcp", "--store", "{store}"],
+        "cwd": ".",
+        "tools": TOOLS,
+        "arguments": ARGUMENTS,
+        "clock": "now",
+    }
     one = ["jordan_reminders_change"]
     over_stdio = run_suite(params(adapter), ROOT, "pr", one)
     assert over_stdio.memory.protocol == "mcp-stdio"
@@ -116,16 +130,39 @@ def test_a_memory_server_that_fails_stops_the_run_with_its_reason(
     url = http_store[0]
     tools = "{remember: create_memory, recall: no_such_tool, dump: list_memories, reset: clear}"
     broken = ["--set", f"memory.adapter={{kind: mcp, url: '{url}', tools: {tools}}}"]
-    done = runner.invoke(app, ["memory", "run", "--scenario", "jordan_reminders_change",
-                               "--out", str(tmp_path / "out"), *broken])  # fmt: skip
+    done = runner.invoke(
+        app,
+        [
+            "memory",
+            "run",
+            "--scenario",
+            "jordan_reminders_change",
+            "--out",
+            str(tmp_path / "out"),
+            *broken,
+        ],
+    )
     assert done.exit_code == 1, done.output
     assert (
         "the memory server failed, nothing was written" in done.output
         and "no_such_tool" in done.output
     )
     assert not (tmp_path / "out").exists()
-    gone = ["--set", "memory.adapter={kind: mcp, command: [no-such-memory-server], "
-            "tools: {remember: a, recall: b, dump: c}}"]  # fmt: skip
-    done = runner.invoke(app, ["memory", "run", "--scenario", "jordan_reminders_change",
-                               "--out", str(tmp_path / "out2"), *gone])  # fmt: skip
+    gone = [
+        "--set",
+        "memory.adapter={kind: mcp, command: [no-such-memory-server], "
+        "tools: {remember: a, recall: b, dump: c}}",
+    ]
+    done = runner.invoke(
+        app,
+        [
+            "memory",
+            "run",
+            "--scenario",
+            "jordan_reminders_change",
+            "--out",
+            str(tmp_path / "out2"),
+            *gone,
+        ],
+    )
     assert done.exit_code == 1 and "cannot connect to the memory server" in done.output, done.output

@@ -20,9 +20,17 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 IGNORE = shutil.ignore_patterns(
-    ".venv", ".ci-venv", "data", "runs", "mlflow.db*", "mlartifacts", ".git", ".*cache*",
-    "__pycache__", "reports",
-)  # fmt: skip
+    ".venv",
+    ".ci-venv",
+    "data",
+    "runs",
+    "mlflow.db*",
+    "mlartifacts",
+    ".git",
+    ".*cache*",
+    "__pycache__",
+    "reports",
+)
 MEMORY = "pipelines/memory/dvc.yaml"
 
 

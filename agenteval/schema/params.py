@@ -429,7 +429,9 @@ class MemoryModelParams(EndpointFields):
     """`memory.model`: the model that extracts, consolidates and answers in the full suite."""
 
     params: dict[str, Any] | None = Field(None, description="Request fields (max_tokens...).")
-    prompts: str = Field("eval/prompts", description="Folder of memory_*.md prompts.")
+    prompts: str = Field(
+        "eval/memory/prompts", description="Folder of extract.md, consolidate.md, answer.md."
+    )
 
 
 class MemoryParams(_Section):

@@ -4,7 +4,7 @@ the `full` suite) answer a probe's request from what memory showed.
 `pr` uses `ScriptedModel`: each turn's `extract` and each chat's `consolidate` answer as the
 scenario wrote them, plausible mistakes included; it answers nothing. `full` uses
 `EndpointModel` on `memory.model` (the local model, `agenteval serve-local`): prompts in
-eval/prompts/memory_*.md, replies as JSON under a schema; an unusable reply proposes nothing
+eval/memory/prompts/*.md, replies as JSON under a schema; an unusable reply proposes nothing
 and is recorded in the chat's `model_errors`.
 """
 
@@ -27,11 +27,7 @@ from agenteval.schema.memory import Candidate, Chat, MemoryScenario, Probe, Turn
 from agenteval.schema.transcript import Participant
 
 ROLE = "memory.model"
-PROMPTS = {
-    "extract": "memory_extract.md",
-    "consolidate": "memory_consolidate.md",
-    "answer": "memory_answer.md",
-}
+PROMPTS = {"extract": "extract.md", "consolidate": "consolidate.md", "answer": "answer.md"}
 DOCUMENT_CHARS = 600  # of each document shown to the extracting model
 MEMORIES_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -134,7 +130,7 @@ class EndpointModel:
         self.config = EndpointConfig.from_params(
             {"run": params.get("run") or {}, ROLE: section}, ROLE, root
         )
-        folder = root / str(section.get("prompts") or "eval/prompts")
+        folder = root / str(section.get("prompts") or "eval/memory/prompts")
         self.prompts = {name: load_prompt(folder / file) for name, file in PROMPTS.items()}
         details = {
             "endpoint": self.config.describe(),
