@@ -20,6 +20,9 @@ def main() -> int:
     except TrackingError as exc:
         print(f"track: {exc}", file=sys.stderr)
         return 1
+    except ValueError as exc:
+        print(f"track: {exc}", file=sys.stderr)
+        return 2
     if tracked is None:
         write_json(reports / "mlflow_run.json", {"enabled": False})
         print("track: tracking.enabled is false; nothing logged")

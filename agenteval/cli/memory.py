@@ -110,8 +110,12 @@ def run(
     )
     if track:
         from agenteval.benchmarks.memory.tracking import log_memory
+        from agenteval.tracking.store import TrackingError
 
-        tracked = log_memory(params, Path.cwd().resolve(), paths)
+        try:
+            tracked = log_memory(params, Path.cwd().resolve(), paths)
+        except (TrackingError, ValueError) as exc:
+            fail([f"tracking: {exc} (results are in {folder}/)"], EXIT_FAILED)
         if tracked is not None:
             typer.echo(
                 f"MLflow: run {tracked.run_id} ({tracked.tracking_uri}), {tracked.traces} traces"

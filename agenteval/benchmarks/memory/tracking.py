@@ -158,10 +158,14 @@ def log_memory(params: dict[str, Any], root: Path, paths: Paths) -> Tracked | No
 
     results = load_results(paths.results)
     folder = root / str((params.get("memory") or {}).get("scenarios") or "eval/memory/scenarios")
-    scenarios = {
-        item.scenario.id: item.scenario
-        for item in load_scenarios(folder, root, list(results.scenarios_digest))
-    }
+    loaded = load_scenarios(folder, root, list(results.scenarios_digest))
+    edited = [i.scenario.id for i in loaded if results.scenarios_digest[i.scenario.id] != i.digest]
+    if edited:
+        raise ValueError(
+            f"{paths.results}: scenarios edited since this run: {', '.join(edited)}; "
+            "run the benchmark again before logging it"
+        )
+    scenarios = {item.scenario.id: item.scenario for item in loaded}
     key = digest_of({"kind": "memory", "results": sha256_file(paths.results)})
     uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
     experiment = section.get("experiment") or DEFAULT_EXPERIMENT
