@@ -10,8 +10,9 @@ its own clock, which the report then cannot trust for time-based checks).
 
 The server is a command launched over stdio (`command`; `{store}` in it becomes the
 scenario's own store folder, so every scenario starts empty and every chat's fresh
-connection sees the same store) or a streamable HTTP endpoint (`url`, which then needs a
-`reset` tool, called before each scenario). Each chat is a new connection.
+connection sees the same store; `env` names the variables passed on, by name only) or a
+streamable HTTP endpoint (`url`, which then needs a `reset` tool, called before each
+scenario). Each chat is a new connection.
 
 What we send: remember {text, kind, key, about, source, due, chat}; update {key, text,
 status, due}; forget {about}; recall {request}; record_turn {chat, user, tools}. What we
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shlex
 from datetime import datetime
 from pathlib import Path
@@ -64,7 +66,9 @@ ARGUMENTS = (
 OUTCOMES = ("stored", "updated", "refused", "missing", "forgotten")
 STATUS = {"complete": "done", "cancel": "cancelled"}
 WRITES = ("remember", "update", "forget")
-KEYS = frozenset({"kind", "command", "url", "cwd", "tools", "arguments", "clock", "call_timeout_s"})
+KEYS = frozenset(
+    {"kind", "command", "url", "cwd", "env", "tools", "arguments", "clock", "call_timeout_s"}
+)
 
 
 def _names(section: dict[str, Any]) -> dict[str, str | None]:
@@ -131,6 +135,9 @@ class MCPMemory:
             shlex.split(command) if isinstance(command, str) else [str(a) for a in command or []]
         )
         self.cwd = root / str(section.get("cwd") or ".")
+        # Only variable NAMES live in params: keys never land in params files or digests.
+        names = section.get("env") or []
+        self.env_names = [names] if isinstance(names, str) else [str(n) for n in names]
         timeout = section.get("call_timeout_s")
         self.timeout = None if timeout is None else float(timeout)
         described = {
@@ -160,7 +167,8 @@ class MCPMemory:
             return
         store.mkdir(parents=True, exist_ok=True)
         argv = [a.replace("{store}", str(store)) for a in self.argv]
-        self.server = StdioServerParameters(command=argv[0], args=argv[1:], cwd=self.cwd)
+        env = {name: os.environ[name] for name in self.env_names if name in os.environ}
+        self.server = StdioServerParameters(command=argv[0], args=argv[1:], cwd=self.cwd, env=env)
 
     async def start_chat(self, chat: str, now: datetime) -> None:
         assert self.server is not None, "open() first"
