@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.benchmarks.memory.checks import shares, standing
-from agenteval.benchmarks.memory.model import EndpointModel, ScriptedModel, make_model
+from agenteval.benchmarks.memory.model import EndpointModel, make_model
 from agenteval.benchmarks.memory.replay import replay
 from agenteval.benchmarks.memory.scenarios import Loaded, load_scenarios
 from agenteval.fileio import write_json, write_text
@@ -160,6 +160,3 @@ def load_results(path: Path) -> MemoryResults:
         raise ValueError(
             f"{file}:1: not memory benchmark results: {where}: {first['msg']}"
         ) from None
-
-
-__all__ = ["SUITES", "Paths", "ScriptedModel", "load_results", "run_suite", "write_outputs"]
