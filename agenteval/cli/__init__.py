@@ -1,8 +1,8 @@
 """The `agenteval` command line. Thin: parse options, call the library, map errors to exits.
 
 One short module per command group (evaluate, data, repro, gate, expectations, lifecycle,
-serve, controls, bench, climb, sessions, tasks, ci, fix); heavy modules are imported inside
-commands so `agenteval --help` answers fast.
+serve, controls, bench, climb, sessions, tasks, ci, fix, memory); heavy modules are imported
+inside commands so `agenteval --help` answers fast.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from agenteval.cli import (
     fix,
     gate,
     lifecycle,
+    memory,
     repro,
     serve,
     sessions,
@@ -69,6 +70,7 @@ for group in (
     tasks,
     ci,
     fix,
+    memory,
 ):
     group.register(app)
 

@@ -13,6 +13,7 @@ from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
 from agenteval.schema.guard import GuardControlFile
+from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
 from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.retrieval import EvidenceSet
@@ -64,6 +65,8 @@ def models() -> dict[str, type[BaseModel]]:
         "task_expectations": TaskExpectations,
         "throughput_workload": TriageWorkload,
         "code_retrieval_commits": PinnedCommits,
+        "memory_scenario": MemoryScenario,
+        "memory_results": MemoryResults,
     }
     return found
 

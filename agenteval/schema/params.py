@@ -65,13 +65,20 @@ class SplitParams(_Section):
 
 class SuiteParams(_Section):
     kind: Literal[
-        "scenarios", "qa", "retrieval", "sessions", "tasks", "throughput", "code_retrieval"
+        "scenarios",
+        "qa",
+        "retrieval",
+        "sessions",
+        "tasks",
+        "throughput",
+        "code_retrieval",
+        "memory",
     ] = Field(
         "scenarios",
         description="scenarios (dvc.yaml) | qa (pipelines/qa, section qa) | retrieval "
         "(pipelines/retrieval, section retrieval) | sessions (pipelines/sessions) | tasks "
         "(pipelines/tasks, section tasks) | throughput (pipelines/throughput) | "
-        "code_retrieval (pipelines/code_retrieval).",
+        "code_retrieval (pipelines/code_retrieval) | memory (pipelines/memory, section memory).",
     )
     scenarios: str | list[str] = Field(
         "eval/scenarios", description="A folder or a list of folders/files."
@@ -599,6 +606,39 @@ class CodeRetrievalParams(_Section):
     swebench: SWEBenchParams = Field(default_factory=SWEBenchParams)
 
 
+class MemoryAdapterParams(_Section):
+    """`memory.adapter`: the memory under test, by `kind`; each kind checks its own keys
+    (agenteval.memory.reference.DEFAULTS, agenteval.memory.mcp)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str = Field("reference", description="reference (SQLite, offline) | mcp (a server)")
+
+
+class MemoryModelParams(EndpointFields):
+    """`memory.model`: the model that extracts, consolidates and answers in the full suite."""
+
+    params: dict[str, Any] | None = Field(None, description="Request fields (max_tokens...).")
+    prompts: str = Field(
+        "eval/memory/prompts", description="Folder of extract.md, consolidate.md, answer.md."
+    )
+
+
+class MemoryParams(_Section):
+    """`agenteval memory`: does memory keep up with a person over months of chats?"""
+
+    suite: Literal["pr", "full"] = Field(
+        "pr", description="pr: scripted model answers, offline; full: memory.model answers."
+    )
+    scenarios: str = Field("eval/memory/scenarios", description="Folder of scenario files.")
+    ids: list[str] = Field(default_factory=list, description="Only these scenarios; empty: all.")
+    baseline: str | None = Field(
+        "eval/memory/baselines/pr.json", description="The gate's baseline (a real run's results)."
+    )
+    adapter: MemoryAdapterParams = Field(default_factory=MemoryAdapterParams)
+    model: MemoryModelParams = Field(default_factory=MemoryModelParams)
+
+
 class HoldoutParams(_Section):
     """`climb.holdout`: Thresholdout (Dwork et al. 2015) guarding the held split's reuse."""
 
@@ -695,3 +735,4 @@ class Params(_Section):
     code_retrieval: CodeRetrievalParams = Field(default_factory=CodeRetrievalParams)
     climb: ClimbParams = Field(default_factory=ClimbParams)
     sessions: SessionsParams = Field(default_factory=SessionsParams)
+    memory: MemoryParams = Field(default_factory=MemoryParams)
