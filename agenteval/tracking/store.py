@@ -119,15 +119,19 @@ def artifact_location(uri: str) -> str | None:
 
 
 @contextmanager
-def mlflow_client(uri: str) -> Iterator[MlflowClient]:
+def mlflow_client(uri: str, synchronous_traces: bool = False) -> Iterator[MlflowClient]:
     """An MlflowClient on `uri`, with MLflow's fluent APIs pointed there too.
 
     The process-wide tracking URI and the environment are restored on exit, so a later call
-    for another repository does not inherit this store.
+    for another repository does not inherit this store. `synchronous_traces`: each trace is
+    in the store when its span ends (a benchmark that logs feedback on it right after, a few
+    dozen traces), instead of MLflow's background export the evaluations use.
     """
     os.environ[_TELEMETRY_OFF[0]] = _TELEMETRY_OFF[1]
     saved = {name: os.environ.get(name) for name in (*_SESSION_ENV, "MLFLOW_TRACKING_URI")}
     os.environ.update(_SESSION_ENV)
+    if synchronous_traces:
+        os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
     import mlflow
 
     was_set = mlflow.is_tracking_uri_set()  # type: ignore[no-untyped-call]

@@ -12,9 +12,6 @@ Scenario texts are synthetic, so they are logged as they are.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,20 +123,6 @@ def _log_scenarios(results: MemoryResults, scenarios: dict[str, MemoryScenario])
     return traces, feedback
 
 
-@contextmanager
-def _synchronous_traces() -> Iterator[None]:
-    # Traces are written before the run is marked FINISHED, not by a background queue.
-    saved = os.environ.get("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING")
-    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", None)
-        else:
-            os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = saved
-
-
 def log_memory(params: dict[str, Any], root: Path, paths: Paths) -> Tracked | None:
     """Log the run in `paths` as one MLflow run; None when tracking is off."""
     section = params.get("tracking") or {}
@@ -169,7 +152,7 @@ def log_memory(params: dict[str, Any], root: Path, paths: Paths) -> Tracked | No
     key = digest_of({"kind": "memory", "results": sha256_file(paths.results)})
     uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
     experiment = section.get("experiment") or DEFAULT_EXPERIMENT
-    with mlflow_client(uri) as client, store_failures(uri), _synchronous_traces():
+    with mlflow_client(uri, synchronous_traces=True) as client, store_failures(uri):
         import mlflow
 
         experiment_id = ensure_experiment(client, experiment, uri)

@@ -10,9 +10,6 @@ used. Logging the same results again finds the run already logged (tag agenteval
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -114,20 +111,6 @@ def _feedback(trace_id: str, result: CaseResult, judge: Any, log_text: bool) -> 
                         value=bool(result.claimed_unmade_work))  # fmt: skip
 
 
-@contextmanager
-def _synchronous_traces() -> Iterator[None]:
-    # Traces are written before the run is marked FINISHED, not by a background queue.
-    saved = os.environ.get("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING")
-    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", None)
-        else:
-            os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = saved
-
-
 def _log_run(params: dict[str, Any], paths: Paths, card: SessionScorecard, log_text: bool) -> int:
     import mlflow
 
@@ -171,7 +154,7 @@ def log_sessions(params: dict[str, Any], root: Path, paths: Paths) -> TrackResul
                      "scorecard": sha256_file(paths.scorecard), "log_text": log_text})  # fmt: skip
     uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
     experiment = section.get("experiment") or DEFAULT_EXPERIMENT
-    with mlflow_client(uri) as client, _synchronous_traces():
+    with mlflow_client(uri, synchronous_traces=True) as client:
         import mlflow
 
         experiment_id = ensure_experiment(client, experiment, uri)

@@ -12,10 +12,9 @@ existing run by its key. mlflow is imported only inside the call.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,21 +35,6 @@ from agenteval.schema.task_results import TaskResult, TaskScorecard
 from agenteval.tracking.run import TrackResult, write_run_record
 
 SECTIONS = ("suite", "tasks", "target", "run")
-SYNC_TRACES = {"MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "false"}
-
-
-@contextlib.contextmanager
-def _environment(values: Mapping[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _numeric(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -97,7 +81,7 @@ def log_tasks_run(
     experiment = section.get("experiment") or DEFAULT_EXPERIMENT
     guard = guard_for(params)
     traces = 0
-    with _environment(SYNC_TRACES), mlflow_client(uri) as client, store_failures(uri):
+    with mlflow_client(uri, synchronous_traces=True) as client, store_failures(uri):
         import mlflow
 
         experiment_id = ensure_experiment(client, experiment, uri)
@@ -132,16 +116,16 @@ def _log_run(
     guard: SecretGuard,
 ) -> None:
     import mlflow
-    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
     from agenteval.tracking.models import agent_version
     from agenteval.tracking.provenance import mlflow_key
+    from agenteval.tracking.store import MAX_PARAM_CHARS
 
     flat = {}
     for name in SECTIONS:
         for key, value in flatten(dict(params.get(name) or {}), name).items():
             text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-            flat[mlflow_key(key)] = guard.text(text, f"param {key}")[:MAX_PARAM_VAL_LENGTH]
+            flat[mlflow_key(key)] = guard.text(text, f"param {key}")[:MAX_PARAM_CHARS]
     mlflow.log_params(flat)
     mlflow.log_metrics(_numeric(read_json(layout.metrics)))
     tags = {
