@@ -152,7 +152,8 @@ def test_the_tools_read_the_corpus_and_refuse_everything_else(repo: Path) -> Non
     run_all(params_of(repo, [CONTROL]), Layout.repository(repo))  # writes data/suite.json
     assert (repo / "data/suite.json").is_file()
     fence = corpus_fence(params_of(repo, []), repo)
-    assert fence.shown() == ["eval/corpus/documents", "eval/corpus/adversarial", "data/corpora"]
+    # the manifest's own folder is a root (it holds its document folders); data/corpora too
+    assert fence.shown() == ["data/corpora", "eval/corpus"]
     tools = DocumentTools(repo, ["eval/corpus/documents"], 400, fence=fence)
     inside = [
         "eval/corpus/documents/fenwick_orla_handbook.md",

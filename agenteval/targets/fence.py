@@ -138,8 +138,25 @@ def corpus_fence(params: Mapping[str, Any], root: Path) -> Fence:
     keys = [manifest, *subs]
     keys += [str(v) for s, k in KEY_FILES if (v := (params.get(s) or {}).get(k))]
     scenarios = suite.get("scenarios") or DEFAULT_SCENARIOS
-    protected = [*PROTECTED, *([scenarios] if isinstance(scenarios, str) else scenarios)]
-    return build_fence(root, folders, keys, [str(p) for p in protected])
+    protected = [str(p) for p in (*PROTECTED, *([scenarios] if isinstance(scenarios, str)
+                                                  else scenarios))]  # fmt: skip
+    folders += _corpus_home(root, manifest, protected)
+    return build_fence(root, folders, keys, protected)
+
+
+def _corpus_home(root: Path, manifest: str, protected: list[str]) -> list[tuple[str, str]]:
+    """The manifest's own folder (eval/corpus by default) as a root, when it is a corpus
+    folder: scenarios may name a document there that no manifest lists (the reference format
+    allows it). Not when it is the repository itself or holds what the fence protects; its
+    manifests stay refused as keys either way."""
+    home = _relative((root / manifest).parent.resolve(), root.resolve())
+    if home in (".", ""):
+        return []
+    try:
+        build_fence(root, [(home, "")], (), protected)
+    except FenceError:
+        return []
+    return [(home, f"the folder of {manifest}")]
 
 
 def manifest_folders(root: Path, manifest: str) -> list[str]:
