@@ -5,7 +5,7 @@ whatever it says: every control ends judged (by the model, or by code alone wher
 model's reply stayed invalid and a certain finding fails the turn), or ERRORED after the
 re-asks (the verdict keeps the raw reply); and the code-certain control is never passed:
 the code finding binds. The full held figures are measured with `agenteval controls` (see
-the README) and reported as they are.
+docs/hybrid-judge.md) and reported as they are.
 """
 
 from __future__ import annotations

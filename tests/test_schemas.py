@@ -1,10 +1,18 @@
-"""The exported JSON Schemas under eval/schemas/ match the models."""
+"""The exported JSON Schemas under eval/schemas/ and docs/configuration.md match the models."""
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import BaseModel
+from typer.testing import CliRunner
+
+from agenteval.cli import app
 from agenteval.schema.export import export, stale
+from agenteval.schema.params import Params
+from agenteval.schema.reference import render_reference, stale_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,3 +27,50 @@ def test_export_then_check_round_trips(tmp_path: Path) -> None:
     assert stale(tmp_path) == []
     (tmp_path / "scenario.schema.json").write_text("{}")
     assert stale(tmp_path) == ["scenario"]
+
+
+# -- docs/configuration.md, generated from the params models ---------------------------------
+
+
+def leaf_keys(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, object]]:
+    """Every key a params file can set, with the model's default (containers of models as
+    `key[].field` and `key.<name>.field`)."""
+    for name, field in model.model_fields.items():
+        key = f"{prefix}.{name}" if prefix else name
+        annotation = field.annotation
+        args = typing.get_args(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            yield from leaf_keys(annotation, key)
+            continue
+        yield key, field.get_default(call_default_factory=True)
+        for item in args:
+            if isinstance(item, type) and issubclass(item, BaseModel):
+                suffix = "[]" if typing.get_origin(annotation) is list else ".<name>"
+                yield from leaf_keys(item, key + suffix)
+
+
+def test_the_configuration_reference_is_current_and_lists_every_key() -> None:
+    assert not stale_reference(ROOT / "docs/configuration.md"), "run `agenteval schema export`"
+    rows = {
+        line.split("|")[1].strip(" `"): line
+        for line in render_reference().splitlines()
+        if line.startswith("| `")
+    }
+    keys = dict(leaf_keys(Params, ""))
+    assert set(rows) == set(keys)
+    assert "| `4` |" in rows["run.concurrency"] and "int, ≥ 1" in rows["run.concurrency"]
+    assert "| `null` |" in rows["tracking.uri"] and "&lt;repository root>" in rows["tracking.uri"]
+    assert "one of `openai`, `anthropic` or null" in rows["judge.protocol"]
+    assert "| required |" in rows["run.prices.<name>.input_per_mtok"]
+
+
+def test_schema_check_fails_on_a_stale_reference_and_names_the_fix(tmp_path: Path) -> None:
+    runner = CliRunner()
+    where = ["--out", str(tmp_path / "schemas"), "--docs", str(tmp_path / "configuration.md")]
+    assert runner.invoke(app, ["schema", "export", *where]).exit_code == 0
+    assert runner.invoke(app, ["schema", "check", *where]).exit_code == 0
+    page = tmp_path / "configuration.md"
+    page.write_text(page.read_text().replace("Repeats of every scenario.", "Repeats."))
+    done = runner.invoke(app, ["schema", "check", *where])
+    assert done.exit_code == 1
+    assert f"{page}; run `agenteval schema export`" in done.output

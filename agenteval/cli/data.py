@@ -1,4 +1,5 @@
-"""Data commands: `agenteval fetch`, `agenteval corpus pin`, `agenteval schema export|check`."""
+"""Data commands: `agenteval fetch`, `agenteval corpus pin`, `agenteval schema export|check`
+(the JSON Schemas and docs/configuration.md, both generated from the models)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import typer
 
 from agenteval.cli.common import fail
 
-schema_app = typer.Typer(help="JSON Schemas of the file formats.", no_args_is_help=True)
+schema_app = typer.Typer(
+    help="JSON Schemas of the file formats and the configuration reference.", no_args_is_help=True
+)
 corpus_app = typer.Typer(help="The in-repository corpus and its pins.", no_args_is_help=True)
 
 
@@ -90,23 +93,31 @@ def corpus_pin(
 @schema_app.command("export")
 def schema_export(
     out: Annotated[Path, typer.Option(help="Folder for *.schema.json.")] = Path("eval/schemas"),
+    docs: Annotated[
+        Path, typer.Option(help="The configuration reference generated from the params.")
+    ] = Path("docs/configuration.md"),
 ) -> None:
-    """Write the JSON Schema of every file format."""
+    """Write the JSON Schema of every file format and the configuration reference."""
     from agenteval.schema.export import export
+    from agenteval.schema.reference import write_reference
 
-    for path in export(out):
+    for path in [*export(out), write_reference(docs)]:
         typer.echo(str(path))
 
 
 @schema_app.command("check")
-def schema_check(out: Annotated[Path, typer.Option()] = Path("eval/schemas")) -> None:
-    """Exit 1 when an exported schema is missing or out of date."""
+def schema_check(
+    out: Annotated[Path, typer.Option()] = Path("eval/schemas"),
+    docs: Annotated[Path, typer.Option()] = Path("docs/configuration.md"),
+) -> None:
+    """Exit 1 when an exported schema or the configuration reference is missing or stale."""
     from agenteval.schema.export import stale
+    from agenteval.schema.reference import FIX, stale_reference
 
-    names = stale(out)
+    names = [*stale(out), *([str(docs)] if stale_reference(docs) else [])]
     if names:
-        fail([f"stale schema(s): {', '.join(names)}; run `agenteval schema export`"], 1)
-    typer.echo("schemas are current")
+        fail([f"stale schema(s): {', '.join(names)}; run `{FIX}`"], 1)
+    typer.echo("schemas and the configuration reference are current")
 
 
 def register(app: typer.Typer) -> None:

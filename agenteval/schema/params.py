@@ -64,6 +64,8 @@ class SplitParams(_Section):
 
 
 class SuiteParams(_Section):
+    """Which scenarios (or benchmark items) a run evaluates, how often, and how they split."""
+
     kind: Literal[
         "scenarios",
         "qa",
@@ -83,11 +85,13 @@ class SuiteParams(_Section):
     scenarios: str | list[str] = Field(
         "eval/scenarios", description="A folder or a list of folders/files."
     )
-    manifest: str = "eval/corpus/manifest.json"
+    manifest: str = Field(
+        "eval/corpus/manifest.json", description="The corpus manifest: documents, pins, facts."
+    )
     categories: list[str] = Field(default_factory=list, description="Empty: all categories.")
     ids: list[str] = Field(default_factory=list, description="Empty: all scenarios.")
     iterations: int = Field(1, ge=1, description="Repeats of every scenario.")
-    seed: int = 0
+    seed: int = Field(0, description="Base seed; every iteration derives its own from it.")
     tier: Literal["smoke", "full", "backlog"] | None = Field(
         None, description="Only this CI lane of the tiers file; null: every scenario."
     )
@@ -135,44 +139,64 @@ class AgentLimits(_Section):
 class TargetParams(EndpointFields):
     """The agent under test: builtin (offline) | chat (any endpoint) | mcp (external agent)."""
 
-    kind: str = "builtin"
-    model: str | None = "builtin-bm25"
+    kind: str = Field("builtin", description="builtin | chat | mcp | claude-code")
+    model: str | None = Field("builtin-bm25", description="Model name sent to the endpoint.")
     agent: str = Field("eval/agents/default", description="System prompt, tools, phrasings.")
     params: BuiltinKnobs = Field(default_factory=BuiltinKnobs)
     limits: AgentLimits = Field(default_factory=AgentLimits)
     library: list[str] | None = Field(None, description="Folders the agent may discover.")
     max_tool_steps: int | None = Field(None, ge=1, description="chat: tool steps per turn.")
-    tool_mode: Literal["native", "context"] | None = None
+    tool_mode: Literal["native", "context"] | None = Field(
+        None,
+        description="chat: native tool calls (null) or context: the harness searches and puts "
+        "the passages in the prompt, for models without tool calling.",
+    )
     command: str | list[str] | None = Field(None, description="mcp: server command (stdio).")
     url: str | None = Field(None, description="mcp: streamable HTTP URL.")
     env: str | list[str] | None = Field(None, description="mcp: variable NAMES passed on.")
-    cwd: str | None = None
+    cwd: str | None = Field(None, description="mcp: working folder of the server command.")
     tools: dict[str, str] | None = Field(None, description="mcp: tool renames.")
     arguments: dict[str, str] | None = Field(None, description="mcp: argument renames.")
-    call_timeout_s: float | None = Field(None, gt=0)
-    close_timeout_s: float | None = Field(None, gt=0)
+    call_timeout_s: float | None = Field(
+        None, gt=0, description="mcp: seconds per tool call; claude-code: per turn."
+    )
+    close_timeout_s: float | None = Field(
+        None, gt=0, description="mcp: seconds to wait for the server to close (null: 30)."
+    )
 
 
 class SimulatorParams(EndpointFields):
+    """Who writes the user's messages: scripted (the scenario's own) or llm (an endpoint)."""
+
     kind: str = Field("scripted", description="scripted | llm")
     params: dict[str, Any] | None = Field(None, description="Request fields.")
     prompts: str | None = Field(None, description="Folder of simulator.md (eval/prompts).")
-    rephrase_scripted: bool | None = None
+    rephrase_scripted: bool | None = Field(
+        None, description="llm: rewrite scripted user messages too (null/false: send them as is)."
+    )
 
 
 class JudgeParams(EndpointFields):
+    """Who grades the transcripts, and the pass rules every judge's scores go through."""
+
     kind: str = Field(
         "code", description="code | llm | hybrid (llm with code's certain findings binding)"
     )
     weights: dict[DIMENSION_NAMES, float] = Field(
         default_factory=dict, description="Overrides of the default dimension weights."
     )
-    pass_threshold: float = Field(6.0, ge=0, le=10)
-    min_correctness: float = Field(4.0, ge=0, le=10)
+    pass_threshold: float = Field(
+        6.0, ge=0, le=10, description="A scenario passes at this weighted score or above."
+    )
+    min_correctness: float = Field(
+        4.0, ge=0, le=10, description="... and when every turn's correctness reaches this."
+    )
     params: dict[str, Any] | None = Field(None, description="Request fields.")
-    prompts: str | None = None
-    max_attempts: int | None = Field(None, ge=1, description="Model calls incl. re-asks.")
-    allow_self_judge: bool | None = None
+    prompts: str | None = Field(None, description="Folder of the judge prompts (eval/prompts).")
+    max_attempts: int | None = Field(None, ge=1, description="Model calls incl. re-asks (null: 3).")
+    allow_self_judge: bool | None = Field(
+        None, description="true: accept a judge with the agent's own endpoint and model."
+    )
     structured_output: bool | None = Field(
         None,
         description="null/true: send the verdict JSON Schema (both protocols); false: "
@@ -196,10 +220,12 @@ class JudgeParams(EndpointFields):
 
 
 class PriceParams(_Section):
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
-    cache_read_per_mtok: float | None = Field(None, ge=0)
-    cache_write_per_mtok: float | None = Field(None, ge=0)
+    """A model's prices in USD per million tokens, keyed by the model name."""
+
+    input_per_mtok: float = Field(ge=0, description="Uncached input tokens.")
+    output_per_mtok: float = Field(ge=0, description="Output tokens.")
+    cache_read_per_mtok: float | None = Field(None, ge=0, description="Cached input read.")
+    cache_write_per_mtok: float | None = Field(None, ge=0, description="Cache writes.")
     as_of: date | None = Field(
         None,
         description="The date of the published rate card these prices come from; reports "
@@ -260,6 +286,8 @@ class MeterParams(_Section):
 
 
 class RunParams(_Section):
+    """How inference runs: where, how many requests at once, timeouts, cache, spending."""
+
     executor: Literal["local", "ray"] = Field(
         "local",
         description="local: the units run in this process's event loop; ray: each unit is a "
@@ -270,8 +298,12 @@ class RunParams(_Section):
         4, ge=1, description="Requests in flight per endpoint (with ray: across all workers)."
     )
     timeout_s: float = Field(900, gt=0, description="Per scenario, scaled with the work.")
-    budget_usd_per_scenario: float | None = Field(None, gt=0)
-    budget_usd_total: float | None = Field(None, gt=0)
+    budget_usd_per_scenario: float | None = Field(
+        None, gt=0, description="A scenario beyond it is BUDGET_EXCEEDED; null: no cap."
+    )
+    budget_usd_total: float | None = Field(
+        None, gt=0, description="The run stops, resumable, beyond it; null: no cap."
+    )
     meter: MeterParams | None = Field(
         None, description="Billing meter snapshots around inference (metered costs); null: off."
     )
@@ -288,15 +320,19 @@ class RunParams(_Section):
     )
     cache_dir: str | None = Field(".cache/agenteval/llm", description="null: no cache.")
     max_attempts: int = Field(5, ge=1, description="HTTP attempts on 429/5xx/timeouts.")
-    request_timeout_s: float = Field(60, gt=0)
-    prices: dict[str, PriceParams] = Field(default_factory=dict)
+    request_timeout_s: float = Field(60, gt=0, description="Seconds per HTTP request.")
+    prices: dict[str, PriceParams] = Field(
+        default_factory=dict, description="Turns provider usage into costs (n/a without)."
+    )
     retry_statuses: list[RetryStatus] = Field(
         default_factory=_default_retries,
         description="Stored units that ended so are run once more by `agenteval retry`, a "
         "resume, or a repro whose inference inputs changed (attempts recorded); COMPLETED "
         "units never are.",
     )
-    estimate_missing_usage: bool | None = None
+    estimate_missing_usage: bool | None = Field(
+        None, description="Price replies without usage from their length (an estimate)."
+    )
 
 
 class FetchParams(_Section):
@@ -311,16 +347,22 @@ class FetchParams(_Section):
 
 
 class StatsParams(_Section):
-    conf: float = Field(0.95, gt=0, lt=1)
-    stability_tau: float = Field(0.2, gt=0, lt=1)
-    bootstrap_resamples: int = Field(2000, ge=100)
-    seed: int | None = None
+    """The `stats` stage (reports/noise.json) and the health report's stability classes."""
+
+    conf: float = Field(0.95, gt=0, lt=1, description="Confidence of every interval.")
+    stability_tau: float = Field(
+        0.2, gt=0, lt=1, description="Pass share from 0 or 1 within which a scenario is stable."
+    )
+    bootstrap_resamples: int = Field(2000, ge=100, description="Resamples of a bootstrap.")
+    seed: int | None = Field(None, description="Seeds the bootstrap (null: 0).")
 
 
 class TrackingParams(_Section):
-    experiment: str = "agenteval"
+    """MLflow: where runs are logged (docs/tracking.md)."""
+
+    experiment: str = Field("agenteval", description="MLflow experiment of the runs.")
     uri: str | None = Field(None, description="null: sqlite:///<repository root>/mlflow.db")
-    enabled: bool = True
+    enabled: bool = Field(True, description="false: log nothing (agenteval track still can).")
     traces: bool = Field(True, description="Conversations as MLflow traces.")
 
 
@@ -352,9 +394,9 @@ class ControlsParams(_Section):
         description="Judge only this many controls of the split (a stable "
         "salted-hash choice, half pass and half fail labels); null: all.",
     )
-    bootstrap_resamples: int = Field(2000, ge=100)
-    conf: float = Field(0.95, gt=0, lt=1)
-    seed: int = 0
+    bootstrap_resamples: int = Field(2000, ge=100, description="Resamples of a bootstrap.")
+    conf: float = Field(0.95, gt=0, lt=1, description="Confidence of every interval.")
+    seed: int = Field(0, description="Seeds the bootstrap.")
 
 
 class QAJudgeParams(EndpointFields):
@@ -382,8 +424,12 @@ class QAParams(_Section):
 
 
 class RetrievalPipelineParams(_Section):
+    """One retrieval pipeline the benchmark scores."""
+
     name: str = Field(min_length=1, description="Label in reports and the gate.")
-    kind: Literal["bm25", "dense"] = "bm25"
+    kind: Literal["bm25", "dense"] = Field(
+        "bm25", description="bm25 (bm25s) | dense (an offline embedding model, `dense` extra)"
+    )
     chunk_size: int = Field(400, gt=0, description="Characters per chunk.")
     model: str | None = Field(None, description="dense: embedding model (offline package).")
     dedup: bool = Field(True, description="Collapse chunks with identical text in a ranking.")
@@ -405,10 +451,12 @@ class RetrievalParams(_Section):
         default_factory=lambda: ["eval/corpus/documents", "data/corpora"],
         description="Folders indexed for every question.",
     )
-    pipelines: list[RetrievalPipelineParams] = Field(default_factory=_default_pipelines)
+    pipelines: list[RetrievalPipelineParams] = Field(
+        default_factory=_default_pipelines, description="Pipelines scored side by side."
+    )
     depth: int = Field(20, ge=1, description="Ranked chunks scored per question.")
     answers: bool = Field(True, description="Ask the target and classify every wrong answer.")
-    hard_cases: bool = True
+    hard_cases: bool = Field(True, description="Run the hard cases (replaced, copied, ...).")
 
 
 class SessionsJudgeParams(EndpointFields):
@@ -719,6 +767,8 @@ class ClimbParams(_Section):
 
 
 class Params(_Section):
+    """params.yaml: every section a run reads."""
+
     fetch: FetchParams = Field(default_factory=FetchParams)
     suite: SuiteParams = Field(default_factory=SuiteParams)
     target: TargetParams = Field(default_factory=TargetParams)
