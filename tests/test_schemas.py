@@ -34,7 +34,7 @@ def test_export_then_check_round_trips(tmp_path: Path) -> None:
 
 def leaf_keys(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, object]]:
     """Every key a params file can set, with the model's default (containers of models as
-    `key[].field` and `key.<name>.field`)."""
+    `key[].field` and `key.<name>.field`, an optional section's as `key.field`)."""
     for name, field in model.model_fields.items():
         key = f"{prefix}.{name}" if prefix else name
         annotation = field.annotation
@@ -45,7 +45,8 @@ def leaf_keys(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, object
         yield key, field.get_default(call_default_factory=True)
         for item in args:
             if isinstance(item, type) and issubclass(item, BaseModel):
-                suffix = "[]" if typing.get_origin(annotation) is list else ".<name>"
+                origin = typing.get_origin(annotation)
+                suffix = {list: "[]", dict: ".<name>"}.get(origin, "")  # type: ignore[call-overload]
                 yield from leaf_keys(item, key + suffix)
 
 

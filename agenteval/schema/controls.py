@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agenteval.schema.params import DIMENSION_NAMES
+from agenteval.schema.params_base import DIMENSION_NAMES
 from agenteval.schema.scenario import GroundTruth
 
 Verdict = Literal["pass", "fail"]

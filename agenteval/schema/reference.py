@@ -87,6 +87,10 @@ def _tables(table: _Table, level: int) -> Iterator[str]:
             continue
         item = _container_model(field.annotation)
         shown = _type(field)
+        optional = _optional_model(field.annotation)
+        if optional is not None:  # a section that may be absent: its keys get a table
+            nested.append(_Table(key, optional))
+            shown = f"`{key}` (below) or null"
         if item is not None:
             nested.append(_Table(f"{key}{item[0]}", item[1]))
             kind = "list of" if item[0] == "[]" else "mapping of name to"
@@ -102,6 +106,14 @@ def _model(annotation: Any) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     return None
+
+
+def _optional_model(annotation: Any) -> type[BaseModel] | None:
+    """`Model | None`: the model, whose keys are documented under the field's own key."""
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return None
+    models = [a for a in typing.get_args(annotation) if _model(a)]
+    return models[0] if len(models) == 1 else None
 
 
 def _container_model(annotation: Any) -> tuple[str, type[BaseModel]] | None:

@@ -1,0 +1,298 @@
+"""params.yaml sections of the benchmarks beyond scenarios (`suite.kind` other than
+`scenarios`): qa, retrieval, sessions, tasks, throughput, code retrieval, memory."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from agenteval.schema.params_base import EndpointFields, _Section
+
+
+class QAJudgeParams(EndpointFields):
+    """`qa.judge`: the A/B/C judge. The code pre-check always runs first; what it cannot
+    settle goes to the model (`kind: llm`) or stays unavailable (`kind: precheck`)."""
+
+    kind: Literal["precheck", "llm"] = Field("precheck", description="precheck | llm")
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompt: str = Field("eval/prompts/judge_qa.md", description="The A/B/C instructions.")
+    max_attempts: int = Field(2, ge=1, description="Model calls per answer incl. re-asks.")
+
+
+class QAParams(_Section):
+    """`suite.kind: qa`: questions with short ground-truth answers, k attempts each."""
+
+    tasks: str = Field("eval/qa/tasks.jsonl", description="Task file (JSONL or GAIA metadata).")
+    format: Literal["jsonl", "gaia"] = Field("jsonl", description="jsonl | gaia (metadata.jsonl)")
+    levels: list[int] = Field(default_factory=list, description="Empty: all levels (1, 2, 3).")
+    ids: list[str] = Field(default_factory=list, description="Empty: all tasks.")
+    k: int = Field(1, ge=1, description="Attempts per task (pass@k, pass^k, avg@k).")
+    attempt_strategy: Literal["independent"] = Field(
+        "independent", description="independent: every attempt its own seed and cache key."
+    )
+    judge: QAJudgeParams = Field(default_factory=QAJudgeParams)
+
+
+class RetrievalPipelineParams(_Section):
+    """One retrieval pipeline the benchmark scores."""
+
+    name: str = Field(min_length=1, description="Label in reports and the gate.")
+    kind: Literal["bm25", "dense"] = Field(
+        "bm25", description="bm25 (bm25s) | dense (an offline embedding model, `dense` extra)"
+    )
+    chunk_size: int = Field(400, gt=0, description="Characters per chunk.")
+    model: str | None = Field(None, description="dense: embedding model (offline package).")
+    dedup: bool = Field(True, description="Collapse chunks with identical text in a ranking.")
+
+
+def _default_pipelines() -> list[RetrievalPipelineParams]:
+    return [
+        RetrievalPipelineParams(name="bm25", kind="bm25"),
+        RetrievalPipelineParams(name="bm25-800", kind="bm25", chunk_size=800),
+        RetrievalPipelineParams(name="dense", kind="dense", model="all-MiniLM-L6-v2"),
+    ]
+
+
+class RetrievalParams(_Section):
+    """`suite.kind: retrieval`: labelled evidence quotes over pinned documents."""
+
+    questions: str = Field("eval/retrieval/questions.yaml", description="Labelled questions.")
+    library: list[str] = Field(
+        default_factory=lambda: ["eval/corpus/documents", "data/corpora"],
+        description="Folders indexed for every question.",
+    )
+    pipelines: list[RetrievalPipelineParams] = Field(
+        default_factory=_default_pipelines, description="Pipelines scored side by side."
+    )
+    depth: int = Field(20, ge=1, description="Ranked chunks scored per question.")
+    answers: bool = Field(True, description="Ask the target and classify every wrong answer.")
+    hard_cases: bool = Field(True, description="Run the hard cases (replaced, copied, ...).")
+
+
+class SessionsJudgeParams(EndpointFields):
+    """`sessions.judge`: the model that grades replayed answers against the reference."""
+
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompt: str = Field("eval/prompts/judge_session.md", description="The grading rubric.")
+    max_attempts: int = Field(3, ge=1, description="Model calls per answer incl. re-asks.")
+    structured_output: bool | None = Field(
+        None, description="null/true: send the judgment's JSON Schema; false: prompt only."
+    )
+
+
+class SessionsControlsParams(_Section):
+    """`sessions.controls`: planted answers with known grades, judged in every run."""
+
+    file: str = Field("eval/sessions/controls.yaml", description="The shipped control cases.")
+    split: Literal["dev", "held", "all"] = Field(
+        "held", description="Which controls a run judges (tune the prompt on dev only)."
+    )
+    min_band_agreement: float = Field(
+        0.75, ge=0, le=1, description="Share of planted answers graded inside their band."
+    )
+    min_order_agreement: float = Field(
+        1.0, ge=0, le=1, description="Share of (better, worse) pairs graded in that order."
+    )
+
+
+class SessionsParams(_Section):
+    """`agenteval sessions`: replay real Claude Code requests and grade against them."""
+
+    transcripts: str | None = Field(
+        None,
+        description="Transcripts folder; null: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects.",
+    )
+    project: str | None = Field(None, description="Only this project folder (or repository).")
+    since: str | None = Field(None, description="Only requests on or after this date (ISO).")
+    limit: int | None = Field(10, ge=1, description="The most recent cases kept; null: all.")
+    dataset: str | None = Field(
+        None, description="A pinned dataset.json to replay instead of reading transcripts."
+    )
+    dataset_sha256: str | None = Field(
+        None, pattern=r"^[0-9a-f]{64}$", description="The dataset's pin (sha256 of the file)."
+    )
+    out: str = Field(
+        "runs/sessions-pipeline",
+        description="The private folder (git- and DVC-ignored) the pipeline writes text to.",
+    )
+    pass_grade: int | None = Field(
+        None, ge=0, le=5, description="Lowest passing grade; null: scoring.SESSION_PASS_GRADE."
+    )
+    log_text: bool = Field(
+        False, description="Also log prompts and answers to MLflow (default: scores, ids, digests)."
+    )
+    judge: SessionsJudgeParams = Field(default_factory=SessionsJudgeParams)
+    controls: SessionsControlsParams = Field(default_factory=SessionsControlsParams)
+
+
+class TasksJudgeParams(EndpointFields):
+    """`tasks.judge`: grades instructions, quality, reasoning and honesty (1-5) and decides
+    question tasks; `none` leaves every grade unjudged (coding tasks are decided by code)."""
+
+    kind: Literal["none", "llm"] = Field("none", description="none | llm")
+    params: dict[str, Any] | None = Field(None, description="Request fields.")
+    prompt: str = Field("eval/prompts/judge_tasks.md", description="The judge's instructions.")
+    max_attempts: int = Field(2, ge=1, description="Model calls per attempt incl. re-asks.")
+
+
+class ClaudeCodeParams(_Section):
+    """`tasks.claude`: Claude Code as the harness (`claude -p --output-format stream-json`)."""
+
+    command: str = Field("claude", description="The Claude Code executable.")
+    extra_args: list[str] = Field(default_factory=list, description="Appended to the command.")
+    home_files: list[str] = Field(
+        default_factory=lambda: ["~/.claude/.credentials.json", "~/.claude.json"],
+        description="Its login, put back read-only into the sandbox's empty home.",
+    )
+
+
+class TasksParams(_Section):
+    """`suite.kind: tasks`: coding tasks graded by what the finished project does."""
+
+    file: str = Field("eval/tasks/tasks.json", description="The task file.")
+    suite: str = Field("core", description="core | adversarial | full (or any suite in file).")
+    ids: list[str] = Field(default_factory=list, description="Only these tasks; []: all.")
+    harness: Literal["scripted", "chat", "claude-code"] = Field(
+        "scripted",
+        description="scripted (reference solutions) | chat (target endpoint) | claude-code",
+    )
+    repeats: int = Field(1, ge=1, description="Runs of the suite (draws for the gate).")
+    run_timeout_s: float = Field(1800, gt=0, description="Wall-clock cap per task, any harness.")
+    command_timeout_s: float = Field(120, gt=0, description="Per shell command the agent runs.")
+    check_timeout_s: float = Field(300, gt=0, description="Per check command (tests, probes).")
+    max_steps: int = Field(40, ge=1, description="chat: tool calls per task.")
+    concurrency: int = Field(1, ge=1, description="Tasks in flight (each in its own copy).")
+    work_root: str | None = Field(None, description="Where copies live; null: the temp folder.")
+    sandbox: Literal["bwrap", "none"] = Field(
+        "bwrap",
+        description="bwrap: the agent's commands and the checks see only the task's copy "
+        "(refused where bwrap cannot run) | none: unconfined, recorded as such.",
+    )
+    sandbox_network: bool = Field(False, description="Network inside the sandbox.")
+    sandbox_hide: list[str] = Field(
+        default_factory=list, description="More folders hidden from the agent (other checkouts)."
+    )
+    sandbox_expose: list[str] = Field(
+        default_factory=list, description="Folders put back read-only (a tool under the home)."
+    )
+    judge: TasksJudgeParams = Field(default_factory=TasksJudgeParams)
+    claude: ClaudeCodeParams = Field(default_factory=ClaudeCodeParams)
+
+
+class LoopbackScript(_Section):
+    """`throughput.endpoints[].script`: what the scripted loopback endpoint promises."""
+
+    ttft_ms: float = Field(25.0, gt=0, description="Time to the first token.")
+    tokens_per_s: float = Field(250.0, gt=0, description="Pace of the tokens after it.")
+    reply_words: int = Field(24, ge=1, description="Words after the label line.")
+    fail_every: int = Field(0, ge=0, description="Every Nth request gets a 503; 0: none.")
+    usage: bool = Field(True, description="Report usage (false: counts are the tokenizer's).")
+
+
+class ThroughputEndpoint(EndpointFields):
+    """One endpoint of the sweep: the scripted loopback, the local model, or a URL."""
+
+    name: str = Field(min_length=1, description="Label in reports and the gate.")
+    kind: Literal["loopback", "local", "url"] = Field(
+        "loopback", description="loopback (scripted, offline) | local (serve-local) | url"
+    )
+    script: LoopbackScript | None = Field(None, description="loopback: the script.")
+
+    @model_validator(mode="after")
+    def _url_names_a_model(self) -> ThroughputEndpoint:
+        if self.kind == "url" and not (self.model and self.base_url):
+            raise ValueError(f"endpoint {self.name!r}: kind url needs model and base_url")
+        return self
+
+
+def _loopback_endpoints() -> list[ThroughputEndpoint]:
+    return [
+        ThroughputEndpoint(name="loopback-openai", kind="loopback", protocol="openai"),
+        ThroughputEndpoint(name="loopback-anthropic", kind="loopback", protocol="anthropic"),
+    ]
+
+
+class ThroughputParams(_Section):
+    """`suite.kind: throughput`: email triage streamed at a sweep of concurrency levels."""
+
+    workload: str = Field("eval/throughput/emails.yaml", description="The pinned emails.")
+    prompt: str = Field("eval/throughput/prompt.md", description="The triage instructions.")
+    ids: list[str] = Field(default_factory=list, description="Empty: every email.")
+    endpoints: list[ThroughputEndpoint] = Field(default_factory=_loopback_endpoints, min_length=1)
+    concurrency: list[int] = Field(
+        default_factory=lambda: [1, 4, 16, 64], min_length=1, description="Levels swept."
+    )
+    repeats: int = Field(2, ge=1, description="Repeats of each level (intervals need 2+).")
+    warmup: int = Field(2, ge=0, description="Requests sent first and excluded.")
+    max_tokens: int = Field(96, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    timeout_s: float = Field(120.0, gt=0, description="Per request, the whole stream.")
+    max_attempts: int = Field(3, ge=1, description="Tries per request (retries counted).")
+    tokenizer: str = Field(
+        "auto", description="auto (the local model's GGUF for kind local) | none | a .gguf"
+    )
+
+    @model_validator(mode="after")
+    def _levels_and_names(self) -> ThroughputParams:
+        if any(c < 1 for c in self.concurrency):
+            raise ValueError(f"concurrency levels must be at least 1, got {self.concurrency}")
+        names = [e.name for e in self.endpoints]
+        if len(set(names)) != len(names):
+            raise ValueError(f"endpoint names repeat: {names}")
+        return self
+
+
+class SWEBenchParams(_Section):
+    enabled: bool = Field(False, description="Try SWE-bench Verified through `datasets`.")
+    instances: list[str] = Field(default_factory=list, description="Empty: every instance.")
+
+
+class CodeRetrievalParams(_Section):
+    """`suite.kind: code_retrieval`: the code index over real fixes of pinned histories."""
+
+    commits: str = Field(
+        "eval/code_retrieval/commits.yaml", description="Pinned fix commits and the replay."
+    )
+    depth: int = Field(200, ge=10, description="Chunks ranked per query.")
+    max_lines: int = Field(60, ge=5, description="Longest chunk, in lines.")
+    max_bytes: int = Field(1_000_000, ge=1024, description="Larger files are not indexed.")
+    incremental: bool = Field(True, description="Replay commits and compare with a fresh index.")
+    robustness: bool = Field(True, description="Damaged saved indexes and hostile trees.")
+    compare_queries: int = Field(
+        10, ge=1, description="Queries whose rankings are compared in those checks."
+    )
+    swebench: SWEBenchParams = Field(default_factory=SWEBenchParams)
+
+
+class MemoryAdapterParams(_Section):
+    """`memory.adapter`: the memory under test, by `kind`; each kind checks its own keys
+    (agenteval.memory.reference.DEFAULTS, agenteval.memory.mcp)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str = Field("reference", description="reference (SQLite, offline) | mcp (a server)")
+
+
+class MemoryModelParams(EndpointFields):
+    """`memory.model`: the model that extracts, consolidates and answers in the full suite."""
+
+    params: dict[str, Any] | None = Field(None, description="Request fields (max_tokens...).")
+    prompts: str = Field(
+        "eval/memory/prompts", description="Folder of extract.md, consolidate.md, answer.md."
+    )
+
+
+class MemoryParams(_Section):
+    """`agenteval memory`: does memory keep up with a person over months of chats?"""
+
+    suite: Literal["pr", "full"] = Field(
+        "pr", description="pr: scripted model answers, offline; full: memory.model answers."
+    )
+    scenarios: str = Field("eval/memory/scenarios", description="Folder of scenario files.")
+    ids: list[str] = Field(default_factory=list, description="Only these scenarios; empty: all.")
+    baseline: str | None = Field(
+        "eval/memory/baselines/pr.json", description="The gate's baseline (a real run's results)."
+    )
+    adapter: MemoryAdapterParams = Field(default_factory=MemoryAdapterParams)
+    model: MemoryModelParams = Field(default_factory=MemoryModelParams)
