@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenteval import fileio
-from agenteval.engine import Inference, retry_summary
+from agenteval.engine import Inference
 from agenteval.executors import ExecutionReport
 from agenteval.fileio import read_json, write_json
 from agenteval.judges.base import make_judge
 from agenteval.judging import StreamJudging, run_judging
 from agenteval.layout import Layout, load_suite
+from agenteval.pending import retry_summary
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
@@ -54,7 +55,7 @@ class InferResult:
     stop_reason: str | None  # why the run stopped early (quota, credentials, run budget)
     execution: ExecutionReport | None = None  # where the units ran, which ran again
     writes: dict[tuple[str, int, int], int] | None = None  # transcripts written, per unit
-    retry: str | None = None  # what a retry would send again (engine.retry_summary)
+    retry: str | None = None  # what a retry would send again (pending.retry_summary)
 
 
 def install_scrubber(params: dict[str, Any]) -> None:

@@ -113,6 +113,23 @@ def run(
     except BaseException as exc:
         _run_failed(exc, out, bool(scenario))
         raise
+    _print_outcome(result, out)
+    _track(params, layout, out)
+    if result.retry and not result.stop_reason:
+        typer.echo(f"{result.retry}: send again with: agenteval run --resume {out}", err=True)
+    _finish(result.scorecard, out)
+    if result.stop_reason:
+        fail(
+            [
+                f"run stopped early: {result.stop_reason}",
+                f"resume with: agenteval run --resume {out}",
+            ],
+            EXIT_STOPPED,
+        )
+
+
+def _print_outcome(result: Any, out: Path) -> None:
+    """The run's headline, where its reports are, a split overlap a pin left, the executor."""
     s = result.scorecard.summary
     typer.echo(
         f"{s.total} run(s): {s.passed} passed, {s.failed} failed, "
@@ -128,18 +145,6 @@ def run(
             typer.echo(line, err=True)
     if result.execution is not None and result.execution.executor != "local":
         typer.echo(result.execution.line())
-    _track(params, layout, out)
-    if result.retry and not result.stop_reason:
-        typer.echo(f"{result.retry}: send again with: agenteval run --resume {out}", err=True)
-    _finish(result.scorecard, out)
-    if result.stop_reason:
-        fail(
-            [
-                f"run stopped early: {result.stop_reason}",
-                f"resume with: agenteval run --resume {out}",
-            ],
-            EXIT_STOPPED,
-        )
 
 
 def _saved_params(resume: Path) -> dict[str, Any]:

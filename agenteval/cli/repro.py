@@ -33,8 +33,8 @@ def retry(
 
     Runs `dvc repro --force --single-item infer` (every final transcript is reused), then
     `dvc repro` for the stages after it, so dvc.lock records the new outputs."""
-    from agenteval.engine import pending_units
     from agenteval.layout import Layout, load_suite
+    from agenteval.pending import pending_units
 
     root = Path.cwd().resolve()
     layout = Layout.repository(root)
