@@ -423,6 +423,30 @@ def test_lost_traces_fail_loudly_and_leave_no_reusable_run(
     assert Counter(t.info.trace_metadata[SESSION] for t in traces) == expected
 
 
+def test_a_store_still_catching_up_is_drained_again_not_called_lossy(
+    logged: Logged, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow's drain gives up on its span processor after 30 s, which a loaded machine can
+    take: traces still on their way are waited for while the store's counts grow."""
+    import mlflow
+
+    drain, calls = mlflow.flush_trace_async_logging, []
+
+    def gives_up_once(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) > 1:  # the first drain returns at once, as if it had timed out
+            drain(*args, **kwargs)
+
+    monkeypatch.setattr(mlflow, "flush_trace_async_logging", gives_up_once)
+    result = log_evaluation(logged.layout, logged.params, uri=logged.uri, experiment="slow")
+    assert result is not None and result.created and len(calls) >= 2
+    assert (result.traces_logged, result.spans_logged, result.assessments_logged) == (
+        logged.result.traces_logged,
+        logged.result.spans_logged,
+        logged.result.assessments_logged,
+    )
+
+
 def test_disabled_tracking_does_nothing(tmp_path: Path) -> None:
     params = load_params(ROOT / "params.yaml", ["tracking.enabled=false"])
     layout = Layout.run_dir(ROOT, tmp_path)  # no scorecard at all: nothing may be read
@@ -690,3 +714,36 @@ def test_a_run_that_judged_no_scenario_measured_nothing() -> None:
     assert nothing_measured([]) == "no scenario was evaluated"
     assert nothing_measured(results("TIMEOUT", "FAIL")) is None  # one judged scenario counts
     assert nothing_measured(results("BLOCKED_BY_ARCHITECTURE")) is None
+
+
+def test_more_traces_than_mlflow_export_queue_holds(
+    tmp_path: Path, isolated_env: pytest.MonkeyPatch
+) -> None:
+    """MLflow discards an export task that finds its queue full: traces are drained before
+    the queue can fill, whatever size it was given (MLflow 3.9 queues every span on its own,
+    so a few hundred turns overflowed the default 1,000 before)."""
+    from mlflow.entities import Feedback
+
+    from agenteval.tracking.records import SOURCE_RUN_KEY, SpanSpec, TurnTrace
+    from agenteval.tracking.traces import TraceCounts, log_traces
+
+    isolated_env.setenv("MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE", "12")
+    uri = sqlite_uri(tmp_path / "store")
+    ms = 1_000_000
+    with mlflow_client(uri) as mlflow:
+        experiment_id = mlflow.create_experiment("queue")
+        run_id = mlflow.create_run(experiment_id).info.run_id
+        turns = [
+            TurnTrace(
+                root=SpanSpec(f"turn {i}", "AGENT", 0, 3 * ms, {"q": i}, {"a": i}),
+                tools=[SpanSpec("query_documents", "TOOL", 0, ms, {"query": i}, {"hits": 1})],
+                tags={"agenteval.turn": str(i)},
+                metadata={SESSION: f"s{i}", SOURCE_RUN_KEY: run_id},
+                request_preview=str(i),
+                response_preview=str(i),
+                assessments=[Feedback(name="correctness", value=float(i % 10))],
+            )
+            for i in range(30)
+        ]
+        sent = log_traces(mlflow, experiment_id, run_id, turns)
+    assert sent == TraceCounts(30, 60, 30)

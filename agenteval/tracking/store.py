@@ -44,6 +44,11 @@ _SESSION_ENV = {
     "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "true",
     "MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE": "500",
 }
+# Defaults a user's own setting wins over. The export queue holds 2,000 tasks (MLflow's
+# default is 1,000; a task is one trace or, on MLflow 3.9, one span): `tracking.traces`
+# drains it before it fills, and every drain waits ~1 s for MLflow's queue consumer to
+# notice, so a 500-turn run drains once at its end rather than mid-way as well.
+_SESSION_DEFAULTS = {"MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE": "2000"}
 
 
 class TrackingError(RuntimeError):
@@ -126,8 +131,11 @@ def mlflow_client(uri: str) -> Iterator[MlflowClient]:
     for another repository does not inherit this store.
     """
     os.environ[_TELEMETRY_OFF[0]] = _TELEMETRY_OFF[1]
-    saved = {name: os.environ.get(name) for name in (*_SESSION_ENV, "MLFLOW_TRACKING_URI")}
+    names = (*_SESSION_ENV, *_SESSION_DEFAULTS, "MLFLOW_TRACKING_URI")
+    saved = {name: os.environ.get(name) for name in names}
     os.environ.update(_SESSION_ENV)
+    for name, value in _SESSION_DEFAULTS.items():
+        os.environ.setdefault(name, value)
     import mlflow
 
     was_set = mlflow.is_tracking_uri_set()  # type: ignore[no-untyped-call]
