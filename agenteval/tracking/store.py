@@ -134,8 +134,8 @@ def mlflow_client(uri: str) -> Iterator[MlflowClient]:
     names = (*_SESSION_ENV, *_SESSION_DEFAULTS, "MLFLOW_TRACKING_URI")
     saved = {name: os.environ.get(name) for name in names}
     os.environ.update(_SESSION_ENV)
-    for name, value in _SESSION_DEFAULTS.items():
-        os.environ.setdefault(name, value)
+    for name, default in _SESSION_DEFAULTS.items():
+        os.environ.setdefault(name, default)
     import mlflow
 
     was_set = mlflow.is_tracking_uri_set()  # type: ignore[no-untyped-call]
