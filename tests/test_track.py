@@ -447,6 +447,24 @@ def test_a_store_still_catching_up_is_drained_again_not_called_lossy(
     )
 
 
+def test_warm_up_loads_mlflow_and_writes_nothing(
+    tmp_path: Path, isolated_env: pytest.MonkeyPatch
+) -> None:
+    """`agenteval run` imports MLflow while it evaluates; a store that does not exist yet is
+    not made by that (the run may still fail before there is anything to log)."""
+    from agenteval.tracking.store import warm_up
+
+    off = load_params(ROOT / "params.yaml", ["tracking.enabled=false"])
+    assert warm_up(off, tmp_path) is None
+    params = load_params(ROOT / "params.yaml", ["tracking.uri=sqlite:///store/mlflow.db"])
+    (tmp_path / "store").mkdir()
+    thread = warm_up(params, tmp_path)
+    assert thread is not None and thread.daemon
+    thread.join(120)
+    assert not thread.is_alive() and "mlflow" in sys.modules
+    assert list((tmp_path / "store").iterdir()) == []
+
+
 def test_disabled_tracking_does_nothing(tmp_path: Path) -> None:
     params = load_params(ROOT / "params.yaml", ["tracking.enabled=false"])
     layout = Layout.run_dir(ROOT, tmp_path)  # no scorecard at all: nothing may be read
@@ -467,6 +485,28 @@ def test_tracking_uri_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert resolve_tracking_uri(None, repo) == "http://127.0.0.1:5000"
     assert resolve_tracking_uri("sqlite:////abs/x.db", repo) == "sqlite:////abs/x.db"
     assert public_uri("https://user:pw@host:5000/x?token=t") == "https://host:5000/x"
+
+
+def test_export_settings_hold_while_logging_and_a_users_own_win(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workers, queue = (
+        "MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS",
+        "MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE",
+    )
+    monkeypatch.delenv(workers, raising=False)
+    monkeypatch.setenv(queue, "300")
+    with mlflow_client(sqlite_uri(tmp_path)):
+        # sqlite takes one writer at a time: one export worker, not MLflow's 10
+        assert (os.environ.get(workers), os.environ.get(queue)) == ("1", "300")
+    assert (os.environ.get(workers), os.environ.get(queue)) == (None, "300")
+    monkeypatch.delenv(queue)
+    with mlflow_client("http://127.0.0.1:9"):  # a server: its requests go in parallel
+        assert (os.environ.get(workers), os.environ.get(queue)) == (None, "2000")
+    monkeypatch.setenv(workers, "4")
+    with mlflow_client(sqlite_uri(tmp_path)):
+        assert os.environ.get(workers) == "4"
+    assert os.environ.get(workers) == "4" and os.environ.get(queue) is None
 
 
 def test_run_key_follows_dvc_lock_only_when_it_describes_the_files(
