@@ -1,7 +1,7 @@
 """Benchmark: one `agenteval run` from two source trees, interleaved, to price one change.
 
 Run from the repository root with the venv active:
-    python bench/ab_run.py --a PATH --b PATH [--pairs 5] [--items 500] [--tracking]
+    python bench/ab_run.py --a PATH --b PATH [--pairs 5] [--items 500] [--tracking [--no-traces]]
 
 A and B are two checkouts of agenteval (e.g. `git worktree add /tmp/a <commit>`): the commit
 that removes a device and its parent. Both run `python -m agenteval run` (with PYTHONPATH set
@@ -34,7 +34,10 @@ import workload
 ROOT = workload.ROOT
 
 
-def project(folder: Path, items: int, port: int, tracking: bool, documents: bool) -> Path:
+def project(
+    folder: Path, items: int, port: int, tracking: tuple[bool, bool], documents: bool
+) -> Path:
+    """The generated project; `tracking`: (enabled, traces)."""
     root = workload.generated_root(folder, items, tools=True)
     if documents:  # the agent's query_documents then searches them (bm25s, chunking)
         for source in sorted((ROOT / "eval" / "corpus" / "documents").glob("*.md"))[:3]:
@@ -42,10 +45,10 @@ def project(folder: Path, items: int, port: int, tracking: bool, documents: bool
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for section, values in workload.chat_overrides(port, 32, ["library"]).items():
         params[section] = {**params[section], **values}
-    params["tracking"]["enabled"] = tracking
+    params["tracking"]["enabled"], params["tracking"]["traces"] = tracking
     params["tracking"]["uri"] = f"sqlite:///{folder / 'mlflow.db'}"
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    if tracking:
+    if tracking[0]:
         workload.prepare_store(params["tracking"]["uri"])
     return root
 
@@ -61,6 +64,8 @@ def run(tree: Path, root: Path, out: Path) -> tuple[float, float]:
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{tree}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    if "MLflow: already" in done.stdout:  # nothing was logged: not the work being priced
+        raise SystemExit(f"{tree}: the run was found logged already, not logged again")
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, usage.ru_utime + usage.ru_stime - cpu0
 
@@ -72,6 +77,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--items", type=int, default=500)
     parser.add_argument("--tracking", action="store_true", help="tracking on (default off)")
+    parser.add_argument("--no-traces", action="store_true", help="with --tracking: no traces")
     parser.add_argument("--documents", action="store_true", help="3 documents in the library")
     args = parser.parse_args()
     workload.prepare_to_measure()
@@ -79,7 +85,8 @@ def main() -> int:
     found: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
     try:
         with tempfile.TemporaryDirectory(prefix="agenteval-ab-") as tmp:
-            root = project(Path(tmp), args.items, port, args.tracking, args.documents)
+            tracking = (args.tracking, not args.no_traces)
+            root = project(Path(tmp), args.items, port, tracking, args.documents)
             for pair in range(args.pairs):
                 for name, tree in (("A", args.a), ("B", args.b)):
                     wall, cpu = run(tree.resolve(), root, Path(tmp) / f"{name}{pair}")
@@ -97,7 +104,8 @@ def main() -> int:
               f"[{min(cpus):.2f}-{max(cpus):.2f}]")  # fmt: skip
     print(f"B/A: wall {medians['B'][0] / medians['A'][0]:.3f}, "
           f"CPU {medians['B'][1] / medians['A'][1]:.3f}")  # fmt: skip
-    flag = (" --tracking" if args.tracking else "") + (" --documents" if args.documents else "")
+    flag = (" --tracking" if args.tracking else "") + (" --no-traces" if args.no_traces else "")
+    flag += " --documents" if args.documents else ""
     print(f"rerun: python bench/ab_run.py --a {args.a} --b {args.b} --pairs {args.pairs} "
           f"--items {args.items}{flag}")  # fmt: skip
     return 0

@@ -423,6 +423,48 @@ def test_lost_traces_fail_loudly_and_leave_no_reusable_run(
     assert Counter(t.info.trace_metadata[SESSION] for t in traces) == expected
 
 
+def test_a_store_still_catching_up_is_drained_again_not_called_lossy(
+    logged: Logged, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow's drain gives up on its span processor after 30 s, which a loaded machine can
+    take: traces still on their way are waited for while the store's counts grow."""
+    import mlflow
+
+    drain, calls = mlflow.flush_trace_async_logging, []
+
+    def gives_up_once(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) > 1:  # the first drain returns at once, as if it had timed out
+            drain(*args, **kwargs)
+
+    monkeypatch.setattr(mlflow, "flush_trace_async_logging", gives_up_once)
+    result = log_evaluation(logged.layout, logged.params, uri=logged.uri, experiment="slow")
+    assert result is not None and result.created and len(calls) >= 2
+    assert (result.traces_logged, result.spans_logged, result.assessments_logged) == (
+        logged.result.traces_logged,
+        logged.result.spans_logged,
+        logged.result.assessments_logged,
+    )
+
+
+def test_warm_up_loads_mlflow_and_writes_nothing(
+    tmp_path: Path, isolated_env: pytest.MonkeyPatch
+) -> None:
+    """`agenteval run` imports MLflow while it evaluates; a store that does not exist yet is
+    not made by that (the run may still fail before there is anything to log)."""
+    from agenteval.tracking.store import warm_up
+
+    off = load_params(ROOT / "params.yaml", ["tracking.enabled=false"])
+    assert warm_up(off, tmp_path) is None
+    params = load_params(ROOT / "params.yaml", ["tracking.uri=sqlite:///store/mlflow.db"])
+    (tmp_path / "store").mkdir()
+    thread = warm_up(params, tmp_path)
+    assert thread is not None and thread.daemon
+    thread.join(120)
+    assert not thread.is_alive() and "mlflow" in sys.modules
+    assert list((tmp_path / "store").iterdir()) == []
+
+
 def test_disabled_tracking_does_nothing(tmp_path: Path) -> None:
     params = load_params(ROOT / "params.yaml", ["tracking.enabled=false"])
     layout = Layout.run_dir(ROOT, tmp_path)  # no scorecard at all: nothing may be read
@@ -443,6 +485,28 @@ def test_tracking_uri_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert resolve_tracking_uri(None, repo) == "http://127.0.0.1:5000"
     assert resolve_tracking_uri("sqlite:////abs/x.db", repo) == "sqlite:////abs/x.db"
     assert public_uri("https://user:pw@host:5000/x?token=t") == "https://host:5000/x"
+
+
+def test_export_settings_hold_while_logging_and_a_users_own_win(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workers, queue = (
+        "MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS",
+        "MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE",
+    )
+    monkeypatch.delenv(workers, raising=False)
+    monkeypatch.setenv(queue, "300")
+    with mlflow_client(sqlite_uri(tmp_path)):
+        # sqlite takes one writer at a time: one export worker, not MLflow's 10
+        assert (os.environ.get(workers), os.environ.get(queue)) == ("1", "300")
+    assert (os.environ.get(workers), os.environ.get(queue)) == (None, "300")
+    monkeypatch.delenv(queue)
+    with mlflow_client("http://127.0.0.1:9"):  # a server: its requests go in parallel
+        assert (os.environ.get(workers), os.environ.get(queue)) == (None, "2000")
+    monkeypatch.setenv(workers, "4")
+    with mlflow_client(sqlite_uri(tmp_path)):
+        assert os.environ.get(workers) == "4"
+    assert os.environ.get(workers) == "4" and os.environ.get(queue) is None
 
 
 def test_run_key_follows_dvc_lock_only_when_it_describes_the_files(
@@ -690,3 +754,36 @@ def test_a_run_that_judged_no_scenario_measured_nothing() -> None:
     assert nothing_measured([]) == "no scenario was evaluated"
     assert nothing_measured(results("TIMEOUT", "FAIL")) is None  # one judged scenario counts
     assert nothing_measured(results("BLOCKED_BY_ARCHITECTURE")) is None
+
+
+def test_more_traces_than_mlflow_export_queue_holds(
+    tmp_path: Path, isolated_env: pytest.MonkeyPatch
+) -> None:
+    """MLflow discards an export task that finds its queue full: traces are drained before
+    the queue can fill, whatever size it was given (MLflow 3.9 queues every span on its own,
+    so a few hundred turns overflowed the default 1,000 before)."""
+    from mlflow.entities import Feedback
+
+    from agenteval.tracking.records import SOURCE_RUN_KEY, SpanSpec, TurnTrace
+    from agenteval.tracking.traces import TraceCounts, log_traces
+
+    isolated_env.setenv("MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE", "12")
+    uri = sqlite_uri(tmp_path / "store")
+    ms = 1_000_000
+    with mlflow_client(uri) as mlflow:
+        experiment_id = mlflow.create_experiment("queue")
+        run_id = mlflow.create_run(experiment_id).info.run_id
+        turns = [
+            TurnTrace(
+                root=SpanSpec(f"turn {i}", "AGENT", 0, 3 * ms, {"q": i}, {"a": i}),
+                tools=[SpanSpec("query_documents", "TOOL", 0, ms, {"query": i}, {"hits": 1})],
+                tags={"agenteval.turn": str(i)},
+                metadata={SESSION: f"s{i}", SOURCE_RUN_KEY: run_id},
+                request_preview=str(i),
+                response_preview=str(i),
+                assessments=[Feedback(name="correctness", value=float(i % 10))],
+            )
+            for i in range(30)
+        ]
+        sent = log_traces(mlflow, experiment_id, run_id, turns)
+    assert sent == TraceCounts(30, 60, 30)

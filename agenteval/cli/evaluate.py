@@ -107,6 +107,9 @@ def run(
     from agenteval.pipeline import run_evaluation
 
     heap.settle()  # the modules are loaded: the conversations are what comes and goes
+    from agenteval.tracking.store import warm_up
+
+    warm_up(params, root)  # MLflow loads while the evaluation waits on its endpoint
     try:
         layout = Layout.run_dir(root, out)
         result = run_evaluation(params, layout, progress and sys.stderr.isatty())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
@@ -44,6 +46,17 @@ _SESSION_ENV = {
     "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "true",
     "MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE": "500",
 }
+# Defaults a user's own setting wins over. The export queue holds 2,000 tasks (MLflow's
+# default is 1,000; a task is one trace or, on MLflow 3.9, one span): `tracking.traces`
+# drains it before it fills, and every drain waits ~1 s for MLflow's queue consumer to
+# notice, so a 500-turn run drains only once, at its end.
+_SESSION_DEFAULTS = {"MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE": "2000"}
+# On sqlite, one export worker instead of MLflow's 10: sqlite takes one writer at a time, so
+# more workers only race each other (docs/performance.md): a trace's spans and its info are
+# written by two tasks, and whichever lands second takes a slower path or, for the spans,
+# gives up after 10 retries and leaves them in an artifact file with a warning; each extra
+# worker also holds a second pooled connection and a sqlite lock others wait on.
+_SQLITE_DEFAULTS = {"MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS": "1"}
 
 
 class TrackingError(RuntimeError):
@@ -128,8 +141,12 @@ def mlflow_client(uri: str, synchronous_traces: bool = False) -> Iterator[Mlflow
     dozen traces), instead of MLflow's background export the evaluations use.
     """
     os.environ[_TELEMETRY_OFF[0]] = _TELEMETRY_OFF[1]
-    saved = {name: os.environ.get(name) for name in (*_SESSION_ENV, "MLFLOW_TRACKING_URI")}
+    defaults = _SESSION_DEFAULTS | (_SQLITE_DEFAULTS if uri.startswith(SQLITE_PREFIX) else {})
+    names = (*_SESSION_ENV, *defaults, "MLFLOW_TRACKING_URI")
+    saved = {name: os.environ.get(name) for name in names}
     os.environ.update(_SESSION_ENV)
+    for name, default in defaults.items():
+        os.environ.setdefault(name, default)
     if synchronous_traces:
         os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
     import mlflow
@@ -150,6 +167,33 @@ def mlflow_client(uri: str, synchronous_traces: bool = False) -> Iterator[Mlflow
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def warm_up(params: dict[str, Any], root: Path) -> threading.Thread | None:
+    """Import MLflow and open the run's store in a background thread, so the ~2 s they take
+    are spent while the evaluation waits on its endpoint rather than after it; `log_evaluation`
+    then finds both ready (MLflow keeps one store per URI). Nothing is written: a sqlite
+    store is opened only if its file exists already. None when tracking is off."""
+    section = params.get("tracking") or {}
+    if not section.get("enabled", True):
+        return None
+    uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
+    os.environ[_TELEMETRY_OFF[0]] = _TELEMETRY_OFF[1]  # decided when mlflow is imported
+    thread = threading.Thread(target=_open, args=(uri,), name="agenteval-mlflow-warm-up")
+    thread.daemon = True  # never keeps a finished or failed run waiting
+    thread.start()
+    return thread
+
+
+def _open(uri: str) -> None:
+    # Whatever fails here fails again, and is reported, when the run is logged.
+    with contextlib.suppress(Exception):
+        import mlflow
+        from mlflow.genai import datasets  # noqa: F401  # the scenario set's dataset
+
+        path = sqlite_path(uri)
+        if path is None or path.is_file():
+            mlflow.MlflowClient(tracking_uri=uri)
 
 
 def ensure_experiment(client: MlflowClient, name: str, uri: str) -> str:

@@ -12,17 +12,19 @@ and the root is ended at the turn's recorded duration, so every duration in the 
 one measured (the trace's start is when it was logged; `agenteval.started_at` on the first
 turn says when the conversation ran).
 
-MLflow exports finished traces asynchronously (`MLFLOW_ENABLE_ASYNC_TRACE_LOGGING`, on by
-default): the queue is drained with `mlflow.flush_trace_async_logging()` every
-`FLUSH_SPANS` spans (MLflow drops spans and traces when its queues are full) and at the end.
-Then the traces, spans and assessments of the run are counted back with `search_traces` and
-compared with what was sent; any difference raises TrackingError.
+MLflow exports finished traces asynchronously (`MLFLOW_ENABLE_ASYNC_TRACE_LOGGING`): its
+queue is drained with `mlflow.flush_trace_async_logging()` before it can fill (MLflow drops
+what does not fit, see `flush_every`) and at the end. Then the traces, spans and assessments
+of the run are counted back with `search_traces` and compared with what was sent; a store
+still catching up is drained again while its counts grow (`settled_counts`), and any
+difference that remains raises TrackingError.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,9 +35,16 @@ from agenteval.tracking.store import TrackingError
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-# Spans queued before waiting for the export to drain: well under the 2,048 spans the
-# exporter's queue holds (and its 1,000 traces), so nothing is ever dropped for room.
-FLUSH_SPANS = 1000
+# MLflow's export queue (`MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE`: 1,000 tasks by default,
+# 2,000 unless the user chose, `tracking.store`) discards a task that finds it full. A trace
+# is at most one task per span and one for the trace (MLflow 3.9 exports each span on its
+# own; later versions batch them), so the queue is drained before that many could exceed a
+# share of it.
+QUEUE_SIZE_ENV = ("MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE", 1000)
+QUEUE_SHARE = 0.8
+# Count-backs after the last drain while the store still catches up (a loaded machine can
+# outlast one drain's timeouts); a count that stops growing short of what was sent is a loss.
+SETTLE_ROUNDS = 5
 SEARCH_PAGE = 500
 DELETE_CHUNK = 100  # trace ids per delete_traces call
 
@@ -71,20 +80,32 @@ def log_traces(
     import mlflow
 
     mlflow.set_experiment(experiment_id=experiment_id)
-    sent, pending = TraceCounts(), 0
+    sent, pending, limit = TraceCounts(), 0, flush_every()
     probe: tuple[str, TurnTrace] | None = None
     with _ended_twice_unsaid():
         for turn in turns:
+            exports = 2 + len(turn.tools)  # its spans and the trace itself
+            if pending + exports > limit:
+                mlflow.flush_trace_async_logging()
+                pending = 0
             trace_id = _log_turn(mlflow, turn, model_id)
             sent += TraceCounts.of(turn)
             probe = probe or (trace_id, turn)
-            pending += 1 + len(turn.tools)
-            if pending >= FLUSH_SPANS:
-                mlflow.flush_trace_async_logging()
-                pending = 0
+            pending += exports
         mlflow.flush_trace_async_logging()
     verify(client, experiment_id, run_id, sent, probe)
     return sent
+
+
+def flush_every() -> int:
+    """Export tasks that may be pending before the queue is drained: a share of the queue
+    MLflow was configured with (at least one trace's worth)."""
+    name, default = QUEUE_SIZE_ENV
+    try:
+        size = int(os.environ.get(name) or default)
+    except ValueError:
+        size = default
+    return max(int(size * QUEUE_SHARE), 3)
 
 
 def _log_turn(mlflow: Any, turn: TurnTrace, model_id: str | None) -> str:
@@ -163,6 +184,26 @@ def stored_counts(client: MlflowClient, experiment_id: str, run_id: str) -> Trac
             return found
 
 
+def settled_counts(
+    client: MlflowClient, experiment_id: str, run_id: str, sent: TraceCounts
+) -> TraceCounts:
+    """What the store holds of the run once it has caught up: while the counts are short of
+    what was sent and still growing, MLflow's export is drained again and they are recounted.
+    (Its drain gives up on a span processor after 30 s, which a loaded machine can take.)"""
+    import mlflow
+
+    stored = stored_counts(client, experiment_id, run_id)
+    for _ in range(SETTLE_ROUNDS):
+        if stored == sent:
+            break
+        mlflow.flush_trace_async_logging()
+        again = stored_counts(client, experiment_id, run_id)
+        if again == stored:
+            break
+        stored = again
+    return stored
+
+
 def verify(
     client: MlflowClient,
     experiment_id: str,
@@ -171,7 +212,7 @@ def verify(
     probe: tuple[str, TurnTrace] | None,
 ) -> None:
     """Counts in the store equal counts sent, and a trace reads back whole."""
-    stored = stored_counts(client, experiment_id, run_id)
+    stored = settled_counts(client, experiment_id, run_id, sent)
     if stored != sent:
         missing = ", ".join(
             f"{name}: {getattr(stored, name)} stored of {getattr(sent, name)} sent"
