@@ -6,6 +6,7 @@ import typing
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
@@ -75,3 +76,20 @@ def test_schema_check_fails_on_a_stale_reference_and_names_the_fix(tmp_path: Pat
     done = runner.invoke(app, ["schema", "check", *where])
     assert done.exit_code == 1
     assert f"{page}; run `agenteval schema export`" in done.output
+
+
+def test_schema_check_in_a_project_without_the_reference_checks_the_schemas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project evaluated with agenteval (init-ci's workflow runs `schema check`) keeps the
+    schemas, not agenteval's own docs/configuration.md; asked for by --docs, it is checked."""
+    runner = CliRunner()
+    monkeypatch.chdir(tmp_path)
+    out = ["--out", "eval/schemas"]
+    assert runner.invoke(app, ["schema", "export", *out, "--docs", "elsewhere.md"]).exit_code == 0
+    done = runner.invoke(app, ["schema", "check", *out])
+    assert done.exit_code == 0 and done.output.strip() == "schemas are current"
+    asked = runner.invoke(app, ["schema", "check", *out, "--docs", "docs/configuration.md"])
+    assert asked.exit_code == 1 and "docs/configuration.md" in asked.output
+    (tmp_path / "eval/schemas/params.schema.json").write_text("{}")
+    assert runner.invoke(app, ["schema", "check", *out]).exit_code == 1
