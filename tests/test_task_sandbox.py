@@ -58,6 +58,14 @@ def visible(folder: Path, *readable: Path) -> set[str]:
     return {p.relative_to(folder).parts[0] for p in exposed if p.is_relative_to(folder)}
 
 
+def hidden_but_exposed(call: TaskToolCall, folder: Path) -> bool:
+    """`ls -A folder` in the sandbox shows only what is put back read-only; a folder inside a
+    hidden one (a clone under /tmp) with nothing put back is not there at all."""
+    if call.ok:
+        return listing(call) <= visible(folder)
+    return not visible(folder) and "No such file" in call.output
+
+
 def listing(call: TaskToolCall) -> set[str]:
     lines = call.output.splitlines()
     return {line for line in lines if line.strip() and not line.startswith("exit code")}
@@ -157,7 +165,7 @@ def test_scripted_agent_cannot_reach_the_key_the_snapshot_or_the_network(
     assert "curl" not in calls or not calls["curl"].ok
     for call in attempt.calls:
         assert KEY_TEXT not in call.output
-    assert calls["repo"].ok and listing(calls["repo"]) <= visible(ROOT)
+    assert hidden_but_exposed(calls["repo"], ROOT), calls["repo"].output
     assert calls["siblings"].ok and listing(calls["siblings"]) == set()  # no other checkout
     assert calls["home"].ok and listing(calls["home"]) <= visible(Path.home())
     assert not (tmp_path / "escaped-by-command").exists()
@@ -231,7 +239,7 @@ def test_chat_agent_through_a_loopback_model_is_refused_everything_outside(
     key, read, repo, net = attempt.calls
     assert not key.ok and "No such file" in key.output
     assert not read.ok and "outside the project" in read.output
-    assert repo.ok and listing(repo) <= visible(ROOT)
+    assert hidden_but_exposed(repo, ROOT), repo.output
     assert not net.ok and "connected" not in net.output
     assert card.tasks[0].result == "FAIL" and card.sandbox == "bwrap, network off"
 
@@ -364,7 +372,8 @@ def test_refused_before_any_work_where_namespaces_cannot_be_made(tmp_path: Path)
     """The CLI inside a sandbox that forbids user namespaces: its own bwrap cannot start."""
     outer = [
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-        "--tmpfs", "/tmp", "--bind", str(tmp_path), str(tmp_path),
+        "--tmpfs", "/tmp", "--ro-bind", str(ROOT), str(ROOT),  # a clone under /tmp
+        "--bind", str(tmp_path), str(tmp_path),
         "--unshare-user", "--unshare-pid", "--disable-userns", "--die-with-parent",
         "--chdir", str(ROOT), "--",
     ]  # fmt: skip
