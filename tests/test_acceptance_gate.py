@@ -6,6 +6,7 @@ A subset of the shipped scenarios across every category keeps this fast. The age
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -123,4 +124,14 @@ def test_noise_floor_and_baseline_file_round_trip(runs: dict[str, Path], tmp_pat
         app, ["baseline", "save", str(runs["baseline"]), "--dest", str(dest)]
     )
     assert saved.exit_code == 0, saved.output
-    assert _compare(dest, runs["other_seeds"], tmp_path / "c", "--require-complete")[0] == 0
+    assert _compare(dest, runs["other_seeds"], tmp_path / "c")[0] == 0
+    # A unit the code judge deferred (NOT_JUDGED) is unmeasured: --require-complete says which.
+    unmeasured = {
+        row["id"]
+        for side in (runs["baseline"], runs["other_seeds"])
+        for row in json.loads((side / "scorecard.json").read_text(encoding="utf-8"))["scenarios"]
+        if row["status"] not in ("PASS", "FAIL")
+    }
+    code, output = _compare(dest, runs["other_seeds"], tmp_path / "d", "--require-complete")
+    assert code == (2 if unmeasured else 0), output
+    assert all(f"{name}:" in output for name in unmeasured), output
