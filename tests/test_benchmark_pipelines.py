@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 IDS = ["hl_q2_net_revenue", "fo_parental_leave", "qf_runbook_owner", "ds_late_fee_in_force"]
 IGNORE = shutil.ignore_patterns(
     ".venv",
-    ".ci-venv",
+    ".ci-venv*",
     "data",
     "runs",
     "mlflow.db*",

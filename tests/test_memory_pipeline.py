@@ -21,7 +21,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 IGNORE = shutil.ignore_patterns(
     ".venv",
-    ".ci-venv",
+    ".ci-venv*",
     "data",
     "runs",
     "mlflow.db*",

@@ -23,7 +23,7 @@ from agenteval.fileio import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 IGNORE = shutil.ignore_patterns(
-    ".venv", ".ci-venv", "data", "runs", "mlflow.db", ".git", ".*cache*", "__pycache__", "reports"
+    ".venv", ".ci-venv*", "data", "runs", "mlflow.db", ".git", ".*cache*", "__pycache__", "reports"
 )
 
 

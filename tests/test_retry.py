@@ -26,7 +26,7 @@ from servers import Drop, OpenAIServer, Raw, Reply, server_error
 
 ROOT = Path(__file__).resolve().parents[1]
 IGNORE = shutil.ignore_patterns(
-    ".venv", ".ci-venv", "data", "runs", "mlflow.db*", ".git", ".*cache*", "__pycache__",
+    ".venv", ".ci-venv*", "data", "runs", "mlflow.db*", ".git", ".*cache*", "__pycache__",
     "reports", "mlartifacts", "pipelines",
 )  # fmt: skip
 HEALTHY = ("parental_leave_lookup", "negation_motor_type")

@@ -22,7 +22,15 @@ from agenteval.fileio import sha256_file
 from tests.sessions_world import ROOT, agent_reply, make_world
 
 IGNORE = shutil.ignore_patterns(
-    ".git", "data", "runs", "mlflow.db*", ".*cache*", "__pycache__", "mlartifacts", ".venv"
+    ".git",
+    "data",
+    "runs",
+    "mlflow.db*",
+    ".*cache*",
+    "__pycache__",
+    "mlartifacts",
+    ".venv",
+    ".ci-venv*",
 )
 VARIANT = "pipelines/sessions"
 
