@@ -3,27 +3,21 @@ then the gate against the committed baseline -> reports/."""
 
 from __future__ import annotations
 
-import sys
-
 from agenteval.benchmarks.code_retrieval.history import HistoryError
-from stages.common import run_stage, variant_layout, variant_params
+from stages.common import Failure, run_stage, run_step, variant_layout, variant_params
 
 
 def main() -> int:
     from agenteval.benchmarks.code_retrieval.steps import PinsError, step_evaluate, summary_lines
 
-    try:
-        results = step_evaluate(variant_params("code_retrieval"), variant_layout("code_retrieval"))
-    except PinsError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        return 2
-    except HistoryError as exc:
-        print(f"evaluate: {exc}", file=sys.stderr)
-        return 2
-    for line in summary_lines(results):
-        print(f"evaluate: {line}")
-    return 0
+    settings, layout = variant_params("code_retrieval"), variant_layout("code_retrieval")
+    return run_step(
+        "evaluate",
+        lambda: step_evaluate(settings, layout),
+        summary_lines,
+        Failure(PinsError, 2),
+        Failure(HistoryError, 2),
+    )
 
 
 if __name__ == "__main__":

@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-
-from agenteval.tracking.store import TrackingError
-from stages.common import run_stage, variant_dir, variant_layout, variant_params
+from stages.common import run_stage, track_step, variant_dir, variant_layout, variant_params
 
 
 def main() -> int:
     from agenteval.benchmarks.code_retrieval.steps import step_track
 
     lock = variant_dir("code_retrieval") / "dvc.lock"
-    try:
-        result = step_track(
-            variant_params("code_retrieval"), variant_layout("code_retrieval"), lock
-        )
-    except TrackingError as exc:
-        print(f"track: {exc}", file=sys.stderr)
-        return 1
-    if result is None:
-        print("track: tracking.enabled is false; nothing logged")
-    else:
-        verb = "logged" if result.created else "already logged as"
-        print(f"track: {verb} run {result.run_id} in {result.tracking_uri}")
-    return 0
+    settings, layout = variant_params("code_retrieval"), variant_layout("code_retrieval")
+    return track_step(lambda: step_track(settings, layout, lock))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
-"""What every stage shares: the repository root, its params, and its file layout."""
+"""What every stage shares: the repository root, its params, its file layout, and how a
+benchmark step's outcome is said (a summary on stdout, a failure on stderr with its status)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from agenteval import heap
 from agenteval.fileio import sha256_file, write_json
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from agenteval.tracking.run import TrackResult
 
 TRACKED = "tracked.json"
+T = TypeVar("T")
 
 
 def run_stage(main: Callable[[], int]) -> NoReturn:
@@ -58,6 +61,58 @@ def write_tracked(reports: Path, settings: dict[str, Any], result: TrackResult |
     path = reports / TRACKED
     write_json(path, record)
     return path
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failure a step may end in, and the stage's exit status for it."""
+
+    errors: type[Exception] | tuple[type[Exception], ...]
+    status: int
+    label: str = ""  # said before the error ("stopped")
+
+
+def run_step(
+    stage: str, step: Callable[[], T], summary: Callable[[T], Iterable[str]], *fails: Failure
+) -> int:
+    """Run `step` and print its summary, each line under the stage's name. A failure listed
+    in `fails` goes to stderr, each problem of a file it read on its own line (the error's
+    `problems`), else `<stage>: [<label>: ]<error>`, and its status is the stage's."""
+    try:
+        results = step()
+    except tuple(e for f in fails for e in _types(f.errors)) as exc:
+        fail = next(f for f in fails if isinstance(exc, f.errors))
+        problems = getattr(exc, "problems", None)
+        said = f"{fail.label}: {exc}" if fail.label else str(exc)
+        for line in problems or [f"{stage}: {said}"]:
+            print(line, file=sys.stderr)
+        return fail.status
+    for line in summary(results):
+        print(f"{stage}: {line}")
+    return 0
+
+
+def _types(errors: type[Exception] | tuple[type[Exception], ...]) -> tuple[type[Exception], ...]:
+    return errors if isinstance(errors, tuple) else (errors,)
+
+
+def track_step(log: Callable[[], TrackResult | None], *refusals: type[Exception]) -> int:
+    """A track stage: `log` the run and say where it is. A fault of the store, or one of
+    `refusals`, is one line on stderr and status 1 (the results on disk are untouched)."""
+    from agenteval.tracking.store import TrackingError
+
+    caught: tuple[type[Exception], ...] = (TrackingError, *refusals)
+    try:
+        result = log()
+    except caught as exc:
+        print(f"track: {exc}", file=sys.stderr)
+        return 1
+    if result is None:
+        print("track: tracking.enabled is false; nothing logged")
+    else:
+        verb = "logged" if result.created else "already logged as"
+        print(f"track: {verb} run {result.run_id} in {result.tracking_uri}")
+    return 0
 
 
 def show_progress() -> bool:

@@ -17,8 +17,8 @@ import pytest
 
 from agenteval.benchmarks.gate import GateRefused, gate, load_run, tolerance_for
 from agenteval.benchmarks.retrieval.library import LabelError, Span, load_questions, verify_quotes
-from agenteval.benchmarks.retrieval.pipelines import dense_unavailable
 from agenteval.benchmarks.retrieval.steps import results_path, step_answer, step_evaluate
+from agenteval.corpus.embeddings import dense_unavailable
 from agenteval.corpus.index_cache import IndexCache
 from agenteval.layout import Layout
 from agenteval.params import DEFAULTS, deep_merge

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agenteval.benchmarks.verdict import GateInputError, GateRefused, GateResult
+from agenteval.benchmarks.verdict import GateInputError, GateRefused, GateResult, allowed_change
 
 __all__ = ["GateInputError", "GateRefused", "GateResult", "gate", "load_run"]
 
@@ -78,12 +78,10 @@ def gate(
 
         code: GateResult = gate_code(current, baseline, tolerance)
         return code
-    tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
-    if not 0 <= tolerance < 1:
-        raise ValueError(f"--tolerance must be in [0, 1), got {tolerance}")
+    allowed = allowed_change(tolerance, DEFAULT_TOLERANCE)
     if current["kind"] == "qa":
-        return _gate_qa(current, baseline, tolerance)
-    return _gate_retrieval(current, baseline, tolerance)
+        return _gate_qa(current, baseline, allowed)
+    return _gate_retrieval(current, baseline, allowed)
 
 
 def _refuse_other_instrument(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """A benchmark run in MLflow: the same provenance tags as a scenario run, its metrics and files.
 
-Logging the same results twice finds the existing run (tag `agenteval.run_key`), like
-`agenteval.tracking.run`. mlflow is imported only inside the call.
+`benchmark_run` is how every benchmark opens its run (this one, tasks, sessions, memory):
+logging the same results twice finds the existing run by its key (tag `agenteval.run_key`),
+like `agenteval.tracking.run`. mlflow is imported only inside the calls.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,72 @@ def numeric_leaves(metrics: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def tracking_enabled(params: Mapping[str, Any]) -> bool:
+    """Whether params' `tracking` section asks for MLflow runs (on unless `enabled: false`)."""
+    return bool((params.get("tracking") or {}).get("enabled", True))
+
+
+@dataclass(frozen=True)
+class BenchmarkRun:
+    """A benchmark's MLflow run: the one already logged under its key (`created` false:
+    nothing more is logged) or one just started."""
+
+    client: Any  # mlflow.MlflowClient on the run's store
+    run_id: str
+    created: bool
+    experiment_id: str
+    key: str
+    tracking_uri: str  # without credentials
+
+    def result(self, traces: int = 0) -> TrackResult:
+        return TrackResult(
+            self.run_id, self.created, traces, self.experiment_id, self.key, self.tracking_uri
+        )
+
+
+@contextmanager
+def benchmark_run(
+    params: Mapping[str, Any],
+    root: Path,
+    key: str,
+    *,
+    name: str,
+    experiment: str | None = None,
+) -> Iterator[BenchmarkRun]:
+    """The run logged in full under `key` in `tracking.experiment` (else `experiment`, else
+    agenteval's default), or a new run named `name` that is MLflow's active run while the
+    block logs into it: FINISHED when the block ends, FAILED if it raises. Traces are in the
+    store when their span ends, so feedback can be logged on them at once; a fault of the
+    store is a TrackingError."""
+    from agenteval.tracking.store import (
+        DEFAULT_EXPERIMENT,
+        RUN_KEY_TAG,
+        ensure_experiment,
+        find_run,
+        mlflow_client,
+        public_uri,
+        repository_root,
+        resolve_tracking_uri,
+        store_failures,
+    )
+
+    section = params.get("tracking") or {}
+    uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
+    chosen = section.get("experiment") or experiment or DEFAULT_EXPERIMENT
+    with mlflow_client(uri, synchronous_traces=True) as client, store_failures(uri):
+        import mlflow
+
+        experiment_id = ensure_experiment(client, chosen, uri)
+        found = find_run(client, experiment_id, key)
+        if found is not None:
+            yield BenchmarkRun(client, found, False, experiment_id, key, public_uri(uri))
+            return
+        tags = {RUN_KEY_TAG: key}
+        with mlflow.start_run(experiment_id=experiment_id, run_name=name, tags=tags) as run:
+            run_id = str(run.info.run_id)
+            yield BenchmarkRun(client, run_id, True, experiment_id, key, public_uri(uri))
+
+
 def log_benchmark(
     layout: Layout,
     params: Mapping[str, Any],
@@ -59,21 +128,9 @@ def log_benchmark(
     artifacts: Iterable[Path],
 ) -> TrackResult | None:
     """Log `layout.metrics` and `artifacts` as one MLflow run; None when tracking is off."""
-    section = params.get("tracking") or {}
-    if not section.get("enabled", True):
+    if not tracking_enabled(params):
         write_run_record(layout, None)
         return None
-    from agenteval.tracking.store import (
-        DEFAULT_EXPERIMENT,
-        RUN_KEY_TAG,
-        ensure_experiment,
-        find_run,
-        mlflow_client,
-        public_uri,
-        repository_root,
-        resolve_tracking_uri,
-    )
-
     files = [p for p in artifacts if p.exists()]
     sections = (*BASE_SECTIONS, kind)
     key = digest_of(
@@ -83,25 +140,12 @@ def log_benchmark(
             "params": section_digest(dict(params), *sections),
         }
     )
-    uri = resolve_tracking_uri(section.get("uri"), repository_root(layout.root))
-    experiment = section.get("experiment") or DEFAULT_EXPERIMENT
-    with mlflow_client(uri) as client:
-        experiment_id = ensure_experiment(client, experiment, uri)
-        run_id = find_run(client, experiment_id, key)
-        created = run_id is None
-        if run_id is None:
-            model = (config.get("target") or {}).get("model") or "agent"
-            name = os.environ.get("DVC_EXP_NAME") or f"{kind}-{model}-{key[:8]}"
-            run_id = str(
-                client.create_run(experiment_id, run_name=name, tags={RUN_KEY_TAG: key}).info.run_id
-            )
-            try:
-                _fill(client, run_id, layout, params, config, kind, lock, files)
-            except BaseException:
-                client.set_terminated(run_id, status="FAILED")
-                raise
-            client.set_terminated(run_id, status="FINISHED")
-    result = TrackResult(run_id, created, 0, experiment_id, key, public_uri(uri))
+    model = (config.get("target") or {}).get("model") or "agent"
+    name = os.environ.get("DVC_EXP_NAME") or f"{kind}-{model}-{key[:8]}"
+    with benchmark_run(params, layout.root, key, name=name) as run:
+        if run.created:
+            _fill(run.client, run.run_id, layout, params, config, kind, lock, files)
+    result = run.result()
     write_run_record(layout, result)
     return result
 

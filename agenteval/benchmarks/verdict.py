@@ -1,11 +1,19 @@
-"""What every benchmark gate returns or raises: the result with its checks and flips, and
-the two refusals (not comparable; not readable)."""
+"""What every benchmark gate returns or raises: the result with its checks and flips, the
+two refusals (not comparable; not readable), and the one rule for a tolerance."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def allowed_change(tolerance: float | None, default: float) -> float:
+    """The gate's tolerance: `default` (the kind's own) when None; refused outside [0, 1)."""
+    allowed = default if tolerance is None else tolerance
+    if not 0 <= allowed < 1:
+        raise ValueError(f"--tolerance must be in [0, 1), got {allowed}")
+    return allowed
 
 
 class GateRefused(Exception):

@@ -7,13 +7,18 @@ credentials) or a baseline that is not comparable.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agenteval.cli.bench import SetOption, _out, benchmark_gate
 from agenteval.cli.common import EXIT_STOPPED, fail, load_params
+
+if TYPE_CHECKING:
+    from agenteval.layout import Layout
+    from agenteval.tracking.run import TrackResult
 
 group = typer.Typer(help="Endpoint throughput and code retrieval benchmarks.", no_args_is_help=True)
 
@@ -24,6 +29,27 @@ ToleranceOption = Annotated[
     float | None, typer.Option(help="Gate: allowed change (default: the benchmark's own).")
 ]
 TrackOption = Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow.")]
+ParamsOption = Annotated[Path, typer.Option("--params")]
+
+
+def _report(
+    summary: Iterable[str],
+    layout: Layout,
+    track: Callable[[], TrackResult | None] | None,
+    baseline: Path | None,
+    tolerance: float | None,
+) -> None:
+    """What both benchmarks say after a run: the summary, where the reports are, the MLflow
+    run when `track` logs one, then the gate against `baseline` when one is given."""
+    for line in summary:
+        typer.echo(line)
+    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
+    if track is not None:
+        result = track()
+        if result is not None:
+            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
+    if baseline is not None:
+        benchmark_gate(layout.reports, baseline, tolerance)
 
 
 def _endpoint_sets(
@@ -64,9 +90,7 @@ def throughput(
     out: Annotated[
         Path | None, typer.Option(help="Run folder (default runs/throughput-<time>).")
     ] = None,
-    params_file: Annotated[Path, typer.Option("--params")] = Path(
-        "pipelines/throughput/params.yaml"
-    ),
+    params_file: ParamsOption = Path("pipelines/throughput/params.yaml"),
     baseline: GateOption = None,
     tolerance: ToleranceOption = None,
     track: TrackOption = True,
@@ -93,15 +117,8 @@ def throughput(
         fail([f"stopped: {exc}"], EXIT_STOPPED)
     except (ValueError, OSError, RuntimeError) as exc:
         fail([f"cannot run: {type(exc).__name__}: {exc}"])
-    for line in summary_lines(results):
-        typer.echo(line)
-    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
-    if track:
-        result = step_track(params, layout, None)
-        if result is not None:
-            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
-    if baseline is not None:
-        benchmark_gate(layout.reports, baseline, tolerance)
+    log_run = (lambda: step_track(params, layout, None)) if track else None
+    _report(summary_lines(results), layout, log_run, baseline, tolerance)
 
 
 @group.command("code-retrieval")
@@ -110,9 +127,7 @@ def code_retrieval(
     out: Annotated[
         Path | None, typer.Option(help="Run folder (default runs/code_retrieval-<time>).")
     ] = None,
-    params_file: Annotated[Path, typer.Option("--params")] = Path(
-        "pipelines/code_retrieval/params.yaml"
-    ),
+    params_file: ParamsOption = Path("pipelines/code_retrieval/params.yaml"),
     baseline: GateOption = None,
     tolerance: ToleranceOption = None,
     track: TrackOption = True,
@@ -139,15 +154,8 @@ def code_retrieval(
         fail([f"{params['code_retrieval']['commits']}: {exc}"])
     except (ValueError, OSError) as exc:
         fail([f"cannot run: {type(exc).__name__}: {exc}"])
-    for line in summary_lines(results):
-        typer.echo(line)
-    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
-    if track:
-        result = step_track(params, layout, None)
-        if result is not None:
-            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
-    if baseline is not None:
-        benchmark_gate(layout.reports, baseline, tolerance)
+    log_run = (lambda: step_track(params, layout, None)) if track else None
+    _report(summary_lines(results), layout, log_run, baseline, tolerance)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agenteval.cli.common import EXIT_FAILED, EXIT_STOPPED, fail, load_params
+
+if TYPE_CHECKING:
+    from agenteval.benchmarks.memory.gate import MemoryGate
+    from agenteval.schema.memory import MemoryResults
 
 EXIT_REGRESSED = 1
 DEFAULT_PARAMS = Path("pipelines/memory/params.yaml")
@@ -52,6 +56,14 @@ def _summary(results: Any) -> None:
         f"all: {c['passed']}/{c['checks']} checks passed, {c['failed']} failed, "
         f"{c['unmeasured']} unmeasured over {c['probes']} probes and {c['chats']} chats"
     )
+
+
+def _say_verdict(verdict: MemoryGate, current: MemoryResults) -> None:
+    """The gate's lines; a regression ends the command with EXIT_REGRESSED."""
+    for line in verdict.lines(current):
+        typer.echo(line)
+    if not verdict.passed:
+        raise typer.Exit(EXIT_REGRESSED)
 
 
 @app.command("run")
@@ -125,10 +137,7 @@ def run(
             verdict = compare(results, baseline)
         except GateRefused as exc:
             fail([f"--gate {gate}: refused: {exc}"])
-        for line in verdict.lines(results):
-            typer.echo(line)
-        if not verdict.passed:
-            raise typer.Exit(EXIT_REGRESSED)
+        _say_verdict(verdict, results)
 
 
 @app.command("gate")
@@ -147,10 +156,7 @@ def gate_command(
         fail([f"refused: {exc}"])
     except ValueError as exc:
         fail(str(exc).splitlines())
-    for line in verdict.lines(current):
-        typer.echo(line)
-    if not verdict.passed:
-        raise typer.Exit(EXIT_REGRESSED)
+    _say_verdict(verdict, current)
 
 
 @app.command("list")

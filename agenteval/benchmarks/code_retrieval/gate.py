@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agenteval.benchmarks.verdict import GateRefused, GateResult
+from agenteval.benchmarks.verdict import GateRefused, GateResult, allowed_change
 
 DEFAULT_TOLERANCE = 0.05
 GATED = "bm25"  # the project's retriever; git grep is the yardstick, not the product
@@ -32,9 +32,7 @@ def _refuse(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:
 def gate(
     current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float | None = None
 ) -> GateResult:
-    allowed = DEFAULT_TOLERANCE if tolerance is None else tolerance
-    if not 0 <= allowed < 1:
-        raise ValueError(f"--tolerance must be in [0, 1), got {allowed}")
+    allowed = allowed_change(tolerance, DEFAULT_TOLERANCE)
     _refuse(current, baseline)
     result = GateResult(True, allowed)
     now_scores = current["metrics"].get(GATED) or {}

@@ -6,15 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agenteval.benchmarks.tables import cell, table
 from agenteval.fileio import write_text
 from agenteval.layout import Layout
 
 COLUMNS = ("file_recall@1", "file_recall@5", "file_recall@10", "function_recall@5",
            "function_recall@10", "mrr")  # fmt: skip
-
-
-def _f(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
@@ -26,14 +23,13 @@ def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
         f"indexed at its base commit. Files and definitions rank by their first chunk among "
         f"the top {meta['depth']}. Measured on {meta['machine']}.",
         "",
-        "| pipeline | " + " | ".join(COLUMNS) + " |",
-        "|---|" + "---:|" * len(COLUMNS),
+        *table(
+            "pipeline", COLUMNS, {n: [s[c] for c in COLUMNS] for n, s in results["metrics"].items()}
+        ),
     ]
-    for name, scores in results["metrics"].items():
-        lines.append(f"| {name} | " + " | ".join(_f(scores[c]) for c in COLUMNS) + " |")
     lines += ["", "## Scale (shown, never gated)", ""]
     for name, repo in meta["repositories"].items():
-        shown = "; ".join(f"{k}: {_f(v)}" for k, v in repo["scale"].items())
+        shown = "; ".join(f"{k}: {cell(v)}" for k, v in repo["scale"].items())
         lines.append(f"- {name}: {shown}")
     lines += ["", "## Incremental re-index", ""]
     for name, inc in results["incremental"].items():
@@ -56,6 +52,6 @@ def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
     if misses:
         lines += ["", "## Queries bm25 did not rank first", ""]
         for q, r in misses:
-            lines.append(f"- {q}: bm25 rank {_f(r['bm25']['file_rank'])}, git grep rank "
-                         f"{_f(r['git grep']['file_rank'])} — {r['query'][:100]}")  # fmt: skip
+            lines.append(f"- {q}: bm25 rank {cell(r['bm25']['file_rank'])}, git grep rank "
+                         f"{cell(r['git grep']['file_rank'])} — {r['query'][:100]}")  # fmt: skip
     write_text(layout.reports / "summary.md", "\n".join(lines).rstrip() + "\n")

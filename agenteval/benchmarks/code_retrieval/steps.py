@@ -26,6 +26,7 @@ from agenteval.benchmarks.throughput.metrics import percentile
 from agenteval.fileio import write_json
 from agenteval.layout import Layout
 from agenteval.schema.code_retrieval import PinnedCommits
+from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
 from agenteval.schema.problems import Problem
 
@@ -33,10 +34,10 @@ KIND = "code_retrieval"
 PIPELINES = ("bm25", "git grep")
 
 
-class PinsError(ValueError):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("; ".join(str(p) for p in problems))
-        self.problems = problems
+class PinsError(InputError, ValueError):
+    """Problems of the pinned commits file."""
+
+    separator = "; "
 
 
 def results_path(layout: Layout) -> Path:

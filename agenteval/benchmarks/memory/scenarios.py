@@ -9,16 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agenteval.fileio import sha256_file
+from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
 from agenteval.schema.memory import MemoryScenario
 from agenteval.schema.problems import Problem
 from agenteval.suite.parse import parse_model
 
 
-class ScenarioError(ValueError):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
+class ScenarioError(InputError, ValueError):
+    """Problems of the memory scenario files."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from agenteval.benchmarks.memory.run import Paths, load_results, metrics_of
 from agenteval.benchmarks.memory.scenarios import load_scenarios
+from agenteval.benchmarks.tracking import benchmark_run, tracking_enabled
 from agenteval.fileio import digest_of, sha256_file, write_json
 from agenteval.schema.memory import ChatLog, MemoryResults, MemoryScenario, ProbeResult
 
@@ -125,20 +126,8 @@ def _log_scenarios(results: MemoryResults, scenarios: dict[str, MemoryScenario])
 
 def log_memory(params: dict[str, Any], root: Path, paths: Paths) -> Tracked | None:
     """Log the run in `paths` as one MLflow run; None when tracking is off."""
-    section = params.get("tracking") or {}
-    if not section.get("enabled", True):
+    if not tracking_enabled(params):
         return None
-    from agenteval.tracking.store import (
-        RUN_KEY_TAG,
-        ensure_experiment,
-        find_run,
-        mlflow_client,
-        public_uri,
-        repository_root,
-        resolve_tracking_uri,
-        store_failures,
-    )
-
     results = load_results(paths.results)
     folder = root / str((params.get("memory") or {}).get("scenarios") or "eval/memory/scenarios")
     loaded = load_scenarios(folder, root, list(results.scenarios_digest))
@@ -150,30 +139,23 @@ def log_memory(params: dict[str, Any], root: Path, paths: Paths) -> Tracked | No
         )
     scenarios = {item.scenario.id: item.scenario for item in loaded}
     key = digest_of({"kind": "memory", "results": sha256_file(paths.results)})
-    uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
-    experiment = section.get("experiment") or DEFAULT_EXPERIMENT
-    with mlflow_client(uri, synchronous_traces=True) as client, store_failures(uri):
-        import mlflow
+    name = f"memory-{results.suite}-{results.memory.kind}-{key[:8]}"
+    traces = feedback = 0
+    with benchmark_run(params, root, key, name=name, experiment=DEFAULT_EXPERIMENT) as run:
+        if run.created:
+            import mlflow
 
-        experiment_id = ensure_experiment(client, experiment, uri)
-        run_id = find_run(client, experiment_id, key)
-        created, traces, feedback = run_id is None, 0, 0
-        if run_id is None:
-            mlflow.set_experiment(experiment_id=experiment_id)
-            name = f"memory-{results.suite}-{results.memory.kind}-{key[:8]}"
-            with mlflow.start_run(run_name=name, tags={RUN_KEY_TAG: key}) as run:
-                run_id = run.info.run_id
-                mlflow.log_params(_params(results))
-                mlflow.log_metrics({k: float(v) for k, v in metrics_of(results).items()})
-                mlflow.log_artifact(str(paths.results))
-                mlflow.log_artifact(str(paths.report))
-                traces, feedback = _log_scenarios(results, scenarios)
-    tracked = Tracked(str(run_id), created, traces, feedback, public_uri(uri))
+            mlflow.log_params(_params(results))
+            mlflow.log_metrics({k: float(v) for k, v in metrics_of(results).items()})
+            mlflow.log_artifact(str(paths.results))
+            mlflow.log_artifact(str(paths.report))
+            traces, feedback = _log_scenarios(results, scenarios)
+    tracked = Tracked(run.run_id, run.created, traces, feedback, run.tracking_uri)
     write_json(
         paths.out / "mlflow_run.json",
         {
             "run_id": tracked.run_id,
-            "created": created,
+            "created": tracked.created,
             "traces": traces,
             "feedback": feedback,
             "uri": tracked.tracking_uri,

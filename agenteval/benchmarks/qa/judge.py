@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.benchmarks.answers import Check, final_answer, precheck
-from agenteval.fileio import code_of, digest_of
+from agenteval.benchmarks.model_judge import judge_setup
+from agenteval.fileio import digest_of
 from agenteval.llm import AssistantMessage, LLMError, Message, QuotaExhausted, UserMessage
-from agenteval.llm.config import EndpointConfig, endpoint_from, sum_usage
-from agenteval.llm.prompts import load_prompt
+from agenteval.llm.config import sum_usage
 from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.status import COMPLETED, Status
-from agenteval.schema.transcript import Participant, Transcript
+from agenteval.schema.transcript import Transcript
 
 ROLE = "qa.judge"
 REASK = "Reply with exactly one letter: A, B or C."
@@ -55,48 +55,14 @@ def parse_verdict(text: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def refuse_same_model(params: Mapping[str, Any], judge_model: str) -> None:
-    """The model under test never grades itself: neither fair nor comparable across models."""
-    target = params.get("target") or {}
-    if target.get("kind") == "builtin" or not target.get("model"):
-        return
-    under_test = str(target["model"]).strip().lower()
-    if under_test == judge_model.strip().lower():
-        raise ValueError(
-            f"qa.judge.model {judge_model!r} is the model under test (target.model); "
-            "point the A/B/C judge at a different model"
-        )
-
-
 class QAJudge:
     def __init__(self, params: Mapping[str, Any], root: Path) -> None:
-        section = dict((params.get("qa") or {}).get("judge") or {})
-        self.kind = str(section.get("kind", "precheck"))
-        self.max_attempts = int(section.get("max_attempts", 2))
-        self.config: EndpointConfig | None = None
-        details: dict[str, Any] = {"kind": self.kind}
-        model = protocol = None
-        if self.kind == "llm":
-            endpoint = endpoint_from(section, ROLE)
-            refuse_same_model(params, endpoint.model)
-            run = {"run": params.get("run") or {}, ROLE: section}
-            self.config = EndpointConfig.from_params(run, ROLE, root)
-            self.prompt = load_prompt(root / str(section.get("prompt")))
-            model, protocol = endpoint.model, endpoint.protocol
-            details |= {
-                "endpoint": self.config.describe(),
-                "prompt_sha256": self.prompt.sha256,
-                "max_attempts": self.max_attempts,
-            }
-        elif self.kind != "precheck":
-            raise ValueError(f"qa.judge.kind must be precheck or llm, not {self.kind!r}")
-        self.participant = Participant(
-            kind=f"qa-{self.kind}",
-            model=model,
-            protocol=protocol,
-            config_digest=digest_of({"details": details, "code": code_of(__name__)}),
-            details=details,
+        setup = judge_setup(
+            params, root, role=ROLE, offline="precheck", default_prompt=None, module=__name__
         )
+        self.kind, self.max_attempts = setup.kind, setup.max_attempts
+        self.config, self.prompt = setup.config, setup.prompt
+        self.participant = setup.participant
 
     def blank(self, task: QATask, transcript: Transcript) -> QAVerdict:
         return QAVerdict(
@@ -129,7 +95,7 @@ class QAJudge:
         return QAVerdict.model_validate(scrubbed)
 
     async def _ask(self, task: QATask, verdict: QAVerdict, attempt: int) -> None:
-        assert self.config is not None
+        assert self.config is not None and self.prompt is not None
         truth = task.answer + (
             f" (also accepted: {'; '.join(task.aliases)})" if task.aliases else ""
         )

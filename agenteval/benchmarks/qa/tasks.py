@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from agenteval.corpus.pins import corpus_digest
 from agenteval.fileio import digest_of
 from agenteval.schema.corpus import Manifest
+from agenteval.schema.input_error import InputError
 from agenteval.schema.problems import Problem
 from agenteval.schema.qa import QATask
 from agenteval.schema.scenario import IndexDocument, Scenario, Setup, Turn
@@ -29,10 +30,8 @@ OBJECTIVE = "Answer the question with a short final answer."
 HIDDEN_ANSWERS = frozenset({"", "?"})
 
 
-class TaskFileError(Exception):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
+class TaskFileError(InputError):
+    """Problems of a QA task file."""
 
 
 def _lines(path: Path) -> Iterable[tuple[int, dict[str, Any] | Problem]]:

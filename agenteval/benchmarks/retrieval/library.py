@@ -12,18 +12,16 @@ from pathlib import Path
 
 from agenteval.corpus.documents import read_text
 from agenteval.corpus.index_cache import IndexCache
+from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
-from agenteval.schema.problems import Problem
 from agenteval.schema.retrieval import EvidenceQuestion, EvidenceSet
 from agenteval.targets.tools import DOCUMENT_SUFFIXES
 
 HIT_SHARE = 0.5  # a chunk is a hit when it covers at least half of the quote
 
 
-class LabelError(Exception):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
+class LabelError(InputError):
+    """Problems of the labelled questions."""
 
 
 def squash(text: str) -> str:

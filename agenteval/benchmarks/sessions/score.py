@@ -38,13 +38,21 @@ def _r(value: float | None) -> float | None:
     return None if value is None else round(float(value), DIGITS)
 
 
-def mean_interval(grades: Sequence[float], clusters: Sequence[str], conf: float) -> Interval:
-    if not grades:
+def _no_interval(values: Sequence[float], clusters: Sequence[str]) -> Interval | None:
+    """The figure without an interval when there is none to give: no judged case, or fewer
+    than MIN_INTERVAL_SCENARIOS sessions (the note says which)."""
+    if not values:
         return Interval(value=None, note="no judged case")
-    mean = statistics.fmean(grades)
     sessions = len(set(clusters))
     if sessions < MIN_INTERVAL_SCENARIOS:
-        return Interval(value=_r(mean), note=_too_few(sessions))
+        return Interval(value=_r(statistics.fmean(values)), note=_too_few(sessions))
+    return None
+
+
+def mean_interval(grades: Sequence[float], clusters: Sequence[str], conf: float) -> Interval:
+    if (short := _no_interval(grades, clusters)) is not None:
+        return short
+    mean = statistics.fmean(grades)
     ci = mean_ci(list(grades), clusters=list(clusters), conf=conf)
     if ci.se == 0.0:
         return Interval(value=_r(mean), method="t (clustered by session)",
@@ -54,12 +62,9 @@ def mean_interval(grades: Sequence[float], clusters: Sequence[str], conf: float)
 
 
 def rate_interval(outcomes: Sequence[float], clusters: Sequence[str], conf: float) -> Interval:
-    if not outcomes:
-        return Interval(value=None, note="no judged case")
+    if (short := _no_interval(outcomes, clusters)) is not None:
+        return short
     value = statistics.fmean(outcomes)
-    sessions = len(set(clusters))
-    if sessions < MIN_INTERVAL_SCENARIOS:
-        return Interval(value=_r(value), note=_too_few(sessions))
     low, high, _ = clustered_wilson(list(outcomes), list(clusters), conf)
     return Interval(value=_r(value), low=_r(low), high=_r(high), method="wilson (effective n)")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from agenteval.benchmarks.sessions.privacy import private_files
 from agenteval.benchmarks.sessions.steps import Paths, load_dataset
+from agenteval.benchmarks.tracking import benchmark_run, tracking_enabled
 from agenteval.fileio import digest_of, sha256_file, sha256_text, write_json
 from agenteval.layout import load_transcript
 from agenteval.schema.sessions import CaseResult, SessionResults, SessionScorecard
@@ -134,40 +135,20 @@ def _log_run(params: dict[str, Any], paths: Paths, card: SessionScorecard, log_t
 
 def log_sessions(params: dict[str, Any], root: Path, paths: Paths) -> TrackResult | None:
     """Log the scored replay in `paths` as one MLflow run; None when tracking is off."""
-    section = params.get("tracking") or {}
-    if not section.get("enabled", True):
+    if not tracking_enabled(params):
         return None
-    from agenteval.tracking.store import (
-        RUN_KEY_TAG,
-        ensure_experiment,
-        find_run,
-        mlflow_client,
-        public_uri,
-        repository_root,
-        resolve_tracking_uri,
-    )
-
     log_text = bool((params.get("sessions") or {}).get("log_text"))
     card = SessionScorecard.model_validate_json(paths.scorecard.read_bytes())
     load_dataset(paths.dataset)  # the folder is a whole replay, not a stray scorecard
     key = digest_of({"kind": "sessions", "results": sha256_file(paths.results),
                      "scorecard": sha256_file(paths.scorecard), "log_text": log_text})  # fmt: skip
-    uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
-    experiment = section.get("experiment") or DEFAULT_EXPERIMENT
-    with mlflow_client(uri, synchronous_traces=True) as client:
-        import mlflow
-
-        experiment_id = ensure_experiment(client, experiment, uri)
-        run_id = find_run(client, experiment_id, key)
-        created, traced = run_id is None, 0
-        if run_id is None:
-            name = f"sessions-{(card.target.model if card.target else None) or 'agent'}-{key[:8]}"
-            mlflow.set_experiment(experiment_id=experiment_id)
-            with mlflow.start_run(run_name=name, tags={RUN_KEY_TAG: key}) as run:
-                run_id = run.info.run_id
-                traced = _log_run(params, paths, card, log_text)
-    result = TrackResult(str(run_id), created, traced, experiment_id, key, public_uri(uri))
-    record = {"run_id": result.run_id, "created": created, "traces": traced,
+    name = f"sessions-{(card.target.model if card.target else None) or 'agent'}-{key[:8]}"
+    traced = 0
+    with benchmark_run(params, root, key, name=name, experiment=DEFAULT_EXPERIMENT) as run:
+        if run.created:
+            traced = _log_run(params, paths, card, log_text)
+    result = run.result(traced)
+    record = {"run_id": result.run_id, "created": result.created, "traces": traced,
               "uri": result.tracking_uri}  # fmt: skip
     with private_files():
         write_json(paths.out / "mlflow_run.json", record)

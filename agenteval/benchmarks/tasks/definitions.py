@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from agenteval.benchmarks.tasks.setups import SETUPS
 from agenteval.fileio import digest_of
+from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
 from agenteval.schema.problems import Problem
 from agenteval.schema.tasks import SUITES, Task, TaskFile
@@ -22,10 +23,8 @@ from agenteval.schema.tasks import SUITES, Task, TaskFile
 DEFAULT_FILE = "eval/tasks/tasks.json"
 
 
-class TaskFileError(Exception):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
+class TaskFileError(InputError):
+    """Problems of the task files."""
 
 
 def _schema_problems(located: Located, exc: ValidationError) -> list[Problem]:

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from agenteval.fileio import read_json
 from agenteval.gate.expectations import FLIP_HEADROOM, SCORE_HEADROOM, USAGE_HEADROOM
+from agenteval.schema.input_error import InputError
 from agenteval.schema.located import load_located
 from agenteval.schema.problems import Problem
 from agenteval.schema.status import Status
@@ -45,10 +46,8 @@ EXPECTATIONS_DIR = "eval/tasks/expectations"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
-class ExpectationsError(Exception):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
+class ExpectationsError(InputError):
+    """Problems of an expectations file."""
 
 
 def expectations_path(root: Path, model: str, suite: str) -> Path:

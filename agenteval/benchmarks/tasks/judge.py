@@ -18,15 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agenteval.benchmarks.qa.judge import refuse_same_model
+from agenteval.benchmarks.model_judge import judge_setup
 from agenteval.benchmarks.tasks.commands import cut
-from agenteval.fileio import code_of, digest_of
 from agenteval.llm import AssistantMessage, LLMError, Message, QuotaExhausted, UserMessage
-from agenteval.llm.config import EndpointConfig, endpoint_from
-from agenteval.llm.prompts import load_prompt
 from agenteval.schema.task_records import DIMENSIONS, DimensionScores, TaskAttempt, TaskGrade
 from agenteval.schema.tasks import Task
-from agenteval.schema.transcript import Participant
 
 ROLE = "tasks.judge"
 DIFF_CHARS = 12_000
@@ -92,36 +88,17 @@ def render_calls(attempt: TaskAttempt) -> str:
 
 class TaskJudge:
     def __init__(self, params: Mapping[str, Any], root: Path) -> None:
-        section = dict((params.get("tasks") or {}).get("judge") or {})
-        self.kind = str(section.get("kind", "none"))
-        self.max_attempts = int(section.get("max_attempts", 2))
-        self.config: EndpointConfig | None = None
-        details: dict[str, Any] = {"kind": self.kind}
-        model = protocol = None
-        if self.kind == "llm":
-            endpoint = endpoint_from(section, ROLE)
-            refuse_same_model(params, endpoint.model)
-            self.config = EndpointConfig.from_params(
-                {"run": params.get("run") or {}, ROLE: section}, ROLE, root
-            )
-            self.prompt = load_prompt(
-                root / str(section.get("prompt", "eval/prompts/judge_tasks.md"))
-            )
-            model, protocol = endpoint.model, endpoint.protocol
-            details |= {
-                "endpoint": self.config.describe(),
-                "prompt_sha256": self.prompt.sha256,
-                "max_attempts": self.max_attempts,
-            }
-        elif self.kind != "none":
-            raise ValueError(f"tasks.judge.kind must be none or llm, not {self.kind!r}")
-        self.participant = Participant(
-            kind=f"tasks-{self.kind}",
-            model=model,
-            protocol=protocol,
-            config_digest=digest_of({"details": details, "code": code_of(__name__)}),
-            details=details,
+        setup = judge_setup(
+            params,
+            root,
+            role=ROLE,
+            offline="none",
+            default_prompt="eval/prompts/judge_tasks.md",
+            module=__name__,
         )
+        self.kind, self.max_attempts = setup.kind, setup.max_attempts
+        self.config, self.prompt = setup.config, setup.prompt
+        self.participant = setup.participant
 
     def key_env_names(self) -> list[str]:
         return (
@@ -154,7 +131,7 @@ class TaskJudge:
                 "hedges between candidates or leaves out is not established):\n" + listed
             )
             field = f' "established": [<{len(task.must_establish)} true/false, in order>],'
-        assert self.config is not None
+        assert self.prompt is not None
         return self.prompt.render(
             {
                 "points_instructions": points,

@@ -27,6 +27,7 @@ from agenteval.benchmarks.tasks.steps import (
     load_grades,
     load_run,
 )
+from agenteval.benchmarks.tracking import benchmark_run, tracking_enabled
 from agenteval.fileio import digest_of, read_json, sha256_file
 from agenteval.layout import Layout
 from agenteval.params import flatten, section_digest
@@ -49,22 +50,11 @@ def log_tasks_run(
     params: Mapping[str, Any], layout: Layout, lock: Path | None = None
 ) -> TrackResult | None:
     """Log the scored run in `layout` as one MLflow run; None when tracking is off."""
-    section = params.get("tracking") or {}
-    if not section.get("enabled", True):
+    if not tracking_enabled(params):
         write_run_record(layout, None)
         return None
     from agenteval.benchmarks.tasks.judge import TaskJudge
-    from agenteval.tracking.store import (
-        DEFAULT_EXPERIMENT,
-        RUN_KEY_TAG,
-        ensure_experiment,
-        find_run,
-        mlflow_client,
-        public_uri,
-        repository_root,
-        resolve_tracking_uri,
-        store_failures,
-    )
+    from agenteval.tracking.store import COMPLETE_TAG
 
     card = TaskScorecard.model_validate(read_json(layout.reports / "scorecard.json"))
     attempts = load_run(layout)[2]
@@ -77,30 +67,21 @@ def log_tasks_run(
             "params": section_digest(dict(params), *SECTIONS),
         }
     )
-    uri = resolve_tracking_uri(section.get("uri"), repository_root(layout.root))
-    experiment = section.get("experiment") or DEFAULT_EXPERIMENT
     guard = guard_for(params)
     traces = 0
-    with mlflow_client(uri, synchronous_traces=True) as client, store_failures(uri):
-        import mlflow
+    name = os.environ.get("DVC_EXP_NAME") or f"tasks-{card.suite}-{card.model}-{key[:8]}"
+    with benchmark_run(params, layout.root, key, name=name) as run:
+        if run.created:
+            import mlflow
 
-        experiment_id = ensure_experiment(client, experiment, uri)
-        run_id = find_run(client, experiment_id, key)
-        created = run_id is None
-        if run_id is None:
-            name = os.environ.get("DVC_EXP_NAME") or f"tasks-{card.suite}-{card.model}-{key[:8]}"
-            with mlflow.start_run(
-                experiment_id=experiment_id, run_name=name, tags={RUN_KEY_TAG: key}
-            ) as run:
-                run_id = str(run.info.run_id)
-                _log_run(client, run_id, experiment_id, layout, params, card, lock, guard)
-                rows = {(r.task_id, r.repeat): r for r in card.tasks}
-                for attempt in attempts:
-                    _log_attempt(layout, attempt, rows.get((attempt.task_id, attempt.repeat)),
-                                 grades.get((attempt.task_id, attempt.repeat)), guard)  # fmt: skip
-                    traces += 1
-                mlflow.set_tag("agenteval.logged", "true")
-    result = TrackResult(run_id, created, traces, experiment_id, key, public_uri(uri))
+            _log_run(run.client, run.run_id, run.experiment_id, layout, params, card, lock, guard)
+            rows = {(r.task_id, r.repeat): r for r in card.tasks}
+            for attempt in attempts:
+                _log_attempt(layout, attempt, rows.get((attempt.task_id, attempt.repeat)),
+                             grades.get((attempt.task_id, attempt.repeat)), guard)  # fmt: skip
+                traces += 1
+            mlflow.set_tag(COMPLETE_TAG, "true")
+    result = run.result(traces)
     write_run_record(layout, result)
     return result
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agenteval.benchmarks.verdict import GateRefused, GateResult
+from agenteval.benchmarks.verdict import GateRefused, GateResult, allowed_change
 
 # Relative: timing on a shared machine moves by tens of percent between runs (measured on a
 # loaded 2-core machine: the loopback's p95 latency at concurrency 4 moved 30% run to run).
@@ -70,9 +70,7 @@ def _level_checks(name: str, level: str, now: Mapping[str, Any], then: Mapping[s
 def gate(
     current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float | None = None
 ) -> GateResult:
-    allowed = DEFAULT_TOLERANCE if tolerance is None else tolerance
-    if not 0 <= allowed < 1:
-        raise ValueError(f"--tolerance must be in [0, 1), got {allowed}")
+    allowed = allowed_change(tolerance, DEFAULT_TOLERANCE)
     _refuse(current, baseline)
     result = GateResult(True, allowed)
     for name, run in baseline["endpoints"].items():

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agenteval.fileio import digest_of, sha256_file
+from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
 from agenteval.schema.problems import Problem
 from agenteval.schema.throughput import TRIAGE_LABELS, TriageEmail, TriageWorkload
@@ -22,10 +23,10 @@ LABEL_LINE = re.compile(r"label\s*[:=\-]\s*(.*)", re.IGNORECASE)
 LABEL_WORD = re.compile(r"\b(" + "|".join(TRIAGE_LABELS) + r")\b", re.IGNORECASE)
 
 
-class WorkloadError(ValueError):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("; ".join(str(p) for p in problems))
-        self.problems = problems
+class WorkloadError(InputError, ValueError):
+    """Problems of the throughput workload."""
+
+    separator = "; "
 
 
 @dataclass(frozen=True)
