@@ -192,7 +192,7 @@ def test_the_workflow_steps_run_locally_on_a_pull_request(tmp_path: Path) -> Non
     # With a baseline, the comparison runs and its exit code is the step's: this run
     # against itself is no regression.
     baseline = repo / "eval/baselines/baseline.json"
-    baseline.parent.mkdir(parents=True)
+    baseline.parent.mkdir(parents=True, exist_ok=True)  # other baselines live there
     shutil.copy(repo / "runs/ci/run/scorecard.json", baseline)
     run_job(workflow, "evaluate", repo, context, env)
     assert "NO REGRESSION (exit 0)" in (repo / "runs/ci/compare/compare.md").read_text()

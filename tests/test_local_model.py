@@ -2,7 +2,7 @@
 
 The first tests need no model: they check the launcher's plumbing (loopback binding, the
 response_format shim, startup failures, stopping a child that ignores SIGTERM). The tests
-marked `local_model` start the real llama.cpp server once for the module and run three
+marked `local_model` start the real llama.cpp server once for the module and run two
 short shipped scenarios through `run_evaluation` with the model as agent (chat target,
 `tool_mode: context`), user simulator (rephrasing the scripted messages) and judge
 (structured output). A 135M model is a poor agent and a worse judge; what is asserted is
@@ -48,7 +48,7 @@ from agenteval.serve.local import (
 ROOT = Path(__file__).resolve().parents[1]
 # Single-turn scenarios with short documents: every turn costs a simulator, an agent and a
 # ~2,300-token judge call, at roughly 50-120 prompt tokens/s on one shared CPU core.
-SCENARIOS = ["parental_leave_lookup", "csv_cell_lookup", "brief_under_time_pressure"]
+SCENARIOS = ["parental_leave_lookup", "csv_cell_lookup"]
 JUDGE_ATTEMPTS = 2
 ACCESS_LINE = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})')
 
