@@ -110,6 +110,15 @@ def _session_traces(client: Any, trace: Any, session: str) -> list[Any]:
             return found
 
 
+def _in_turn_order(traces: list[Any]) -> list[Any]:
+    """By agenteval's turn tag where every trace has one: traces logged within the same
+    millisecond tie on their timestamp, and the search returns ties in any order."""
+    turns = [(t.info.tags or {}).get("agenteval.turn", "") for t in traces]
+    if not all(turn.isdigit() for turn in turns):
+        return traces
+    return [t for _, t in sorted(zip(turns, traces, strict=True), key=lambda x: int(x[0]))]
+
+
 def read_session(trace_id: str, uri: str) -> CapturedSession:
     """The conversation `trace_id` belongs to; TrackingError when it cannot be read."""
     store = sqlite_path(uri)
@@ -123,7 +132,7 @@ def read_session(trace_id: str, uri: str) -> CapturedSession:
             trace = client.get_trace(trace_id)
             session = (trace.info.trace_metadata or {}).get(SESSION_KEY)
             traces = _session_traces(client, trace, session) if session else [trace]
-            full = [client.get_trace(t.info.trace_id) for t in traces]
+            full = _in_turn_order([client.get_trace(t.info.trace_id) for t in traces])
         except MlflowException as exc:
             raise TrackingError(f"MLflow trace {trace_id} ({uri}): {exc.message}") from None
     messages = [m for t in full for m in _exchange(t)]
