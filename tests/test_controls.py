@@ -14,7 +14,14 @@ import yaml
 
 from agenteval.controls.agreement import cohen_kappa, estimate, gwet_ac1, icc_oneway
 from agenteval.controls.build import build
-from agenteval.controls.load import ControlsError, load_controls, select, split_of
+from agenteval.controls.load import (
+    ControlsError,
+    load_controls,
+    load_tuning,
+    select,
+    split_of,
+    tuned_by,
+)
 from agenteval.controls.run import consistency, grade, judge_controls, summarize
 from agenteval.fileio import read_json
 from agenteval.judges.code import CodeJudge
@@ -216,6 +223,33 @@ def test_controls_schema_rejects_unknown_fields() -> None:
         Control.model_validate({**revenue("a", "x", PASS), "replyy": "typo"})
 
 
+def test_leave_one_class_out_counts_only_classes_no_rule_was_tuned_on(tmp_path: Path) -> None:
+    """A class a rule was tuned on cannot flatter the unseen figure: it is shown, marked,
+    and left out of the pool; a record naming a class no control has is refused."""
+    from agenteval.controls.report import build_report, render_markdown
+
+    seen = {**revenue("seen", "Net revenue was $8.6 million.", PASS), "class": "tuned_class"}
+    unseen_ok = {**revenue("u1", "Net revenue was $8.6 million.", PASS), "class": "fresh_kind"}
+    unseen_bad = {**revenue("u2", "Net revenue was $8.6 million.", FAIL), "class": "fresh_kind"}
+    outcomes = _outcomes(tmp_path, [seen, unseen_ok, unseen_bad])
+    folder = tmp_path / "c"
+    (folder / "tuning.yaml").write_text("tuned:\n  rule_a: [tuned_class]\n", encoding="utf-8")
+    assert len(load_controls(folder, MANIFEST, tmp_path)) == 3, "the record is not a control"
+    tuned = tuned_by(load_tuning(folder, {"tuned_class", "fresh_kind"}, tmp_path))
+    section = load_params(ROOT / "params.yaml")["controls"]
+    report = build_report(outcomes, CodeJudge().participant, "all", section, "d", tuned)
+    loco = report["leave_one_class_out"]
+    assert loco["unseen_classes"] == ["fresh_kind"]
+    assert loco["unseen"]["controls"] == 2 and loco["unseen"]["false_passes"] == 1
+    row = loco["classes"]["tuned_class"]
+    assert row["tuned_by"] == ["rule_a"] and row["held_out"] is False
+    assert "| fresh_kind | never (held out) |" in render_markdown(report)
+    (folder / "tuning.yaml").write_text("tuned:\n  rule_a:\n    - tuned_clas\n", "utf-8")
+    with pytest.raises(ControlsError) as caught:
+        load_tuning(folder, {"tuned_class"}, tmp_path)
+    assert str(caught.value.problems[0]).startswith("c/tuning.yaml:3:")
+
+
 # -- the command and the report --------------------------------------------------------------
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -263,7 +297,7 @@ def test_controls_are_logged_to_mlflow_once_per_judge(tmp_path: Path) -> None:
     from agenteval.controls.report import build_report
 
     section = load_params(ROOT / "params.yaml")["controls"]
-    report = build_report(outcomes, CodeJudge().participant, "all", section, "digest")
+    report = build_report(outcomes, CodeJudge().participant, "all", section, "digest", {})
     params = {"tracking": {"uri": f"sqlite:///{tmp_path / 'mlflow.db'}"}}
     run_id, created = log_controls(report, params, tmp_path)
     again, created_again = log_controls(report, params, tmp_path)
@@ -272,3 +306,4 @@ def test_controls_are_logged_to_mlflow_once_per_judge(tmp_path: Path) -> None:
         run = client.get_run(run_id)
     assert run.data.tags[JUDGE_DIGEST_TAG] == CodeJudge().participant.config_digest
     assert run.data.metrics["all.agreement"] == 1.0
+    assert run.data.metrics["unseen.agreement"] == 1.0 and run.data.metrics["loco.t.held_out"]

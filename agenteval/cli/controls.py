@@ -53,7 +53,7 @@ def controls(
     params = load_params(params_file, list(set_ or []))
     from agenteval.controls.load import ControlsError
     from agenteval.controls.measure import measure_judge
-    from agenteval.controls.report import settled_line
+    from agenteval.controls.report import settled_line, unseen_line
 
     root = Path.cwd().resolve()
     try:
@@ -77,6 +77,7 @@ def controls(
         )
         if report["judge"]["kind"] != "code":
             typer.echo(f"{name}: {settled_line(s['code_settled'])}")
+    typer.echo(unseen_line(report.get("leave_one_class_out")))
     for name, p in (report.get("probes") or {}).items():
         shift = p["mean_shift"]["value"]
         typer.echo(

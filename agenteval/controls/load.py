@@ -21,6 +21,8 @@ from agenteval.schema.problems import Problem
 
 DEFAULT_FOLDER = Path("eval/judge_controls")
 FRESH_FOLDER = "fresh"
+# The record of which classes each judge rule was written or tuned on (not a control file).
+TUNING_FILE = "tuning.yaml"
 # Changing the salt or the share re-deals every control: the held figures would no longer
 # be held-out. Both are fixed here on purpose, not configurable.
 SPLIT_SALT = "agenteval-judge-controls-v1"
@@ -85,7 +87,7 @@ def _check_references(control: Control, manifest: Manifest, shown: str, line: in
 
 def load_controls(folder: Path, manifest: Manifest, root: Path) -> list[LoadedControl]:
     """Every control under `folder`, checked; any problem raises ControlsError (exit 2)."""
-    files = sorted(p for p in folder.rglob("*.yaml") if p.is_file())
+    files = sorted(p for p in folder.rglob("*.yaml") if p.is_file() and p != folder / TUNING_FILE)
     if not files:
         raise ControlsError([Problem(str(folder), 1, "no control files (*.yaml) found")])
     found: list[LoadedControl] = []
@@ -112,6 +114,45 @@ def load_controls(folder: Path, manifest: Manifest, root: Path) -> list[LoadedCo
             found.append(LoadedControl(control, shown, line, split))
     if problems:
         raise ControlsError(problems)
+    return found
+
+
+def load_tuning(folder: Path, classes: set[str], root: Path) -> dict[str, list[str]]:
+    """The tuning record: for each entry (a rule, or a change of the judge), the control
+    classes read while writing it. No record: {} (every class counts as never tuned on).
+    A class the controls do not have is a problem (a typo would flatter a class's figure)."""
+    path = folder / TUNING_FILE
+    if not path.is_file():
+        return {}
+    shown = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    located = load_located(path, shown)
+    if isinstance(located, Problem):
+        raise ControlsError([located])
+    data = located.data if isinstance(located.data, dict) else {}
+    tuned = data.get("tuned")
+    if not isinstance(tuned, dict):
+        raise ControlsError([located.problem([], "needs a mapping `tuned: {entry: [classes]}`")])
+    record, problems = {}, []
+    for entry, names in tuned.items():
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            problems.append(located.problem(["tuned", entry], f"{entry}: a list of class names"))
+            continue
+        for i, name in enumerate(names):
+            if name not in classes:
+                where = ["tuned", entry, i]
+                problems.append(located.problem(where, f"{entry}: no control has class {name!r}"))
+        record[str(entry)] = list(names)
+    if problems:
+        raise ControlsError(problems)
+    return record
+
+
+def tuned_by(record: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Class -> the record's entries that were tuned on it."""
+    found: dict[str, list[str]] = {}
+    for entry, names in record.items():
+        for name in names:
+            found.setdefault(name, []).append(entry)
     return found
 
 

@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.controls.build import documents_of
-from agenteval.controls.load import LoadedControl, load_controls, sample, select
+from agenteval.controls.load import (
+    LoadedControl,
+    load_controls,
+    load_tuning,
+    sample,
+    select,
+    tuned_by,
+)
 from agenteval.controls.probes import PROBES, compare, filler, probe_pair
 from agenteval.controls.report import build_report, render_markdown
 from agenteval.controls.run import Outcome, judge_controls, pairs_of
@@ -60,6 +67,9 @@ def measure_judge(
     chosen = split or section["split"]
     k = int(repeats or section["repeats"])
     manifest, controls = chosen_controls(params, root, chosen, n or section.get("sample"))
+    folder = root / section["folder"]
+    every_class = {c.control.klass for c in load_controls(folder, manifest, root)}
+    tuned = tuned_by(load_tuning(folder, every_class, root))
     judge = make_judge(params, root)
     rules = ScoringRules.from_params(params.get("judge") or {})
     concurrency = int((params.get("run") or {}).get("concurrency", 4))
@@ -72,7 +82,7 @@ def measure_judge(
 
     outcomes = judged(judge, pairs, k)
     digest = digest_of([c.control.model_dump(mode="json", by_alias=True) for c in controls])
-    report = build_report(outcomes, judge.participant, chosen, section, digest)
+    report = build_report(outcomes, judge.participant, chosen, section, digest, tuned)
     if probes:
         report["probes"] = _probes(params, root, controls, manifest, pairs, outcomes, judged)
     json_path, md_path = out / REPORT_JSON, out / REPORT_MD

@@ -45,7 +45,9 @@ def build_report(
     split: str,
     section: Mapping[str, Any],
     controls_digest: str,
+    tuned: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
+    """`tuned`: class -> the tuning record's entries written on it (load.tuned_by)."""
     resamples, seed = int(section["bootstrap_resamples"]), int(section["seed"])
     conf = float(section["conf"])
     splits = {
@@ -68,9 +70,50 @@ def build_report(
         "overall": summarize(outcomes, resamples, conf, seed),
         "splits": splits,
         "classes": by_class(outcomes),
+        "leave_one_class_out": leave_one_class_out(outcomes, tuned or {}, resamples, conf, seed),
         "self_consistency": sc,
         "controls": details(outcomes),
     }
+
+
+def leave_one_class_out(
+    outcomes: Sequence[Outcome],
+    tuned: Mapping[str, Sequence[str]],
+    resamples: int,
+    conf: float,
+    seed: int,
+) -> dict[str, Any]:
+    """Each class's figure with the rules fixed, and which classes are honestly held out.
+
+    The judge's rules do not change while a class is scored, so a class's own figure is a
+    leave-one-class-out figure only if no rule was written or tuned on it: the tuning record
+    says which were. The pooled `unseen` summary is over the never-tuned classes alone; a
+    tuned class's figure is shown, marked, and never counted as unseen."""
+    rows = {
+        name: {**row, "tuned_by": list(tuned.get(name, [])), "held_out": not tuned.get(name)}
+        for name, row in by_class(outcomes).items()
+    }
+    unseen = [o for o in outcomes if not tuned.get(o.klass)]
+    return {
+        "unseen_classes": sorted(n for n, r in rows.items() if r["held_out"]),
+        "unseen": summarize(unseen, resamples, conf, seed) if unseen else None,
+        "classes": rows,
+    }
+
+
+def unseen_line(loco: Mapping[str, Any] | None) -> str:
+    """The pooled figure of the classes no rule was tuned on, in one line."""
+    loco = loco or {}
+    s, classes = loco.get("unseen"), loco.get("unseen_classes") or []
+    if not s:
+        return "classes never tuned on: none among the selected controls"
+    agreement = s["agreement"]["value"]
+    shown = "n/a" if agreement is None else f"{agreement:.3f}"
+    return (
+        f"classes never tuned on ({len(classes)}): {s['controls']} control(s), "
+        f"{s['judged']} judged (coverage {s['coverage']}), agreement {shown}, "
+        f"false passes {s['false_passes']}, false fails {s['false_fails']}"
+    )
 
 
 def _pct(x: float | None) -> str:
@@ -187,6 +230,31 @@ def _class_rows(report: Mapping[str, Any]) -> list[str]:
     return rows
 
 
+LOCO_NOTE = (
+    "The judge's rules are fixed while each class is scored. A class's figure is a "
+    "leave-one-class-out figure only when the tuning record (eval/judge_controls/tuning.yaml) "
+    "names no rule written or tuned on it; a class marked tuned measured its own rules, and "
+    "its figure flatters the judge. The pooled row counts the never-tuned classes only."
+)
+
+
+def _loco_rows(report: Mapping[str, Any]) -> list[str]:
+    loco = report.get("leave_one_class_out")
+    if not loco:
+        return []
+    rows = ["", "## Leave one class out", "", LOCO_NOTE, "", f"- {unseen_line(loco)}", "",
+            "| class | tuned on by | controls | coverage | agreement | false passes "
+            "| false fails |", "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    ordered = sorted(loco["classes"].items(), key=lambda kv: (not kv[1]["held_out"], kv[0]))
+    for name, c in ordered:
+        by = ", ".join(c["tuned_by"]) or "never (held out)"
+        rows.append(
+            f"| {name} | {by} | {c['controls']} | {_pct(c['coverage'])} "
+            f"| {_pct(c['agreement'])} | {c['false_passes']} | {c['false_fails']} |"
+        )
+    return rows
+
+
 def _disagreements(report: Mapping[str, Any]) -> list[str]:
     rows = []
     for c in report["controls"]:
@@ -230,5 +298,6 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += _consistency_lines(report["self_consistency"])
     lines += _probe_lines(report.get("probes"))
     lines += ["", "## By class", "", *_class_rows(report)]
+    lines += _loco_rows(report)
     lines += ["", "## Disagreements", "", *_disagreements(report), ""]
     return "\n".join(lines)

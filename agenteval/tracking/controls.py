@@ -37,6 +37,7 @@ def _metrics(report: Mapping[str, Any]) -> dict[str, float]:
         for key in ("controls", "false_passes"):
             if key in certain:
                 flat[f"{split}.code_certain.{key}"] = float(certain[key])
+    flat.update(_loco_metrics(report.get("leave_one_class_out") or {}))
     consistency = report.get("self_consistency") or {}
     for key in ("identical_verdicts", "flip_rate", "flip_rate_low", "flip_rate_high",
                 "score_sem", "icc_scores"):  # fmt: skip
@@ -52,6 +53,24 @@ def _metrics(report: Mapping[str, Any]) -> dict[str, float]:
         for key in ("flip_rate", "flip_rate_low", "flip_rate_high", "flips_to_pass"):
             if p.get(key) is not None:
                 flat[f"probe.{probe}.{key}"] = float(p[key])
+    return flat
+
+
+def _loco_metrics(loco: Mapping[str, Any]) -> dict[str, float]:
+    """unseen.*: the pooled never-tuned classes; loco.<class>.*: every class, with
+    loco.<class>.held_out 1 when no rule was tuned on it (its figure is then held out)."""
+    flat: dict[str, float] = {}
+    unseen = loco.get("unseen") or {}
+    for key in ("controls", "judged", "false_passes", "false_fails", "coverage"):
+        if unseen.get(key) is not None:
+            flat[f"unseen.{key}"] = float(unseen[key])
+    if unseen and unseen["agreement"]["value"] is not None:
+        flat["unseen.agreement"] = float(unseen["agreement"]["value"])
+    for name, row in (loco.get("classes") or {}).items():
+        flat[f"loco.{name}.held_out"] = float(row["held_out"])
+        for key in ("controls", "false_passes", "false_fails", "agreement", "coverage"):
+            if row.get(key) is not None:
+                flat[f"loco.{name}.{key}"] = float(row[key])
     return flat
 
 
