@@ -139,6 +139,17 @@ def _findings() -> dict[str, CodeFinding]:
                                "without telling the user", MINOR_SCORE),
         "failure_hidden": zero("error_recovery", "a failed or empty tool call the reply "
                                "does not mention"),
+        # issue #49: every value a reply commits to, and the sources it names
+        "corrected": zero("correctness", "a value committed to, then corrected to a "
+                          "different one (\"actually\", \"I mean\", \"correction\")"),
+        "retracted": zero("correctness", "an answer the reply's last word takes back"),
+        "other_entity": zero("correctness", "the expected value said of another entity, "
+                             "the asked one never named"),
+        "invented_source": zero("correctness", "the answer credited to a section, appendix, "
+                                "table, row or document the indexed documents do not have"),
+        "misattributed_source": CodeFinding("correctness", f"at most {minor} when the "
+                                            "source the reply names exists but does not hold "
+                                            "the value"),
     }  # fmt: skip
 
 

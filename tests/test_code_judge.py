@@ -313,3 +313,108 @@ def test_unmeasured_transcript_passes_through() -> None:
     item = _item([{"turn": 1, "objective": "o", "success_criteria": "x"}])
     v = asyncio.run(CodeJudge().judge(item, _transcript([], status="TIMEOUT")))
     assert v.status == "TIMEOUT" and v.turns == []
+
+
+# -- issue 49: every value committed, sources, numbers as written, layout ------------------
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("USD 12 300", "$12,300"),
+        ("17\u202f900 kg", "17,900 kg"),
+        ("CHF-free 48'000 USD", "CHF-free $48,000"),
+        ("86.500 EUR", "€86,500"),
+        ("41,5 %", "41.5 %"),
+        ("1 849 USD", "$1,849"),
+        ("between 2 300 and 4", "between 2 300 and 4"),  # a plain space, no amount: kept
+        ("$1.500", "$1.500"),  # a dot without a currency code stays a decimal mark
+        ("sizes 2,5 or 7", "sizes 2,5 or 7"),
+    ],
+)
+def test_locale_numbers_are_read_with_babel(written: str, read: str) -> None:
+    from agenteval.judges.written import rewrite
+
+    assert rewrite(written) == read
+
+
+def test_markdown_is_read_as_sentences() -> None:
+    from agenteval.judges.layout import flatten
+
+    table = "| Model | Price |\n|---|---|\n| Heron | $2,690 |\n| Osprey | — |"
+    assert flatten(table) == "Heron price $2,690.\nOsprey."
+    assert flatten("Done:\n\n```\nMAX_RETRIES = 3\n```") == "Done:\nMAX_RETRIES = 3"
+    assert flatten("x[^1]\n\n[^1]: 18 days.") == "x[^1]\n\n[^1]: 18 days."  # never dropped
+    assert flatten("1. first\n2. second") == "1. first\n2. second"
+    assert flatten("Plain $8.6 million.") == "Plain $8.6 million."
+
+
+HL_REVENUE = "What was Harbor Lantern's net revenue for the second quarter of fiscal 2026?"
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("Net revenue was $8.6 million. Actually, correction: $9.1 million.", 0),
+        ("It was $8.6 million — I mean $8.9 million.", 0),
+        ("$8.6 million. Re-adding the channels, it comes to $8.7 million.", 0),
+        ("Net revenue was $8.6 million. On second thought, scratch that; I can't tell.", 0),
+        ("Net revenue was $8.6 million; actually, that's $8,600,000 exactly.", 10),  # same value
+        ("$5.1 million + $3.5 million = $8.6 million of net revenue.", 10),  # the working
+        ("$5.1 million + $3.5 million = $9.6 million of net revenue.", 0),
+        ("Net revenue: USD 8 600 000.", 10),
+        ("| Quarter | Net revenue |\n|---|---|\n| Q2 FY2026 | $8.6 million |", 10),
+        ("My first guess would be about $7 million; the report says $8.6 million.", 0),
+    ],
+)
+def test_every_committed_value_counts(reply: str, score: float) -> None:
+    assert answer_match("$8.6 million", reply, HL_REVENUE) == score
+
+
+SM = "eval/corpus/documents/saltmarsh_travel_expense_policy.txt"
+RECEIPT = "Above what amount is a receipt required?"
+MB = "eval/corpus/documents/marrowbrook_library_it_budget_fy2027.csv"
+
+
+@pytest.mark.parametrize(
+    ("docs", "expected", "reply", "rule"),
+    [
+        ([SM], "$25", "Section 7 says receipts are needed from $25.", "precision"),
+        ([SM], "$25", "Section 12.4 says receipts are needed from $25.", "invented_source"),
+        ([SM], "$25", "Appendix A: receipts are needed from $25.", "misattributed_source"),
+        ([SM], "$25", "Appendix D: receipts are needed from $25.", "invented_source"),
+        ([SM], "$25", "Section 7.3 says receipts are needed from $25.", None),  # unresolved
+        ([SM], "$25", "Page 4 says receipts are needed from $25.", None),
+        ([SM], "$25", "Table 2 of the policy: receipts from $25.", "invented_source"),
+        ([SM], "$25", "The Saltmarsh Audit Manual covers it. Receipts are needed from $25.",
+         "invented_source"),
+        ([MB], "$86,500", "In row 2, $86,500 is requested for the Wi-Fi refresh.", "precision"),
+        ([MB], "$86,500", "In row 40, $86,500 is requested for the Wi-Fi refresh.",
+         "invented_source"),
+        (["eval/corpus/documents/missing.txt"], "$25", "Section 7: from $25.", None),
+    ],
+)  # fmt: skip
+def test_sources_are_looked_up_in_the_indexed_documents(
+    docs: list[str], expected: str, reply: str, rule: str | None
+) -> None:
+    asked = "How much is requested for the public Wi-Fi refresh?" if docs == [MB] else RECEIPT
+    q = Question(asked, expected, False, True)
+    q.documents = docs
+    result = grade_answer(q, reply)
+    assert result.rule == rule
+    if rule == "misattributed_source":
+        assert result.score == 7
+    if rule is None:
+        assert result.score is None
+
+
+def test_the_right_value_said_of_another_entity_is_not_credited() -> None:
+    heron = grade_answer(Question("How much does the Heron cost?", "$2,690", False, True),
+                         "The Sparrow costs $2,690.")  # fmt: skip
+    assert (heron.rule, heron.score) == ("other_entity", 0)
+    named = grade_answer(Question("How much does the Heron cost?", "$2,690", False, True),
+                         "The Heron costs $2,690; the Sparrow is cheaper.")  # fmt: skip
+    assert named.score == 10
+    q = Question("How much is requested for cybersecurity awareness training?", "$9,800",
+                 False, True, documents=[MB])  # fmt: skip
+    other_row = grade_answer(q, "$9,800 is requested for the public Wi-Fi refresh.")
+    assert other_row.score is None and "another line" in other_row.reason
+    assert grade_answer(q, "$9,800 is requested for awareness training.").score == 10

@@ -115,7 +115,8 @@ def test_hybrid_has_no_false_pass_on_code_certain_held_controls(
     assert certain["controls"] >= 80
     assert {"wrong_value", "other_value", "wrong_name", "wrong_identifier", "absent",
             "alternatives", "negated", "conflicting", "refused", "lazy_refusal",
-            "abstain_guess", "answered_unknown"} <= set(certain["rules"])  # fmt: skip
+            "abstain_guess", "answered_unknown",
+            "corrected", "invented_source"} <= set(certain["rules"])  # fmt: skip
     assert certain["false_passes"] == 0
     assert (
         lenient_reports["llm"]["splits"]["held"]["code_certain"]["false_passes"]
@@ -129,7 +130,10 @@ def test_a_lenient_hybrid_judge_does_no_worse_than_code_on_held(
     """Issue 31's bound, on the held split: false passes at most the code judge's, and
     agreement at most one point below it on the controls the code judge settles."""
     code, hybrid = (lenient_reports[k]["splits"]["held"] for k in ("code", "hybrid"))
-    assert hybrid["false_passes"] <= code["false_passes"]
+    # Beyond code's own false passes, only wrong replies code defers (issue 49: a source it
+    # cannot look up, a figure in another row's words) are the lenient model's to pass.
+    unsettled_wrong = code["confusion"]["fail"]["deferred"]
+    assert hybrid["false_passes"] <= code["false_passes"] + unsettled_wrong
     settled = hybrid["code_settled"]
     assert settled["controls"] == code["judged"] >= 150  # code settles what it judges
     assert settled["code_agreement"] == code["agreement"]["value"]
@@ -235,6 +239,10 @@ def test_every_grade_on_the_shipped_controls_names_a_rule() -> None:
         ("Coastal made somewhere between $30,000 and $45,000 in March.", True, "wrong_value"),
         ("Coastal's March revenue was roughly $40,000.", True, "wrong_value"),
         ("Coastal had no sales in March; the store was closed.", True, "absent"),
+        # issue 49's findings bind the model as every other does
+        ("Coastal made $36,529 in March. Actually, I mean $38,160.", True, "corrected"),
+        ("Coastal made $36,529 in March. On second thought, scratch that.", True, "retracted"),
+        ("Row 90 of the sheet: Coastal made $36,529 in March.", True, "invented_source"),
     ],
 )
 def test_a_lenient_model_cannot_pass_what_code_fails(

@@ -17,6 +17,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
+from agenteval.judges.numbers import Quantity
 from agenteval.judges.reading import (
     Clause,
     clause_at,
@@ -82,6 +83,7 @@ class Candidate:
     level: str = ASKED
     group: int | None = None
     note: str = ""
+    value: object = None  # what it says, comparable with another of its kind (`same_value`)
 
 
 @dataclass
@@ -94,6 +96,7 @@ class Context:
     keys: set[str] = field(default_factory=set)  # stems of the question's content words
     question: str = ""
     proper: set[str] = field(default_factory=set)  # words seen capitalised mid-sentence
+    lines: list[str] = field(default_factory=list)  # the evidence, line by line (lowercased)
 
 
 def _tokens_before(text: str, start: int, floor: int) -> list[str]:
@@ -253,3 +256,70 @@ def make_context(
 ) -> Context:
     proper = proper_words(reply, question, evidence) | asked
     return Context(reply, clauses_, asked, keywords(question), question, proper)
+
+
+# -- corrections and retractions ---------------------------------------------------------
+CORRECTION = re.compile(
+    r"\b(?:actually|correction|i mean|or rather|sorry|wait|on second thought|let me correct|"
+    r"scratch that|make that|re-?(?:add|check|count|calculat|read|tot)\w*)\b",
+    re.I,
+)
+# The reply takes back what it said, and says nothing in its place.
+RETRACTION = re.compile(
+    r"\b(?:on second thought|scratch that|i take (?:that|it) back|(?:disregard|ignore|forget) "
+    r"(?:that|this|the above|what i said|my (?:answer|last))|i'?m not (?:sure|certain) after all"
+    r"|i (?:was|may be|might be) wrong)\b",
+    re.I,
+)
+SAME_VALUE_DEVIATION = 0.005  # two readings of one value differ by rounding, not more
+
+
+def same_value(a: Candidate, b: Candidate) -> bool:
+    if isinstance(a.value, Quantity) and isinstance(b.value, Quantity):
+        return a.value.deviation(b.value) <= SAME_VALUE_DEVIATION
+    return a.value == b.value
+
+
+def corrected(ctx: Context, live: list[Candidate]) -> tuple[Candidate, Candidate] | None:
+    """A value the reply commits to, then "actually" / "I mean" / "correction" / "re-adding"
+    another one: both are committed, and they differ (the first that does, with the later).
+    A guess that misses ("my first guess would be around $5,000") followed by a stated
+    value is two values offered too."""
+    ordered = sorted(live, key=lambda c: c.start)
+    for i, later in enumerate(ordered):
+        if later.level == OTHER:
+            continue
+        start, _ = sentence_bounds(ctx.text, later.start)
+        for earlier in ordered[:i]:
+            if earlier.level == OTHER or same_value(earlier, later):
+                continue
+            between = ctx.text[max(earlier.end, start) : later.start]
+            guessed = earlier.stance == HEDGED and not earlier.matches
+            if CORRECTION.search(between) or (guessed and later.stance == ASSERTED):
+                return earlier, later
+    return None
+
+
+def other_entity(ctx: Context, c: Candidate, question: str) -> bool:
+    """The value is said of an entity the reply names in its clause ("The Sparrow costs
+    $2,690"), not through a comparison word, and the reply never names the asked one."""
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    before = " ".join(_tokens_before(ctx.text, c.start, clause.start)[-5:])
+    if BEFORE_OTHER.search(before) or AFTER_OTHER.search(ctx.text[c.end : clause.end]):
+        return False
+    asked = {m for _, m in entity_marks(question)}
+    named = {m for _, m in entity_marks(ctx.text, 0, ctx.proper)}
+    near = {
+        m
+        for pos, m in entity_marks(ctx.text[clause.start : clause.end], clause.start, ctx.proper)
+        if not c.start <= pos < c.end  # a name is not its own other entity
+    }
+    return bool(asked) and not asked & named and bool(near - asked)
+
+
+def retracted(ctx: Context, live: list[Candidate]) -> bool:
+    """The last retraction in the reply comes after every value it stated."""
+    found = list(RETRACTION.finditer(ctx.text))
+    if not found or not live:
+        return False
+    return all(c.end <= found[-1].start() for c in live)

@@ -163,6 +163,17 @@ def subjects_of(turn: Turn, item: SuiteItem | None) -> str:
     return " ".join(i for i in ids if i)
 
 
+def documents_of(said: TranscriptTurn, item: SuiteItem | None) -> list[str]:
+    """The files the scenario indexed and the turn indexed or read: where a source the
+    reply names must be (paths relative to the repository root, the working directory)."""
+    paths = [d.path for d in item.scenario.setup.index_documents] if item is not None else []
+    for call in said.tool_calls:
+        path = (call.arguments or {}).get("path")
+        if call.ok and call.name in ("index_document", "read_document") and isinstance(path, str):
+            paths.append(path)
+    return paths
+
+
 def _queried(calls: list[ToolCall]) -> bool:
     return any(c.ok and c.name in ("query_documents", "read_document") for c in calls)
 
@@ -177,7 +188,7 @@ def correctness(turn: Turn, said: TranscriptTurn, item: SuiteItem | None = None)
         return grade_unknown(Question(question, None, True, queried), response)
     if gt is not None and gt.expected_answer:
         asked = Question(question, gt.expected_answer, False, queried, evidence_of(said),
-                         subjects_of(turn, item))  # fmt: skip
+                         subjects_of(turn, item), documents_of(said, item))  # fmt: skip
         marks.append(grade_answer(asked, response))
     if gt is not None and gt.expected_phrases:
         missing = [p for p in gt.expected_phrases if p.lower() not in response.lower()]

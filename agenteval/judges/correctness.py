@@ -17,9 +17,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agenteval.judges import literals
+from agenteval.judges import literals, sources
 from agenteval.judges.answers import (
     ASKED,
+    CORRECTION,
     NEGATED,
     OTHER,
     REPORTED,
@@ -28,8 +29,11 @@ from agenteval.judges.answers import (
     Context,
     alternatives,
     annotate,
+    corrected,
     hits,
     make_context,
+    other_entity,
+    retracted,
 )
 from agenteval.judges.numbers import Quantity, precision_score, quantities
 from agenteval.judges.reading import (
@@ -84,6 +88,7 @@ class Question:
     queried: bool  # the agent searched or read a document this turn
     evidence: str = ""  # what the tools returned: passages the agent saw
     subjects: str = ""  # the documents' ids: what the conversation is about by default
+    documents: list[str] | None = None  # files the scenario indexed: where sources are checked
 
 
 # -- expected answers as parts -------------------------------------------------------------
@@ -161,6 +166,18 @@ def _flipped(ctx: Context, q: Quantity, asked: int) -> bool:
     return _direction(before) == -asked
 
 
+# An arithmetic operator between figures: "16 weeks × 7 days", "60 + 52", "4 x 60".
+_OPERATOR = r"(?:[×*÷+]|\bx\b|\btimes\b)"
+
+
+def operand(text: str, start: int, end: int) -> bool:
+    """A figure that is a term of a calculation the reply shows, not a value it commits
+    to: an operator joins it to another figure. The result after "=" or "≈" is not one."""
+    after = re.match(rf"\s*{_OPERATOR}\s*[$€£]?\d", text[end : end + 12])
+    before = re.search(rf"\d[^\d=≈]{{0,16}}?{_OPERATOR}\s*$", text[max(0, start - 24) : start])
+    return bool(after or before)
+
+
 def _candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Candidate]:
     text = ctx.text
     expected = part.key
@@ -168,12 +185,14 @@ def _candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Cand
     asked = _direction(ctx.question) if expected.low >= 0 else 0
     found = []
     for q in quantities(text, _literal_spans(text)):
+        if operand(text, q.start, q.end):
+            continue  # "4 × 60 = 240 minutes": the working, not the answer
         if _flipped(ctx, q, asked):
             q = Quantity(-q.high, -q.low, q.kind, (-q.raw[1], -q.raw[0]), q.start, q.end)
         deviation = expected.deviation(q)
         if deviation == float("inf"):
             continue
-        c = Candidate("quantity", q.start, q.end, text[q.start : q.end])
+        c = Candidate("quantity", q.start, q.end, text[q.start : q.end], value=q)
         c.matches = deviation <= AUTO_ZERO_DEVIATION + 1e-12
         c.grade = precision_score(deviation)
         c.note = f"{deviation:.1%} off"
@@ -205,7 +224,7 @@ def _literal_candidates(part: Part, ctx: Context, product: str | None) -> list[C
     }
     found = []
     for lit in readers[part.kind]():
-        c = Candidate(part.kind, lit.start, lit.end, lit.text)
+        c = Candidate(part.kind, lit.start, lit.end, lit.text, value=lit.key)
         if part.kind == "date":
             c.matches, c.grade = _date_match(part.key, lit.key)
         elif part.kind == "time":
@@ -251,7 +270,7 @@ def _name_candidates(part: Part, ctx: Context) -> list[Candidate]:
         tokens = set(lit.key)  # type: ignore[call-overload]
         if tokens & ROLE_WORDS and not tokens & expected:
             continue  # a title or an organisation beside a person is not a rival person
-        c = Candidate("name", lit.start, lit.end, lit.text)
+        c = Candidate("name", lit.start, lit.end, lit.text, value=frozenset(tokens))
         if expected <= tokens:
             c.matches, c.grade = True, SCORE_MAX
         elif tokens & expected:
@@ -266,11 +285,18 @@ def _name_candidates(part: Part, ctx: Context) -> list[Candidate]:
 
 
 # -- deciding --------------------------------------------------------------------------------
-def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
+def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = None) -> Result:
     live = [c for c in cands if c.stance not in (NEGATED, REPORTED)]
     matches = [c for c in live if c.matches and c.level in (ASKED, WEAK)]
     conflicts = [c for c in live if not c.matches and c.level == ASKED]
     conflicts += [c for c in live if not c.matches and c.note.startswith("a different name")]
+    changed = corrected(ctx, live)
+    if changed is not None:
+        first, then = changed
+        why = f"commits to {first.text!r}, then corrects it to {then.text!r}"
+        return finding("corrected", why)
+    if retracted(ctx, live):
+        return finding("retracted", f"states a value for {what}, then takes it back")
     for group in alternatives(ctx, cands):
         shown = " / ".join(c.text for c in group)
         why = f"offers alternatives ({shown}) without committing to {what}"
@@ -290,6 +316,10 @@ def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
         # Both stated about what seems the asked entity: a contradiction, or a figure about
         # something the clause names in words code cannot tie to an entity. Not settled.
         return Result(None, f"states both {a!r} and {b!r}; cannot tell which answers {what}")
+    if matches and all(c.kind == "name" and other_entity(ctx, c, ctx.question) for c in matches):
+        return finding("other_entity", f"says {what} of another entity, never the asked one")
+    if matches and not conflicts and all(another_line(ctx, c, part) for c in matches):
+        return Result(None, f"states {what} in words of another line of the documents")
     if matches:
         best = max(matches, key=lambda c: c.grade)
         extra = f" ({best.note})" if best.note else ""
@@ -302,16 +332,40 @@ def decide(ctx: Context, cands: list[Candidate], what: str) -> Result:
         # that names nothing, it is still the only value given, and the expected one is not.
         rule = WRONG_RULE.get(wrong[0].kind, "wrong_identifier") if conflicts else "other_value"
         return finding(rule, f"states {wrong[0].text!r} instead of {what}")
-    if any(c.matches and c.level == OTHER for c in live):
+    tied = [c for c in live if c.matches and c.level == OTHER]
+    if tied and all(other_entity(ctx, c, ctx.question) for c in tied):
+        return finding("other_entity", f"says {what} of another entity, never the asked one")
+    if tied:
         return Result(None, f"{what} appears only tied to another entity")
     return finding("absent", f"{what} absent")
 
 
+def another_line(ctx: Context, c: Candidate, part: Part | None) -> bool:
+    """The words the reply ties the value to ("for the public Wi-Fi refresh") are those of
+    a line of the indexed documents (else of the evidence) that does not hold the value,
+    and of no line that does: the figure may be said of another row. Not certain: the
+    caller defers."""
+    if part is None or part.kind != "quantity" or not ctx.lines:
+        return False
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    own = set(re.findall(r"[a-z][\w-]{3,}", ctx.text[clause.start : clause.end].lower()))
+    novel = {w for w in own if w not in GENERIC and stem(w) not in ctx.keys}
+    if len(novel) < 2:
+        return False
+    key = part.key
+    assert isinstance(key, Quantity)
+
+    def holds(line: str) -> bool:
+        return any(key.deviation(x) == 0 for x in quantities(line, _literal_spans(line)))
+
+    home = [line for line in ctx.lines if holds(line)]
+    if not home or any(novel & set(re.findall(r"[a-z][\w-]{3,}", h)) for h in home):
+        return False
+    return any(novel <= set(re.findall(r"[a-z][\w-]{3,}", line)) for line in ctx.lines)
+
+
 def _match_rule(c: Candidate) -> str:
     return "precision" if c.kind == "quantity" else "stated"
-
-
-CORRECTION = re.compile(r"\b(?:actually|correction|i mean|or rather|sorry|wait)\b", re.I)
 
 
 def _corrects(ctx: Context, c: Candidate) -> bool:
@@ -363,13 +417,17 @@ def grade_part(part: Part, ctx: Context, evidence: list[Quantity]) -> Result:
         cands = _candidates(part, ctx, evidence)
     else:
         cands = _literal_candidates(part, ctx, part.text if part.kind == "version" else None)
-    return decide(ctx, annotate(ctx, cands), repr(part.text))
+    return decide(ctx, annotate(ctx, cands), repr(part.text), part)
 
 
 def context_for(reply: str, q: Question) -> Context:
     text = normalize(reply)
     asked = asked_marks(q.text, q.expected or "", q.subjects.replace("_", " "))
-    return make_context(text, clauses(text), asked, q.text, q.evidence)
+    ctx = make_context(text, clauses(text), asked, q.text, q.evidence)
+    docs = sources.load_documents(q.documents) if q.documents else None
+    seen = "\n".join(d.text for d in docs) if docs else q.evidence
+    ctx.lines = [line.lower() for line in normalize(seen).splitlines() if line.strip()]
+    return ctx
 
 
 def grade_answer(q: Question, reply: str) -> Result:
@@ -395,4 +453,50 @@ def grade_answer(q: Question, reply: str) -> Result:
     if deferred:
         return deferred[0]
     worst = min(results, key=lambda r: r.score or 0.0)
-    return Result(worst.score, "; ".join(r.reason for r in results), worst.rule)
+    graded = Result(worst.score, "; ".join(r.reason for r in results), worst.rule)
+    return with_sources(q, ctx.text, graded)
+
+
+def with_sources(q: Question, text: str, graded: Result) -> Result:
+    """The grade after the sources the reply names are looked up (`judges.sources`): an
+    invented one is an invented fact (0); one that does not hold the value caps the grade;
+    one code cannot look up defers a grade that would otherwise stand."""
+    asked = normalize(q.text).lower()
+    expected = (q.expected or "").lower()
+    refs = [
+        r
+        for r in sources.references(text)
+        if r.text.lower() not in asked and not re.search(rf"\b{re.escape(r.kind)}\b", expected)
+    ]
+    if not refs or q.documents is None or graded.score is None:
+        return graded
+    docs = sources.load_documents(q.documents)
+    looked = [(r, *sources.look_up(r, docs or [])) for r in refs]
+    for ref, status, _ in looked:
+        if status == sources.MISSING:
+            why = f"credits the answer to {ref.text!r}, which no indexed document has"
+            return finding("invented_source", why)
+    for ref, status, found in looked:
+        if status == "found" and found is not None and not holds_value(q.expected or "", found):
+            why = f"credits the answer to {ref.text!r}, which does not hold it"
+            return finding("misattributed_source", why, min(graded.score, MINOR_SCORE))
+    unresolved = [ref.text for ref, status, _ in looked if status == sources.UNRESOLVED]
+    if unresolved:
+        return Result(None, f"names {unresolved[0]!r} as its source; code cannot look it up")
+    return graded
+
+
+def holds_value(expected: str, text: str) -> bool:
+    """Whether `text` (a referenced section, row, table) states the expected value."""
+    seen = normalize(text)
+    lowered = seen.lower()
+    for part in parts_of(expected):
+        if part.kind == "quantity":
+            assert isinstance(part.key, Quantity)
+            key = part.key
+            found = quantities(seen, _literal_spans(seen))
+            if not any(key.deviation(x) <= AUTO_ZERO_DEVIATION for x in found):
+                return False
+        elif not all(w in lowered for w in re.findall(r"[a-z0-9]{2,}", part.text.lower())):
+            return False
+    return True

@@ -56,7 +56,7 @@ UNITS = {
 LABELS = (
     r"section|sections|sec\.|§|item|items|step|appendix|chapter|article|clause|tier|version|"
     r"v|level|sev|phase|room|extension|ext\.|table|figure|line|page|part|paragraph|no\.|"
-    r"number|#|rule|option|point|question"
+    r"number|#|rule|option|point|question|row|rows|entry|annex|schedule|exhibit"
 )
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 QUANTITY = re.compile(

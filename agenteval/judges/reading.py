@@ -12,6 +12,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from agenteval.judges import layout, written
+
 # -- normalisation ------------------------------------------------------------------------
 # Words text2num would turn into digits although they are not numbers here: magnitudes
 # (kept for the quantity reader) and "second" (a unit far more often than an ordinal).
@@ -62,9 +64,10 @@ def _digits(text: str) -> str:
 
 
 def normalize(text: str) -> str:
-    """The reply as the extraction reads it: digits for number words, one spelling of
-    periods. Offsets refer to this text, never to the original."""
-    text = _digits(text.translate(_DASHES))
+    """The reply as the extraction reads it: markdown as plain lines (`judges.layout`),
+    figures written in other locales' ways in one way (`judges.written`), digits for number
+    words, one spelling of periods. Offsets refer to this text, never to the original."""
+    text = _digits(written.rewrite(layout.flatten(text)).translate(_DASHES))
     text = _ORDINAL_PERIOD.sub(lambda m: f"Q{m.group(1)[0]}", text)
     text = _QUARTER_WORD.sub(lambda m: _quarter_word(m.group(1)), text)
     text = _HALF.sub(lambda m: "H1" if m.group(1).lower() in ("1st", "first") else "H2", text)
@@ -134,7 +137,8 @@ COMMON_CAPITALISED = frozenset(
     your yours ours theirs
     monday tuesday wednesday thursday friday saturday sunday january february march april may
     june july august september october november december between within outside plus
-    version step chapter article clause table page line""".split()
+    version step chapter article clause table page line row rows entry annex schedule exhibit
+    """.split()
 )
 _CAPITALISED = re.compile(r"\b[A-Z][a-z\u00c0-\u024f]{2,}(?:[-'][A-Z][a-z\u00c0-\u024f]+)*\b")
 _IDENTIFIER = re.compile(r"\b(?:[A-Z]{1,6}-\d+[A-Z]?|Q[1-4]|H[12]|FY\d{4}|\d+(?:st|nd|rd|th))\b")
@@ -221,7 +225,7 @@ ABSTAIN = re.compile(
     r"available|disclosed|addressed|recorded|shown|documented|in\b|part\s+of|found|"
     r"something)\b"
     r"|\bno\s+(?:[\w-]+\s+){0,2}(?:mention|information|figure|number|data|record|details?|"
-    r"amount|value|count|breakdown|reference|indication|headcount)\b"
+    r"amount|value|count|breakdown|reference|indication|headcount|trace)\b"
     r"|\bno\s+(?:[\w-]+\s+){0,2}(?:is\s+|are\s+)?(?:listed|given|stated|mentioned|recorded|"
     r"reported|provided)\b"
     r"|\bnothing\s+(?:about|on|regarding)\b|\bsilent\s+on\b|\bmakes\s+no\s+mention\b"
@@ -229,7 +233,9 @@ ABSTAIN = re.compile(
     r"|\bhas\s+no\s+(?:text|content)\b|\bnothing\s+to\s+report\b"
     r"|\bi\s+(?:don't|do\s+not)\s+(?:know|have)\b"
     r"|\bno\s+way\s+to\s+(?:tell|know|work\s+out|calculate|determine|say)\b"
-    r"|\b(?:can't|cannot|can\s+not)\s+be\s+(?:worked\s+out|calculated|determined|found)\b",
+    r"|\b(?:can't|cannot|can\s+not)\s+be\s+(?:worked\s+out|calculated|determined|found|"
+    r"answered)\b"
+    r"|\bunanswerable\b|\bdr[ae]w\s+a\s+blank\b|\b(?:outside|beyond)\s+what\s+(?:the|this)\b",
     re.I,
 )
 

@@ -1,0 +1,225 @@
+"""The sources a reply credits its answer to, checked against the documents it could read.
+
+"Section 14.2 of the policy", "Appendix C", "Table 3", "row 31 of the sheet", "the Annual
+Reliability Review": a reply that names where its answer comes from makes a claim code can
+check. Each reference is looked up in the documents the scenario indexed (its setup and
+the turn's successful index/read calls):
+- `missing`: no indexed document has it (a section number beyond every numbered heading,
+  an appendix in a document that has none, a table in one without tables, a row past the
+  end of a sheet, a titled document whose distinctive title words no indexed document's
+  title has) — an invented source, an invented fact (reference 002: hallucination, 0);
+- `elsewhere`: it exists, but its text does not hold the expected value — a finding;
+- `unresolved`: code cannot tell (pages of a text file, a subsection below a heading that
+  exists, an entry of a document without rows, a document that cannot be read) — defer.
+References that are the answer itself ("Which section covers patents?" "Section 11") are
+not sources and are never checked.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MISSING, ELSEWHERE, HOLDS, UNRESOLVED = "missing", "elsewhere", "holds", "unresolved"
+
+_KINDS = r"sections?|§|items?|clauses?|chapters?|parts?|paragraphs?|appendix|annex|schedule|"
+_KINDS += r"exhibit|tables?|rows?|lines?|entry|entries|pages?"
+REFERENCE = re.compile(
+    rf"(?:\b(?P<kind>{_KINDS})\s*|(?P<sym>§)\s*)"
+    r"(?P<label>\d+(?:\.\d+)*(?:\([a-z]\)|[a-z](?![a-z]))?(?![\d]|,\d)|[A-Z]\b|[IVX]+\b)",
+    re.I,
+)
+# A titled document: capitalised words ending in a kind of document ("Annual Reliability
+# Review 2026", "the Capital Projects Register").
+TITLE = re.compile(
+    r"\b((?:[A-Z][\w&'-]+\s+){1,5}(?:Report|Review|Register|Memo|Memorandum|Handbook|"
+    r"Policy|Guide|Guidelines|Bulletin|Addendum|Survey|Audit|Study|Plan|Minutes|Log|Ledger|"
+    r"Statement|Summary|Newsletter|Circular|Manual|Charter|Agreement)s?)\b"
+)
+_SECTIONISH = ("section", "sections", "§", "item", "items", "clause", "clauses", "chapter",
+               "chapters", "part", "parts", "paragraph", "paragraphs")  # fmt: skip
+_APPENDIX = ("appendix", "annex", "schedule", "exhibit")
+_TITLE_FILLER = frozenset("the a an of and for on in to annual quarterly q1 q2 q3 q4".split())
+
+
+@dataclass(frozen=True)
+class Reference:
+    kind: str
+    label: str
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Document:
+    path: str
+    text: str  # as the agent's tools read it
+    raw: str  # the file's own text (a sheet's rows, an HTML page's tables)
+
+    @property
+    def sheet(self) -> bool:
+        return self.path.lower().endswith(".csv")
+
+
+def references(reply: str) -> list[Reference]:
+    found = []
+    for m in REFERENCE.finditer(reply):
+        kind = (m.group("kind") or m.group("sym") or "").lower()
+        kind = {"sections": "section", "items": "item", "tables": "table", "rows": "row",
+                "lines": "line", "entries": "entry", "pages": "page"}.get(kind, kind)  # fmt: skip
+        label = m.group("label")
+        if kind in _APPENDIX and not re.fullmatch(r"[A-Z]|[IVX]+|\d+", label):
+            continue
+        if kind not in _APPENDIX and not label[0].isdigit():
+            continue  # "part A", "line B": not numbered references
+        found.append(Reference(kind, label.strip(), m.start(), m.end(), m.group(0)))
+    for m in TITLE.finditer(reply):
+        found.append(Reference("document", m.group(1), m.start(1), m.end(1), m.group(1)))
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _load(path: str, stamp: tuple[int, int]) -> Document:
+    from agenteval.corpus.documents import read_text  # lazy: only source checks read files
+
+    file = Path(path)
+    raw = file.read_bytes().decode("utf-8-sig", errors="replace")
+    return Document(path, read_text(file), raw)
+
+
+def load_documents(paths: list[str]) -> list[Document] | None:
+    """The documents at `paths` (relative to the working directory: the repository root);
+    None when any cannot be read, since a reference could then be in it."""
+    docs = []
+    for path in dict.fromkeys(paths):
+        file = Path(path)
+        try:
+            stat = file.stat()
+            docs.append(_load(str(file), (stat.st_size, stat.st_mtime_ns)))
+        except OSError:
+            return None
+    return docs
+
+
+# -- structure of a document -----------------------------------------------------------------
+_MD_HEADING = re.compile(r"^#{1,6}\s+(?:(?:section|item|part|chapter)\s+)?(\d+(?:\.\d+)*)\.?\s",
+                         re.I | re.M)  # fmt: skip
+_TEXT_HEADING = re.compile(
+    r"^\s{0,4}(?:(?:section|item|part|chapter)\s+)?(\d+(?:\.\d+)*)\.?\s+[A-Z][^\n]{0,70}$", re.M
+)
+_APPENDIX_HEADING = re.compile(
+    r"^\s{0,4}(?:#{1,6}\s+)?(appendix|annex|schedule|exhibit)\s+([A-Z0-9]+)\b", re.I | re.M
+)
+
+
+def headings(doc: Document) -> list[tuple[str, int]]:
+    """(number, offset) of the numbered headings, in order."""
+    pattern = _MD_HEADING if doc.path.lower().endswith(".md") else _TEXT_HEADING
+    return [(m.group(1), m.start()) for m in pattern.finditer(doc.text)]
+
+
+def _section_text(doc: Document, number: str) -> str | None:
+    heads = headings(doc)
+    for i, (n, pos) in enumerate(heads):
+        if n == number:
+            end = next((p for m, p in heads[i + 1 :] if "." not in m or not m.startswith(n)),
+                       len(doc.text))  # fmt: skip
+            return doc.text[pos:end]
+    return None
+
+
+def _tables(doc: Document) -> int:
+    if doc.sheet:
+        return 1
+    html = len(re.findall(r"<table\b", doc.raw, re.I))
+    markdown = len(re.findall(r"(?:^|\n)(?!\|)[^\n]*\n\|[^\n]*\|\s*\n\|\s*:?-", doc.raw))
+    return html + markdown
+
+
+def _rows(doc: Document) -> list[str]:
+    return [r for r in doc.raw.splitlines()[1:] if r.strip()]
+
+
+# -- looking a reference up ------------------------------------------------------------------
+def look_up(ref: Reference, docs: list[Document]) -> tuple[str, str | None]:
+    """(missing | found | unresolved, the referenced text when found)."""
+    results = [_in(ref, d) for d in docs]
+    found = [text for status, text in results if status == "found"]
+    if found:
+        return "found", "\n".join(t for t in found if t is not None)
+    if any(status == UNRESOLVED for status, _ in results) or not docs:
+        return UNRESOLVED, None
+    return MISSING, None
+
+
+def _in(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    if ref.kind in _SECTIONISH:
+        return _numbered(ref, doc)
+    if ref.kind in _APPENDIX:
+        heads = [m for m in _APPENDIX_HEADING.finditer(doc.text) if m.group(1).lower() == ref.kind]
+        for m in heads:
+            if m.group(2).upper() == ref.label.upper():
+                return "found", doc.text[m.start() :]
+        # Appendices with headings, and not this one: it is not there. None with a heading
+        # but one named in the text: it may be a part the file does not carry.
+        mentioned = not heads and re.search(rf"\b{ref.kind}\b", doc.text, re.I)
+        return (UNRESOLVED, None) if mentioned else (MISSING, None)
+    if ref.kind == "table":
+        count = _tables(doc)
+        number = int(re.match(r"\d+", ref.label).group(0))  # type: ignore[union-attr]
+        return ("found", doc.text) if 1 <= number <= count else (MISSING, None)
+    if ref.kind in ("row", "line", "entry"):
+        return _row(ref, doc)
+    if ref.kind == "document":
+        return _titled(ref, doc)
+    return UNRESOLVED, None  # pages: a text file has none code could count
+
+
+def _numbered(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    heads = headings(doc)
+    if not heads:
+        return UNRESOLVED, None
+    number = re.match(r"\d+(?:\.\d+)*", ref.label).group(0)  # type: ignore[union-attr]
+    text = _section_text(doc, number)
+    if text is not None:
+        return "found", text
+    top = number.split(".")[0]
+    if _section_text(doc, top) is not None:
+        return UNRESOLVED, None  # "5.3" under an existing "5": paragraphs may be unnumbered
+    return MISSING, None
+
+
+def _row(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    number = int(re.match(r"\d+", ref.label).group(0))  # type: ignore[union-attr]
+    if doc.sheet:
+        rows = _rows(doc)
+        if number < 1 or number > len(rows) + 1:
+            return MISSING, None
+        # "row 3" may count the header line or not: either row may be meant. The rows as
+        # the tools read them (one line each, every cell named by its column).
+        lines = doc.text.splitlines()
+        return "found", "\n".join(lines[max(0, number - 2) : number])
+    if ref.kind == "line":
+        lines = doc.raw.splitlines()
+        return ("found", lines[number - 1]) if 1 <= number <= len(lines) else (MISSING, None)
+    return UNRESOLVED, None
+
+
+def _titled(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    head = " ".join(doc.text.strip().splitlines()[:3]).lower()
+    name = Path(doc.path).stem.replace("_", " ").lower()
+    words = [w.lower() for w in re.findall(r"[A-Za-z][\w&'-]+", ref.label)]
+    distinctive = [w for w in words[:-1] if w not in _TITLE_FILLER and not _company(w, name)]
+    kind = words[-1].rstrip("s")
+    if kind in head or kind in name or not distinctive:
+        return "found", doc.text
+    if any(w in head or w in name for w in distinctive):
+        return UNRESOLVED, None
+    return MISSING, None
+
+
+def _company(word: str, name: str) -> bool:
+    return word.rstrip("'s").rstrip("’s") in name.split()

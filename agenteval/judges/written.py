@@ -1,0 +1,121 @@
+"""Numbers written in other locales' ways, rewritten in the one way the quantity reader reads.
+
+"USD 12 300", "17 900 kg", "48'000", "86.500 EUR", "41,5 %": the digits are grouped by a
+space, a no-break or narrow no-break space, an apostrophe or a dot, or the decimal mark is a
+comma. Babel parses each with the number symbols of a locale that writes it so (CLDR data),
+and the figure is written back as "12,300" / "41.5"; currency codes before or after a figure
+become its symbol ("USD 12,300" -> "$12,300"). A grouping that could be something else is
+read only where the text says it is one figure: a plain space or a dot groups digits only
+next to a currency or a unit ("between 2 300 and" stays as it is), a comma is a decimal mark
+only before a percent sign, a currency or a unit. The quantity reader (`judges.numbers`)
+then reads the rewritten text as it reads any other.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from decimal import Decimal
+from typing import Any
+
+CODES = {"USD": "$", "US$": "$", "EUR": "€", "GBP": "£"}
+_CODE = r"(?:USD|US\$|EUR|GBP)"
+_SYMBOL = r"[$€£]"
+# Words after a figure that make a grouped number one amount (units, currencies).
+_AFTER_AMOUNT = (
+    rf"(?:{_CODE}\b|%|per\s?cent\b|dollars?\b|euros?\b|pounds?\b|kg\b|g\b|km\b|m\b|mi\b|"
+    r"miles?\b|lbs?\b|t\b|tonnes?\b|kwh\b|wh\b|requests?\b|units?\b)"
+)
+_SPACES = " \u00a0\u202f"
+# Digits grouped by threes with one separator throughout, and an optional decimal part.
+_GROUPED = re.compile(
+    r"(?<![\d.,'’])(?P<num>\d{1,3}(?P<sep>[ \u00a0\u202f'’.])\d{3}(?:(?P=sep)\d{3})*"
+    r"(?:[.,]\d+)?)(?![\d'’]|[.,]\d)"
+)
+_DECIMAL_COMMA = re.compile(rf"(?<![\d.,])(?P<num>\d+,\d{{1,2}})(?=\s?{_AFTER_AMOUNT})(?!\d)", re.I)
+# The locale whose grouping symbol each separator is (Babel gives the symbols).
+_LOCALE_OF = {" ": "fr_FR", "\u00a0": "fr_FR", "\u202f": "fr_FR", "'": "de_CH", "’": "de_CH",
+              ".": "de_DE"}  # fmt: skip
+_BEFORE_CODE = re.compile(rf"\b{_CODE}\s?(?=\d)")
+_AFTER_CODE = re.compile(rf"(?<=\d)\s?{_CODE}\b")
+
+
+@functools.cache
+def _numbers() -> Any:
+    from babel import numbers  # lazy: only judging reads locale numbers
+
+    return numbers
+
+
+def parse(written: str, locale: str) -> Decimal | None:
+    """`written` read with `locale`'s number symbols (its grouping separator may be any
+    space when the locale's is a space); None when the locale does not write it so."""
+    numbers = _numbers()
+    group = numbers.get_group_symbol(locale)
+    text = written
+    if group in _SPACES:
+        text = re.sub(f"[{_SPACES}]", group, text)
+    elif group == "'":
+        text = text.replace("’", "'")
+    try:
+        return Decimal(numbers.parse_decimal(text, locale=locale, strict=True))
+    except (numbers.NumberFormatError, ValueError):
+        return None
+
+
+def _english(value: Decimal) -> str:
+    whole, _, frac = f"{value:f}".partition(".")
+    grouped = f"{int(whole):,}"
+    return f"{grouped}.{frac}" if frac else grouped
+
+
+def _amount_context(text: str, start: int, end: int) -> bool:
+    before = text[max(0, start - 5) : start]
+    after = text[end : end + 12]
+    return bool(
+        re.search(rf"(?:{_SYMBOL}|{_CODE})\s?$", before)
+        or re.match(rf"\s?{_AFTER_AMOUNT}", after, re.I)
+    )
+
+
+def _grouped(m: re.Match[str], text: str) -> str:
+    sep, written = m.group("sep"), m.group("num")
+    unambiguous = sep in "\u00a0\u202f'’"
+    if not unambiguous and not _amount_context(text, m.start(), m.end()):
+        return written
+    if sep == "." and "," not in written and written.count(".") == 1:
+        # "86.500" is 86,500 in Germany and 86.5 in England: only a currency code or a
+        # euro sign beside it says which.
+        around = text[max(0, m.start() - 5) : m.end() + 5]
+        if not re.search(rf"{_CODE}|€", around):
+            return written
+    value = parse(written, _LOCALE_OF[sep])
+    return written if value is None else _english(value)
+
+
+def rewrite(text: str) -> str:
+    """Locale-written figures and currency codes as the quantity reader reads them."""
+    if not re.search(r"\d", text):
+        return text
+    text = _GROUPED.sub(lambda m: _grouped(m, text), text)
+    text = _DECIMAL_COMMA.sub(lambda m: _decimal_comma(m.group("num")), text)
+    text = _BEFORE_CODE.sub(lambda m: CODES[m.group(0).strip()], text)
+    return _AFTER_CODE.sub("", _move_codes(text))
+
+
+def _decimal_comma(written: str) -> str:
+    value = parse(written, "de_DE")
+    return written if value is None else _english(value)
+
+
+def _move_codes(text: str) -> str:
+    """ "1,849 USD" -> "$1,849 USD" (the code after is then dropped); a figure that has its
+    symbol already keeps it."""
+
+    def put(m: re.Match[str]) -> str:
+        if re.search(rf"{_SYMBOL}\s?$", text[max(0, m.start() - 2) : m.start()]):
+            return m.group(0)
+        return CODES[m.group("code")] + m.group("num")
+
+    return re.sub(rf"(?<![\d.,$€£])(?P<num>\d[\d,]*(?:\.\d+)?)(?=\s?(?P<code>{_CODE})\b)", put,
+                  text)  # fmt: skip
