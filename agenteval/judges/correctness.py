@@ -466,7 +466,9 @@ def with_sources(q: Question, text: str, graded: Result) -> Result:
     refs = [
         r
         for r in sources.references(text)
-        if r.text.lower() not in asked and not re.search(rf"\b{re.escape(r.kind)}\b", expected)
+        if sources.credited(text, r)
+        and r.text.lower() not in asked
+        and not re.search(rf"\b{re.escape(r.kind)}\b", expected)
     ]
     if not refs or q.documents is None or graded.score is None:
         return graded

@@ -81,6 +81,27 @@ def references(reply: str) -> list[Reference]:
     return found
 
 
+# A reference credited as the answer's source: it opens a sentence or clause ("Section 4:",
+# "In row 2, ..."), follows "according to" / "per" / "see" / "under", or is followed by a
+# verb of saying ("Table 3 of the report puts ..."). One inside quoted text ("the notice
+# described in Exhibit B of this License") is the document's own, not the reply's credit.
+_CREDIT_BEFORE = re.compile(
+    r"(?:(?:^|[.;:!?(\n\u2014\u2013]\s*)(?:(?:in|under|per|from|see)\s+)?"
+    r"|\b(?:according to|per|see|cf\.?|citing|under)\s+)(?:the\s+|[\w'’]+['’]s\s+)?$",
+    re.I,
+)
+_CREDIT_AFTER = re.compile(
+    r"^\s*(?:of\s+(?:the|this|its)\s+[\w\s'’-]{0,40}?)?,?\s*(?:says|say|states|state|gives|"
+    r"give|lists|list|shows|show|puts|records|sets|caps|notes|reports|confirms|has|:|\()",
+    re.I,
+)
+
+
+def credited(text: str, ref: Reference) -> bool:
+    before = text[max(0, ref.start - 40) : ref.start]
+    return bool(_CREDIT_BEFORE.search(before) or _CREDIT_AFTER.match(text[ref.end : ref.end + 60]))
+
+
 @functools.lru_cache(maxsize=64)
 def _load(path: str, stamp: tuple[int, int]) -> Document:
     from agenteval.corpus.documents import read_text  # lazy: only source checks read files
