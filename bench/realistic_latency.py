@@ -147,8 +147,9 @@ def main() -> int:
         for name in names:
             rows[name] = run_config(name, root, args)
             row = rows[name]
-            print(f"{name}: {row['wall_s']:.1f} s, limit {row['limit_s']:.1f} s, "
-                  f"{row['traces']} traces ({row['load']})", flush=True)  # fmt: skip
+            print(f"{name}: {row['wall_s']:.1f} s, limit {row['limit_s']:.1f} s "
+                  f"({row['ratio']:.2f}x), CPU {row['cpu_s']:.1f} s, {row['traces']} traces "
+                  f"({row['load']})", flush=True)  # fmt: skip
     report(rows, args)
     print(f"\nrerun: {SCRIPT} --conversations {args.conversations} --turns {args.turns} "
           f"--concurrency {args.concurrency} --median {args.median} --p95 {args.p95} "
