@@ -2,7 +2,9 @@
 
     python bench/loopback.py --latency 0.05 [--tools]     prints its port, serves until killed
 
-POST /v1/chat/completions answers after `latency` seconds. With --tools, a request that
+POST /v1/chat/completions answers after `latency` seconds, or after a latency drawn from a
+lognormal distribution (`--median 1 --p95 4`); a request with `"stream": true` is answered
+as server-sent events, its first chunk at a fifth of the latency. With --tools, a request that
 offers tools and whose last message is not a tool result gets one `query_documents` call
 back; every other request gets a plain text answer with usage. So a single-turn scenario
 through the chat target makes two requests (call, then answer) and a request without tools
@@ -15,7 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import math
+import random
 import subprocess
 import sys
 import time
@@ -84,7 +89,65 @@ class Stats:
             "connections_made": cls.connections_made,
             "peak_connections": cls.peak_connections,
             "cpu_s": time.process_time(),
+            "latency_s": sum(LATENCY.by_conversation.values()),
+            "longest_conversation_s": max(LATENCY.by_conversation.values(), default=0.0),
+            "conversations": len(LATENCY.by_conversation),
         }
+
+
+class Latency:
+    """Each request's latency: fixed, or drawn from a lognormal distribution (median and
+    95th percentile given, seeded); every draw is recorded per conversation, keyed by the
+    request's first user message, so a benchmark computes its physical limit from the
+    latencies actually served."""
+
+    def __init__(self, fixed: float, median: float = 0.0, p95: float = 0.0, seed: int = 0):
+        self.fixed, self.median, self.p95 = fixed, median, p95
+        self.random = random.Random(seed)
+        self.by_conversation: dict[str, float] = {}
+
+    def draw(self, body: bytes) -> float:
+        if not self.median:
+            return self.fixed
+        sigma = math.log(self.p95 / self.median) / 1.6448536269514722  # z of 0.95
+        value = self.random.lognormvariate(math.log(self.median), sigma)
+        key = first_user_message(body)
+        self.by_conversation[key] = self.by_conversation.get(key, 0.0) + value
+        return value
+
+
+def first_user_message(body: bytes) -> str:
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        for message in json.loads(body or b"{}").get("messages") or []:
+            if message.get("role") == "user":
+                return str(message.get("content"))[:200]
+    return ""
+
+
+LATENCY = Latency(0.05)
+
+
+def stream_parts(reply: bytes) -> list[bytes]:
+    """A whole chat.completion as server-sent chunks (headers, a first delta with the
+    text's first word, the rest, usage, [DONE]): what a streaming endpoint sends."""
+    body = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    message = body["choices"][0]["message"]
+    text = message.get("content") or ""
+    head, _, rest = text.partition(" ")
+    base = {"id": body["id"], "object": "chat.completion.chunk", "created": 0, "model": MODEL}
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": head}, {"content": " " + rest}]
+    if message.get("tool_calls"):
+        deltas = [{"role": "assistant", "tool_calls": [
+            dict(call, index=i) for i, call in enumerate(message["tool_calls"])]}]  # fmt: skip
+    finish = body["choices"][0]["finish_reason"]
+    events = [dict(base, choices=[{"index": 0, "delta": d, "finish_reason": None}]) for d in deltas]
+    events.append(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}]))
+    events.append(dict(base, choices=[], usage=USAGE))
+    chunks = [b"data: " + json.dumps(e).encode() + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
+    framed = [f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks]
+    start = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+             b"transfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n")  # fmt: skip
+    return [start + framed[0], b"".join(framed[1:]) + b"0\r\n\r\n"]
 
 
 class EndpointProtocol(asyncio.Protocol):
@@ -121,8 +184,19 @@ class EndpointProtocol(asyncio.Protocol):
             if head.startswith(b"get /stats"):
                 self._send(http_response(json.dumps(Stats.as_dict()).encode()), counted=False)
             else:
-                reply = answer_for(body, self.tools)
-                asyncio.get_running_loop().call_later(self.latency, self._send, reply)
+                self._answer(body)
+
+    def _answer(self, body: bytes) -> None:
+        """After the request's latency; a streamed request gets its first chunk at a fifth
+        of it (time to first token) and the rest at the end."""
+        reply, loop = answer_for(body, self.tools), asyncio.get_running_loop()
+        delay = LATENCY.draw(body) if LATENCY.median else self.latency
+        if b'"stream": true' not in body and b'"stream":true' not in body:
+            loop.call_later(delay, self._send, reply)
+            return
+        first, rest = stream_parts(reply)
+        loop.call_later(delay / 5, self._send, first, False)
+        loop.call_later(delay, self._send, rest)
 
     def _send(self, data: bytes, counted: bool = True) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -140,9 +214,14 @@ async def serve(latency: float, tools: bool) -> None:
         await server.serve_forever()
 
 
-def start_server(latency: float, tools: bool) -> tuple[subprocess.Popen[str], int]:
-    """The endpoint in its own process (its CPU is not the harness's); (process, port)."""
+def start_server(
+    latency: float, tools: bool, lognormal: tuple[float, float] | None = None
+) -> tuple[subprocess.Popen[str], int]:
+    """The endpoint in its own process (its CPU is not the harness's); (process, port).
+    `lognormal`: (median, p95) seconds of a drawn latency instead of the fixed one."""
     cmd = [sys.executable, __file__, "--latency", str(latency)] + (["--tools"] if tools else [])
+    if lognormal:
+        cmd += ["--median", str(lognormal[0]), "--p95", str(lognormal[1])]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline())
@@ -163,7 +242,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--tools", action="store_true")
+    parser.add_argument("--median", type=float, default=0.0, help="lognormal latency median")
+    parser.add_argument("--p95", type=float, default=0.0, help="lognormal latency p95")
     args = parser.parse_args()
+    global LATENCY
+    LATENCY = Latency(args.latency, args.median, args.p95)
     asyncio.run(serve(args.latency, args.tools))
     return 0
 

@@ -5,7 +5,9 @@ Options: --scenarios N (metrics, params and artifacts, and the records of a new 
 dataset; default 1000), --turns N (traces, each turn one trace with one tool call, three
 feedback scores, two expectations and, on a scenario's first turn, its session feedback;
 default 200). Everything happens in a temporary folder; nothing reaches the network. Every
-write goes through MLflow's public API, as `log_evaluation` does.
+write goes through MLflow's public API, as `log_evaluation` does (traces: every turn,
+`tracking.traces: all`). SQL statements per traced turn are counted by a SQLAlchemy listener
+on every engine of this process (in this benchmark only, never in the project).
 """
 
 from __future__ import annotations
@@ -140,6 +142,29 @@ def timed_log(layout: Layout, uri: str, experiment: str, traces: bool) -> tuple[
     return time.perf_counter() - start, time.process_time() - cpu, result.traces_logged
 
 
+class SqlCounter:
+    """Statements and rollbacks every SQLAlchemy engine of this process runs (MLflow's sqlite
+    store among them): a listener on the Engine class, in this benchmark only."""
+
+    def __init__(self) -> None:
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        self.statements = self.selects = self.rollbacks = 0
+        event.listen(Engine, "before_cursor_execute", self._statement)
+        event.listen(Engine, "rollback", self._rollback)
+
+    def _statement(self, conn: object, cursor: object, statement: str, *rest: object) -> None:
+        self.statements += 1
+        self.selects += statement.lstrip()[:6].upper() == "SELECT"
+
+    def _rollback(self, conn: object) -> None:
+        self.rollbacks += 1
+
+    def snapshot(self) -> tuple[int, int, int]:
+        return self.statements, self.selects, self.rollbacks
+
+
 def dataset_upsert(uri: str, items: list[SuiteItem]) -> float:
     """Seconds to put these scenarios into a new evaluation dataset (`merge_records`)."""
     from mlflow.genai import datasets
@@ -197,12 +222,21 @@ def main() -> int:
         convo = Layout.run_dir(ROOT, Path(tmp) / "traces")
         write_scorecard(convo, results)
         write_conversations(convo, results)
+        sql = SqlCounter()
+        before = sql.snapshot()
         with_traces, cpu_traces, sent = timed_log(convo, uri, "traces", traces=True)
+        middle = sql.snapshot()
         without, cpu_without, _ = timed_log(convo, uri, "no-traces", traces=False)
+        after = sql.snapshot()
         seconds, cpu = with_traces - without, cpu_traces - cpu_without
+        # Statements of the traced log minus the untraced one: what the traces themselves cost.
+        traced = [(m - b) - (a - m) for b, m, a in zip(before, middle, after, strict=True)]
         rows.append((f"{sent} turns as traces (+ feedback, expectations)", f"{seconds:.2f} s"))
         rows.append(("per turn, wall", f"{seconds / max(sent, 1) * 1000:.0f} ms"))
         rows.append(("per turn, CPU (every thread)", f"{cpu / max(sent, 1) * 1000:.0f} ms"))
+        per = [n / max(sent, 1) for n in traced]
+        rows.append(("per turn, SQL statements (SELECTs, ROLLBACKs)",
+                     f"{per[0]:.1f} ({per[1]:.1f}, {per[2]:.2f})"))  # fmt: skip
         total = time.perf_counter() - start
     for name, value in rows:
         print(f"{name:52s} {value:>10s}")

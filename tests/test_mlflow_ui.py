@@ -207,12 +207,29 @@ def test_run_page_shows_agent_judge_and_judged_pass_rate(page: Any, store: Store
         assert tag_shown(text, key, tags[key]), key
     status = {"FINISHED": "Finished", "FAILED": "Failed"}[run.info.status]
     assert f"Status {status}" in text
+    # The description says which conversations are traced, so a sample never passes for all.
+    assert f"Traces (agenteval.traces={tags['agenteval.traces']})" in text
     row = page.get_by_role("row").filter(has=page.get_by_text("judged_pass_rate", exact=True))
     cells = row.first.inner_text()
     shown = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", cells.split("judged_pass_rate")[1])]
     assert shown and shown[0] == pytest.approx(metrics["judged_pass_rate"], abs=0.01), cells
     model = store.client.get_logged_model(run.inputs.model_inputs[0].model_id)
     assert model.name in cells  # the headline metric is linked to the agent version
+
+
+def test_verdict_table_shows_every_turn_with_its_trace(page: Any, store: Store) -> None:
+    run = store.runs[0]
+    rows = store.client.download_artifacts(run.info.run_id, "verdicts.json")
+    table = json.loads(Path(rows).read_text(encoding="utf-8"))
+    path = f"/experiments/{store.experiment_id}/runs/{run.info.run_id}/artifacts/verdicts.json"
+    text = visit(page, path, "trace_id")
+    shot(page, "verdict-table")
+    for column in ("scenario_id", "turn", "status", "turn_score", "root_cause", "trace"):
+        assert column in table["columns"] and column in text, column
+    ids = table["columns"].index("trace_id")
+    traced = [row[ids] for row in table["data"] if row[ids]]
+    assert traced and all(trace_id in text for trace_id in traced)
+    assert all(scenario in text for scenario in SCENARIOS)
 
 
 def test_agent_versions_list_every_agent_that_was_run(page: Any, store: Store) -> None:

@@ -202,6 +202,7 @@ def test_artifacts_include_reports_and_scenario_table(logged: Logged, tmp_path: 
         "noise.json",
         "provenance.json",
         "scenarios.parquet",
+        "verdicts.json",
     }
     local = mlflow_client.download_artifacts(logged.result.run_id, "scenarios.parquet", tmp_path)
     table = pd.read_parquet(local)
@@ -218,6 +219,51 @@ def test_artifacts_include_reports_and_scenario_table(logged: Logged, tmp_path: 
         values = [v for v in judged if v is not None]
         if values:
             assert row["dim_correctness"] == pytest.approx(sum(values) / len(values))
+
+
+def verdict_rows(uri: str, run_id: str) -> list[dict[str, Any]]:
+    """The run's verdict table as MLflow's own reader loads it."""
+    import mlflow
+
+    frame = mlflow.load_table("verdicts.json", run_ids=[run_id])
+    return [dict(row) for _, row in frame.iterrows()]
+
+
+def test_verdict_table_links_every_turn_to_its_trace(logged: Logged) -> None:
+    with mlflow_client(logged.uri):
+        rows = verdict_rows(logged.uri, logged.result.run_id)
+    card = Scorecard.model_validate(read_json(logged.layout.scorecard))
+    assert len(rows) == sum(len(r.turns) for r in card.scenarios)
+    traces = {
+        (t.info.tags["agenteval.scenario_id"], int(t.info.tags["agenteval.turn"])): t.info.trace_id
+        for t in run_traces(logged)
+    }
+    for row in rows:
+        assert row["trace_id"] == traces[(row["scenario_id"], int(row["turn"]))]
+        assert row["trace"].endswith(f"selectedEvaluationId={row['trace_id']}")
+        scenario = next(r for r in card.scenarios if r.id == row["scenario_id"])
+        assert row["status"] == scenario.status and row["root_cause"] == scenario.root_cause
+        turn = next(t for t in scenario.turns if t.turn == row["turn"])
+        assert row["turn_score"] == pytest.approx(turn.score)
+    run = client(logged.uri).get_run(logged.result.run_id)
+    tags = run.data.tags
+    assert tags["agenteval.traces"] == "sample:50" and tags["agenteval.traced"] == "2 of 2"
+    assert "every one" in tags["mlflow.note.content"]
+
+
+def test_untraced_run_keeps_every_verdict_and_says_none_traced(
+    logged: Logged, tmp_path: Path
+) -> None:
+    uri = sqlite_uri(tmp_path)
+    found = log_evaluation(logged.layout, logged.params, uri=uri, traces="none")
+    assert found is not None and found.traces_logged == 0
+    assert client(uri).search_traces(locations=[found.experiment_id], max_results=5) == []
+    with mlflow_client(uri):
+        rows = verdict_rows(uri, found.run_id)
+    assert {r["scenario_id"] for r in rows} == set(SCENARIOS)
+    assert all(r["trace_id"] is None or r["trace_id"] != r["trace_id"] for r in rows)  # NaN
+    tags = client(uri).get_run(found.run_id).data.tags
+    assert tags["agenteval.traces"] == "none" and "none traced" in tags["mlflow.note.content"]
 
 
 def test_one_trace_per_turn_grouped_into_sessions(logged: Logged) -> None:

@@ -94,7 +94,10 @@ def track(
     ] = None,
     traces: Annotated[
         bool | None,
-        typer.Option("--traces/--no-traces", help="Conversations as traces (tracking.traces)."),
+        typer.Option(
+            "--traces/--no-traces",
+            help="Every conversation as a trace, or none (default: tracking.traces).",
+        ),
     ] = None,
 ) -> None:
     """Log the results on disk to MLflow, even with tracking.enabled false: the repository's

@@ -12,9 +12,9 @@ JSON Schema (`eval/schemas/params.schema.json`) is exported from these models.
 from __future__ import annotations
 
 from datetime import date
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agenteval.schema.params_base import (
     DIMENSION_NAMES,
@@ -347,13 +347,37 @@ class StatsParams(_Section):
     seed: int | None = Field(None, description="Seeds the bootstrap (null: 0).")
 
 
+TraceMode = Literal["all", "failures", "sample", "none"]
+TRACE_MODES: tuple[str, ...] = get_args(TraceMode)
+LEGACY_TRACES = {True: "all", False: "none"}  # `traces: true / false` of older params files
+
+
 class TrackingParams(_Section):
-    """MLflow: where runs are logged (docs/tracking.md)."""
+    """MLflow: where runs are logged (docs/tracking.md).
+
+    Which conversations become traces (`traces`): `all`; `failures` (every conversation
+    that is not PASS); `sample` (those, plus the `trace_sample` passing ones with the
+    smallest salted hash of scenario id and iteration: the same scenarios in every run, and
+    a run with fewer passing conversations is traced whole); `none`. A trace costs MLflow
+    ~25 ms of CPU (docs/performance.md), hence the default. The policy in force is the run's
+    tag `agenteval.traces` and is said in its description; every verdict, traced or not, is
+    in the run's table verdicts.json. `true` / `false` are read as `all` / `none`.
+    """
 
     experiment: str = Field("agenteval", description="MLflow experiment of the runs.")
     uri: str | None = Field(None, description="null: sqlite:///<repository root>/mlflow.db")
     enabled: bool = Field(True, description="false: log nothing (agenteval track still can).")
-    traces: bool = Field(True, description="Conversations as MLflow traces.")
+    traces: TraceMode = Field(
+        "sample", description="Conversations logged as MLflow traces (see above)."
+    )
+    trace_sample: int = Field(
+        50, ge=0, description="With traces: sample, the passing conversations traced."
+    )
+
+    @field_validator("traces", mode="before")
+    @classmethod
+    def _legacy_bool(cls, value: Any) -> Any:
+        return LEGACY_TRACES[value] if isinstance(value, bool) else value
 
 
 class ControlsParams(_Section):

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenteval.fileio import read_json, write_json
+from agenteval.tracking.policy import TracePolicy, policy_tags
+from agenteval.tracking.records import TurnTrace
 from agenteval.tracking.traces import TraceCounts
+from agenteval.tracking.verdicts import TurnKey, log_verdict_table, turn_key, verdict_table
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -68,22 +71,22 @@ def log_evaluation(
     uri: str | None = None,
     experiment: str | None = None,
     run_name: str | None = None,
-    traces: bool | None = None,
+    traces: str | bool | None = None,
     trees: Mapping[str, str | None] | None = None,
 ) -> TrackResult | None:
     """Log the run in `layout` (scorecard, metrics, reports, transcripts, verdicts).
 
-    Returns None without touching MLflow when `tracking.enabled` is false. `traces`
-    (default `tracking.traces`, else true) logs the conversations as traces. Writes
+    Returns None without touching MLflow when `tracking.enabled` is false. `traces`: which
+    conversations become traces (a `tracking.traces` mode, true for all, false for none;
+    default `tracking.traces`, see `tracking.policy`). Writes
     reports/mlflow_run.json. Raises TrackingError when the store refused or lost
     something. `trees`: the run's `provenance.tree_digests`, when they were taken before.
     """
     section = params.get("tracking") or {}
     if not section.get("enabled", True):
         return None
-    if traces is None:
-        traces = bool(section.get("traces", True))
     from agenteval.schema.scorecard import Scorecard
+    from agenteval.tracking.policy import trace_policy
     from agenteval.tracking.provenance import run_key
     from agenteval.tracking.store import (
         DEFAULT_EXPERIMENT,
@@ -113,7 +116,8 @@ def log_evaluation(
         else:
             run_id = _new_run(client, experiment_id, card, params, (key, basis), dest)
             target = _Target(client, experiment_id, run_id)
-            sent = _fill_run(target, layout, params, card, traces)
+            policy = trace_policy(section, traces)
+            sent = _fill_run(target, layout, params, card, policy)
             created = True
     result = TrackResult(
         run_id,
@@ -163,7 +167,7 @@ def _fill_run(
     layout: Layout,
     params: dict[str, Any],
     card: Scorecard,
-    traces: bool,
+    policy: TracePolicy,
 ) -> TraceCounts:
     """The agent model and scenario dataset, traces, then params, tags, metrics and
     artifacts; the run ends FAILED if any step fails (its traces removed), so a later
@@ -182,13 +186,15 @@ def _fill_run(
 
         items = load_suite(layout).items if layout.suite.is_file() else []
         links = _evaluation_links(target, items, params, record, scrubber)
-        found = (items, card)
-        sent = _log_traces(target, layout, found, scrubber, links) if traces else TraceCounts()
+        chosen = policy.choose(card.scenarios)
+        traced = card.model_copy(update={"scenarios": _chosen(card, chosen)})
+        trace_ids: dict[TurnKey, str] = {}
+        sent = _log_traces(target, layout, (items, traced), scrubber, links, trace_ids)
         noise = load_noise(card, layout.reports)
-        tags = provenance.headline_tags(record)
-        summary_line = results.headline(noise)
-        if summary_line:  # shown as the run's description in the MLflow UI
-            tags["mlflow.note.content"] = summary_line
+        tags = provenance.headline_tags(record) | policy_tags(policy, card, chosen)
+        # The run's description in the MLflow UI: the headline, then what is traced.
+        note = [results.headline(noise), policy.describe(card.scenarios, chosen)]
+        tags["mlflow.note.content"] = "\n\n".join(line for line in note if line)
         tags |= results.interval_notes(noise)
         tags = {key: scrubber.scrub_text(value) for key, value in tags.items()}
         results.log_batched(
@@ -202,6 +208,8 @@ def _fill_run(
         )
         secrets = provenance.known_secret_values(params)
         results.log_artifacts(client, run_id, layout, card, secrets, provenance=record)
+        table = verdict_table(card, trace_ids, target.experiment_id)
+        log_verdict_table(client, run_id, scrubber.scrub(table))
     except BaseException:
         _discard_traces(target)
         client.set_terminated(run_id, status="FAILED")
@@ -262,9 +270,10 @@ def _log_traces(
     found: tuple[Sequence[SuiteItem], Scorecard],
     scrubber: Scrubber,
     links: EvaluationLinks,
+    trace_ids: dict[TurnKey, str],
 ) -> TraceCounts:
-    """Every turn as a trace, read from disk one conversation at a time, verified in the
-    store."""
+    """Every turn of the scorecard's conversations as a trace, read from disk one
+    conversation at a time, verified in the store; `trace_ids` gets each turn's trace id."""
     from agenteval.tracking.conversations import iter_conversations, turn_traces
     from agenteval.tracking.traces import log_traces
 
@@ -277,7 +286,18 @@ def _log_traces(
         for conversation in conversations
         for turn in turn_traces(conversation, target.run_id, scrubber)
     )
-    return log_traces(target.client, target.experiment_id, target.run_id, turns, links.model_id)
+    if not card.scenarios:
+        return TraceCounts()
+
+    def logged(turn: TurnTrace, trace_id: str) -> None:
+        trace_ids[turn_key(turn)] = trace_id
+
+    client, experiment_id = target.client, target.experiment_id
+    return log_traces(client, experiment_id, target.run_id, turns, links.model_id, logged)
+
+
+def _chosen(card: Scorecard, chosen: set[tuple[str, int]]) -> list[ScenarioResult]:
+    return [r for r in card.scenarios if (r.id, r.iteration) in chosen]
 
 
 def _discard_traces(target: _Target) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -73,10 +73,12 @@ def log_traces(
     run_id: str,
     turns: Iterable[TurnTrace],
     model_id: str | None = None,
+    logged: Callable[[TurnTrace, str], None] | None = None,
 ) -> TraceCounts:
     """Log every turn as a trace of `run_id` (linked to the LoggedModel `model_id`), wait
     until MLflow has exported them, and check the store holds exactly what was sent. The
-    tracking URI must be the client's (`tracking.store.mlflow_client` sets both)."""
+    tracking URI must be the client's (`tracking.store.mlflow_client` sets both).
+    `logged(turn, trace_id)` is told each trace's id."""
     import mlflow
 
     mlflow.set_experiment(experiment_id=experiment_id)
@@ -89,6 +91,8 @@ def log_traces(
                 mlflow.flush_trace_async_logging()
                 pending = 0
             trace_id = _log_turn(mlflow, turn, model_id)
+            if logged is not None:
+                logged(turn, trace_id)
             sent += TraceCounts.of(turn)
             probe = probe or (trace_id, turn)
             pending += exports
