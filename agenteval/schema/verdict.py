@@ -25,6 +25,11 @@ class TurnVerdict(BaseModel):
         "a key of scoring.CODE_FINDINGS; the binding ones are scoring.BINDING_FINDINGS.",
     )
     simulator_fault: str | None = None
+    reasked: bool | None = Field(
+        None,
+        description="The judge saw the agent ask again for a fact an earlier turn established "
+        "(null: this judge does not say). Scoring caps context_retention for it (rule reasked).",
+    )
 
 
 class Disagreement(BaseModel):
