@@ -102,3 +102,9 @@ class Verdict(BaseModel):
         None, description="Model calls the judge made, re-asks after invalid output included."
     )
     usage: Usage | None = Field(None, description="The judge's own tokens and cost.")
+    commit: str | None = Field(
+        None,
+        description="The repository's HEAD when a model judge graded (agenteval.stamps); null "
+        "for the code judge, whose verdict is a function of its code digest.",
+    )
+    judged_at: str | None = Field(None, description="When a model judge graded (UTC).")

@@ -178,6 +178,7 @@ def _fill_run(
 
         scrubber = provenance.secret_scrubber(params)
         record = scrubber.scrub(provenance.provenance_record(layout, params, card.config))
+        record["units"] = {"commits": card.commits}
         from agenteval.layout import load_suite
 
         items = load_suite(layout).items if layout.suite.is_file() else []
@@ -185,7 +186,7 @@ def _fill_run(
         found = (items, card)
         sent = _log_traces(target, layout, found, scrubber, links) if traces else TraceCounts()
         noise = load_noise(card, layout.reports)
-        tags = provenance.headline_tags(record)
+        tags = provenance.headline_tags(record) | provenance.unit_commit_tags(card.commits)
         summary_line = results.headline(noise)
         if summary_line:  # shown as the run's description in the MLflow UI
             tags["mlflow.note.content"] = summary_line
