@@ -58,6 +58,9 @@ def _config(
         "params_digest": section_digest(
             without_placement(params), "suite", "target", "simulator", "judge", "run"
         ),
+        # The CI lane it ran (suite.tier; null: no lane selected): `agenteval ci-verify`
+        # counts a full sweep only from a scorecard that says it ran the full lane.
+        "tier": (params.get("suite") or {}).get("tier"),
         "iterations": suite.iterations,
         "seed": suite.seed,
         "seeds": suite.seeds(),
