@@ -156,7 +156,9 @@ class TasksParams(_Section):
     """`suite.kind: tasks`: coding tasks graded by what the finished project does."""
 
     file: str = Field("eval/tasks/tasks.json", description="The task file.")
-    suite: str = Field("core", description="core | adversarial | full (or any suite in file).")
+    suite: str = Field(
+        "core", description="core | adversarial | full | everyday (or any suite in file)."
+    )
     ids: list[str] = Field(default_factory=list, description="Only these tasks; []: all.")
     harness: Literal["scripted", "chat", "claude-code"] = Field(
         "scripted",
