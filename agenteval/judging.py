@@ -84,16 +84,16 @@ async def judge_cases(
     on_done: Callable[[Verdict], None] | None = None,
     on_fresh: Callable[[Verdict], None] | None = None,
     fresh_cases: int | None = None,
+    commit: str | None = None,
 ) -> list[Verdict]:
     """A verdict per case (in the order given), reusing stored ones that are still valid;
     new verdicts are committed through `writer` (each case's path must lie under its
     journal's folder). `on_fresh` hears of each new verdict of the first `fresh_cases`
-    cases (all by default)."""
+    cases (all by default); `commit` stamps a model judge's new verdicts."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
     notify = on_done or (lambda _v: None)
     told = len(cases) if fresh_cases is None else fresh_cases
     order = sorted(range(len(cases)), key=lambda i: _order(cases[i]))
-    commit = stamps.head(cases[0].path) if cases else None  # the repository they are kept in
     grading = [
         judge_case(
             cases[i], judge, writer, semaphore, notify, on_fresh if i < told else None, commit
@@ -119,8 +119,10 @@ async def run_judging(
     on_done: Callable[[Verdict], None] | None = None,
     extra: Sequence[Case] = (),
     on_fresh: Callable[[Verdict], None] | None = None,
+    root: Path | None = None,
 ) -> list[Verdict]:
     """One verdict per stored transcript of the suite; a missing transcript is left unjudged.
+    A model judge's new verdicts are stamped with the commit checked out at `root`.
 
     `extra` cases (labelled controls, judge.controls_per_run) are judged in the same batch,
     by the same judge, interleaved with the real ones; only the suite's verdicts are returned
@@ -143,6 +145,7 @@ async def run_judging(
             on_done=on_done,
             on_fresh=on_fresh,
             fresh_cases=len(cases),
+            commit=stamps.head(root) if root and judge.participant.protocol else None,
         )
     return judged[: len(cases)]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -374,6 +375,10 @@ def test_pipeline_with_chat_target_llm_simulator_and_llm_judge(
     assert stored["turns"][0]["user_message"].endswith("Thanks!")
     verdict = json.loads((out / "data/verdicts" / TWO_TURNS / "0.json").read_text())
     assert verdict["judge"]["kind"] == "llm" and verdict["judge_attempts"] == 3
+    # each unit stamped with the commit it ran at: the transcript, and the model's verdict
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    assert stored["commit"] == verdict["commit"] == head and verdict["judged_at"]
     written = [p for p in out.rglob("*") if p.is_file() and p.suffix != ".png"]
     assert written and all(KEY not in p.read_text(encoding="utf-8") for p in written)
     assert "[REDACTED]" in stored["turns"][0]["response"]
