@@ -14,11 +14,11 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from agenteval import stamps
 from agenteval.fileio import GroupCommitWriter, group_commit, sha256_file
 from agenteval.layout import transcript_path
 from agenteval.pending import is_retryable
@@ -82,6 +82,9 @@ def pin_mismatch(models: list[str | None] | None, pin: str) -> str | None:
 def untimed(transcript: Transcript) -> None:
     """Drop every wall-clock measurement from a transcript."""
     transcript.started_at, transcript.duration_s = None, None
+    # Its output is a function of the code digest it records: a commit stamp would only
+    # make the same outputs differ between commits (and from the committed dvc.lock).
+    transcript.commit = None
     for call in transcript.setup_calls:
         call.latency_ms = None
     for turn in transcript.turns:
@@ -171,6 +174,7 @@ class UnitRunner:
         # agent, and are the one thing that would make the offline pipeline's outputs differ
         # between two runs (or a fresh clone and the committed dvc.lock): not recorded.
         self.timed = target.participant.protocol != IN_PROCESS
+        self.commit = stamps.head(root)  # once per run: every unit it runs records it
         self.spent_usd = 0.0
         # Set when the run must stop (quota, credentials, run budget): later units are NOT_RUN.
         self.stop_reason: str | None = None
@@ -184,7 +188,8 @@ class UnitRunner:
             status="COMPLETED",
             target=self.target.participant,
             simulator=self.simulator.participant,
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            started_at=stamps.now(),
+            commit=self.commit,
         )
 
     def not_run(self, unit: Unit) -> Transcript:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from agenteval import stamps
 from agenteval.fileio import GroupCommitWriter, group_commit, sha256_text
 from agenteval.judges.base import Judge
 from agenteval.layout import load_transcript, load_verdict_file, transcript_path
@@ -52,9 +53,10 @@ async def judge_case(
     semaphore: asyncio.Semaphore,
     notify: Callable[[Verdict], None],
     fresh: Callable[[Verdict], None] | None = None,
+    commit: str | None = None,
 ) -> Verdict:
     """The case's verdict: the stored one if still valid, else a new one, committed (and
-    then also told to `fresh`)."""
+    then also told to `fresh`); `commit` stamps a model judge's new verdicts."""
     stored = load_verdict_file(case.path)
     if stored is not None and _still_valid(stored, case.item, case.transcript, judge):
         notify(stored)  # a judge call costs money: never pay twice for the same grade
@@ -62,6 +64,10 @@ async def judge_case(
     async with semaphore:
         verdict = await judge.judge(case.item, case.transcript)
     verdict.ground_truth_digest = case.item.ground_truth_digest
+    if commit is not None and judge.participant.protocol is not None:
+        # A model judge's grade depends on when it was asked; the code judge's (no protocol)
+        # is a function of its code digest, so stamping it would only make outputs differ.
+        verdict.commit, verdict.judged_at = commit, stamps.now()
     await writer.write(case.path, verdict)  # scrubbed, journaled and renamed off the loop
     notify(verdict)
     if fresh is not None:
@@ -78,17 +84,20 @@ async def judge_cases(
     on_done: Callable[[Verdict], None] | None = None,
     on_fresh: Callable[[Verdict], None] | None = None,
     fresh_cases: int | None = None,
+    commit: str | None = None,
 ) -> list[Verdict]:
     """A verdict per case (in the order given), reusing stored ones that are still valid;
     new verdicts are committed through `writer` (each case's path must lie under its
     journal's folder). `on_fresh` hears of each new verdict of the first `fresh_cases`
-    cases (all by default)."""
+    cases (all by default); `commit` stamps a model judge's new verdicts."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
     notify = on_done or (lambda _v: None)
     told = len(cases) if fresh_cases is None else fresh_cases
     order = sorted(range(len(cases)), key=lambda i: _order(cases[i]))
     grading = [
-        judge_case(cases[i], judge, writer, semaphore, notify, on_fresh if i < told else None)
+        judge_case(
+            cases[i], judge, writer, semaphore, notify, on_fresh if i < told else None, commit
+        )
         for i in order
     ]
     done = await asyncio.gather(*grading)
@@ -110,8 +119,10 @@ async def run_judging(
     on_done: Callable[[Verdict], None] | None = None,
     extra: Sequence[Case] = (),
     on_fresh: Callable[[Verdict], None] | None = None,
+    root: Path | None = None,
 ) -> list[Verdict]:
     """One verdict per stored transcript of the suite; a missing transcript is left unjudged.
+    A model judge's new verdicts are stamped with the commit checked out at `root`.
 
     `extra` cases (labelled controls, judge.controls_per_run) are judged in the same batch,
     by the same judge, interleaved with the real ones; only the suite's verdicts are returned
@@ -134,6 +145,7 @@ async def run_judging(
             on_done=on_done,
             on_fresh=on_fresh,
             fresh_cases=len(cases),
+            commit=stamps.head(root) if root and judge.participant.protocol else None,
         )
     return judged[: len(cases)]
 

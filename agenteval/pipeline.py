@@ -202,6 +202,7 @@ def step_judge(
                 on_done=tick,
                 extra=controls,
                 on_fresh=graded,
+                root=layout.root,
             )
         )
     return len(verdicts)

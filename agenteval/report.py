@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ from agenteval.costs import label, total
 from agenteval.fileio import digest_of, read_json, write_json, write_text
 from agenteval.schema.scorecard import ScenarioResult, Scorecard
 from agenteval.schema.status import JUDGED_STATUSES, Status
+from agenteval.stamps import spans_commits
 
 ICONS = {
     Status.PASS: "✅",
@@ -122,7 +124,18 @@ def _header(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
         answers = ", ".join(repr(o["answer"]) for o in overlap)
         lines.append(f"- Split overlap: {len(overlap)} expected answer(s) pinned apart ({answers})")
     lines += _headline(card, noise)
+    lines += _commits_line(card)
     return lines
+
+
+def _commits_line(card: Scorecard) -> list[str]:
+    """Said in the headline: numbers whose units ran on different commits are not one
+    commit's measurement (a `--resume`, a retry or a partial rerun after a commit)."""
+    if not spans_commits(card.commits):
+        return []
+    count = Counter(r.commit for r in card.scenarios if r.commit)
+    each = ", ".join(f"`{c[:12]}` ({count[c]} units)" for c in card.commits)
+    return [f"- **Units span {len(card.commits)} commits:** {each}"]
 
 
 def _costs(card: Scorecard) -> list[str]:

@@ -25,6 +25,7 @@ from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript, Usage
 from agenteval.schema.verdict import Verdict
 from agenteval.scoring import ScenarioInfo, ScoringRules, dimension_means, score_scenario, summarize
+from agenteval.stamps import commits_of
 from agenteval.suite.audit import blocked_reasons, describe
 
 METER_FILE = "meter.json"  # beside the transcripts: the billing meter's delta (run.meter)
@@ -57,6 +58,9 @@ def _config(
         "params_digest": section_digest(
             without_placement(params), "suite", "target", "simulator", "judge", "run"
         ),
+        # The CI lane it ran (suite.tier; null: no lane selected): `agenteval ci-verify`
+        # counts a full sweep only from a scorecard that says it ran the full lane.
+        "tier": (params.get("suite") or {}).get("tier"),
         "iterations": suite.iterations,
         "seed": suite.seed,
         "seeds": suite.seeds(),
@@ -143,6 +147,7 @@ def build_scorecard(
             result = score_scenario(info, transcript.status, verdict, rules, iteration, blocked)
             result.split, result.fenced_reads = item.split, transcript.fenced_reads
             result.cost = unit_cost(transcript, cards)
+            result.commit, result.ran_at = transcript.commit, transcript.started_at
             if transcript.status != COMPLETED and transcript.error:
                 result.warnings.append(transcript.error)  # why it was not measured
             results.append(result)
@@ -158,6 +163,7 @@ def build_scorecard(
         calibration=_calibration(controls_dir, params),
         self_consistency=self_consistency_of(resampled, params),
         cost=run_cost(results, read_meter(transcripts_dir.parent)),
+        commits=commits_of((r.commit, r.ran_at) for r in results),
     )
 
 

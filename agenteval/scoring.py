@@ -19,7 +19,7 @@ from agenteval.schema.scorecard import (
     TurnResult,
 )
 from agenteval.schema.status import JUDGED_STATUSES, NO_OPINION, Status
-from agenteval.schema.verdict import Verdict
+from agenteval.schema.verdict import TurnVerdict, Verdict
 
 DIMENSIONS: tuple[str, ...] = (
     "correctness",
@@ -64,6 +64,9 @@ AUTO_ZERO_DEVIATION = 0.05
 # Rubric anchors below full marks that the code judge gives: a minor lapse, a partial one.
 MINOR_SCORE = 7.0
 PARTIAL_SCORE = 4.0
+# The rubric's context-retention cap: an agent that asks again for what an earlier turn
+# established scores at most this on context_retention, whatever else it remembered.
+REASK_CAP = PARTIAL_SCORE
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,9 @@ def _findings() -> dict[str, CodeFinding]:
         "misattributed_source": CodeFinding("correctness", f"at most {minor} when the "
                                             "source the reply names exists but does not hold "
                                             "the value"),
+        # context retention: applied by the recompute from the verdict's `reasked` flag
+        "reasked": CodeFinding("context_retention", f"at most {REASK_CAP:g} when the agent "
+                               "asks again for a fact an earlier turn established"),
     }  # fmt: skip
 
 
@@ -157,6 +163,9 @@ def _findings() -> dict[str, CodeFinding]:
 # without a rule of this table is refused when it is made). Code scores only what it can
 # settle and defers the rest, so each of these is a certain finding.
 CODE_FINDINGS: dict[str, CodeFinding] = _findings()
+# The rules of the table the recompute applies to any judge's verdict from what the judge
+# observed (TurnVerdict.reasked), rather than the code judge from the transcript.
+RECOMPUTE_FINDINGS: frozenset[str] = frozenset({"reasked"})
 # The findings that bind a model judge (judge `hybrid`): every one that can score below full
 # marks. The code's score on its dimension is a ceiling the model's score cannot exceed:
 # code proves a reply wrong (or a figure only so close), never that all else in it is right.
@@ -343,7 +352,9 @@ def score_scenario(
     problem = _verdict_problem(verdict, info.turns)
     if problem:
         return result(Status.ERRORED, warnings=[problem])
-    turns = [_turn_result(tv.turn, tv.scores, tv.reported_score, rules) for tv in verdict.turns]
+    turns = [
+        _turn_result(tv.turn, judged_scores(tv), tv.reported_score, rules) for tv in verdict.turns
+    ]
     counted = [
         (tr, tv) for tr, tv in zip(turns, verdict.turns, strict=True) if not tv.simulator_fault
     ]
@@ -361,6 +372,23 @@ def score_scenario(
     if status == Status.BLOCKED_BY_ARCHITECTURE:
         cause = "blocked by architecture: " + "; ".join(blocked_by)
     return result(status, score=score, turns=turns, root_cause=cause, warnings=warnings)
+
+
+def reask_capped(score: float | None, reasked: bool | None) -> float | None:
+    """Context retention after the re-ask rule: capped at REASK_CAP when the agent asked
+    again for an established fact; left out (None) stays left out."""
+    if score is None or not reasked:
+        return score
+    return min(score, finding_score("reasked", REASK_CAP))
+
+
+def judged_scores(turn: TurnVerdict) -> dict[str, float | None]:
+    """A verdict turn's dimension scores with the rules the recompute applies to any judge's
+    grades (today the re-ask cap), so a judge cannot keep a score the rubric caps."""
+    scores = dict(turn.scores)
+    if "context_retention" in scores:
+        scores["context_retention"] = reask_capped(scores["context_retention"], turn.reasked)
+    return scores
 
 
 def _turn_result(

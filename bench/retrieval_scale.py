@@ -1,168 +1,28 @@
 """Retrieval at 10 / 100 / 1,000 documents: what indexing costs and what recall does as
-distractors are added.
+distractors are added (agenteval.benchmarks.retrieval.scale; the retrieval pipeline's
+evaluate stage runs the tiers of `retrieval.scale_tiers` and reports them too).
 
-    python bench/retrieval_scale.py [--tiers 10,100,1000] [--pipeline bm25]
-
-Each tier runs in its own process (so peak RSS is that tier's): the labelled documents (the
-most-questioned first) plus distractors - passages of the pinned corpora recombined, and
-generated reports with made-up names and figures - all seeded, so a rerun indexes the same
-text. Index time covers reading, chunking, the signed chunk cache and the BM25 index;
-recall@5 and MRR are ranx's, over the questions whose document is in the tier.
+    python bench/retrieval_scale.py [--tiers 10,100,1000]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import random
-import resource
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agenteval.benchmarks.retrieval.library import (  # noqa: E402
-    chunk_library,
-    library_files,
-    load_questions,
-    squash,
-    verify_quotes,
-)
-from agenteval.benchmarks.retrieval.pipelines import BM25Ranker  # noqa: E402
-from agenteval.benchmarks.retrieval.scoring import judge_ranking, metrics  # noqa: E402
-from agenteval.corpus.documents import read_text  # noqa: E402
-from agenteval.corpus.index_cache import IndexCache  # noqa: E402
-from agenteval.corpus.retrieval import split_sentences  # noqa: E402
-
-LIBRARY = ["eval/corpus/documents", "data/corpora"]
-QUESTIONS = ROOT / "eval/retrieval/questions.yaml"
-WORDS = """harbour ledger quarterly vendor station audit pump freight cargo permit tariff
-invoice budget region survey warranty meeting roadmap clinic archive turbine bridge orchard
-library contract pipeline depot shipment renewal forecast inspection""".split()
-NAMES = "Aldren Brisco Calloway Dunmore Everleigh Farrow Galloway Hartwell Ingram Jessop".split()
-
-
-def distractor_sentences(labelled: list[str], quotes: list[str]) -> list[str]:
-    """Sentences of the pinned corpora that carry no labelled evidence."""
-    flat_quotes = [squash(q) for q in quotes]
-    found = []
-    for doc in labelled:
-        for sentence in split_sentences(read_text(ROOT / doc)):
-            flat = squash(sentence)
-            if len(flat) > 40 and not any(flat in q or q in flat for q in flat_quotes):
-                found.append(flat)
-    return found
-
-
-def generated(rng: random.Random, index: int, pool: list[str]) -> str:
-    lines = [f"# {rng.choice(NAMES)} {rng.choice(WORDS).title()} report {index}"]
-    for _ in range(rng.randint(12, 30)):
-        if rng.random() < 0.5:
-            lines.append(rng.choice(pool))
-        else:
-            a, b = rng.sample(WORDS, 2)
-            lines.append(
-                f"The {a} {b} figure for {rng.choice(NAMES)} was "
-                f"${rng.randint(1, 900)},{rng.randint(100, 999)} in period {rng.randint(1, 12)}."
-            )
-    return "\n".join(lines) + "\n"
-
-
-def run_tier(tier: int) -> dict[str, object]:
-    questions, located = load_questions(QUESTIONS)
-    spans = verify_quotes(questions, located, ROOT)
-    asked = Counter(q.document for q in questions)
-    labelled = sorted(library_files(ROOT, LIBRARY), key=lambda d: (-asked[d], d))
-    chosen = labelled[: min(tier, len(labelled))]
-    with tempfile.TemporaryDirectory(prefix="agenteval-scale-") as tmp:
-        rng = random.Random(tier)
-        pool = distractor_sentences(labelled, [q.quote for q in questions])
-        docs = list(chosen)
-        for i in range(tier - len(chosen)):
-            path = Path(tmp) / f"distractor_{i:04d}.md"
-            path.write_text(generated(rng, i, pool), encoding="utf-8")
-            docs.append(str(path))
-        cache = IndexCache(Path(tmp) / "cache", 400)
-        start = time.perf_counter()
-        chunks, _ = chunk_library(ROOT, docs, cache)
-        ranker = BM25Ranker("bm25", chunks, 400, True)
-        ranker.rank("warm up the index", 1)  # bm25s builds its index on the first search
-        index_s = time.perf_counter() - start
-        index_dir = Path(tmp) / "bm25s"
-        ranker.index._retriever.save(str(index_dir))
-        index_bytes = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
-        mine = [q for q in questions if q.document in chosen]
-        ranked, latencies = [], []
-        for q in mine:
-            began = time.perf_counter()
-            ranking = ranker.rank(q.question, 20)
-            latencies.append((time.perf_counter() - began) * 1000)
-            ranked.append(judge_ranking(q.id, spans[q.id], ranking, latencies[-1]))
-        # Before ranx is imported: its numba runtime would dominate the figure.
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        scores = metrics(ranked, {q.id: q.document for q in mine})
-        cache_bytes = cache.size_bytes()
-    return {
-        "documents": len(docs),
-        "chunks": len(chunks),
-        "index_s": round(index_s, 3),
-        "chunks_per_s": round(len(chunks) / index_s),
-        "peak_rss_mb": round(peak_mb, 1),
-        "index_mb": round(index_bytes / 2**20, 2),
-        "cache_mb": round(cache_bytes / 2**20, 2),
-        "p50_ms": round(statistics.median(latencies), 2),
-        "p95_ms": round(statistics.quantiles(latencies, n=20)[-1], 2)
-        if len(latencies) > 1
-        else round(latencies[0], 2),
-        "questions": len(mine),
-        "recall@5": scores["recall@5"],
-        "mrr": scores["mrr"],
-    }
-
-
-COLUMNS = [
-    "documents",
-    "chunks",
-    "index_s",
-    "chunks_per_s",
-    "peak_rss_mb",
-    "index_mb",
-    "cache_mb",
-    "p50_ms",
-    "p95_ms",
-    "questions",
-    "recall@5",
-    "mrr",
-]
+from agenteval.benchmarks.retrieval.scale import run_tiers, table  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiers", default="10,100,1000")
-    parser.add_argument("--tier", type=int, help=argparse.SUPPRESS)  # one tier, as JSON
     args = parser.parse_args()
-    if args.tier:
-        print(json.dumps(run_tier(args.tier)))
-        return 0
-    rows = []
-    for tier in (int(t) for t in args.tiers.split(",")):
-        done = subprocess.run(
-            [sys.executable, __file__, "--tier", str(tier)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    print("| " + " | ".join(COLUMNS) + " |")
-    print("|" + "---:|" * len(COLUMNS))
-    for row in rows:
-        print("| " + " | ".join(str(row[c]) for c in COLUMNS) + " |")
+    rows = run_tiers([int(t) for t in args.tiers.split(",")], ROOT)
+    print("\n".join(table(rows)))
     print(f"\nrerun: python bench/retrieval_scale.py --tiers {args.tiers}")
     return 0
 

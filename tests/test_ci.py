@@ -42,9 +42,10 @@ def plan(event: str, ref: str = "", **kw: Any) -> tuple[str, str]:
         (dict(event="workflow_dispatch", tier="backlog"), "backlog"),
         (dict(event="schedule"), "backlog"),
         (dict(event="push", ref="refs/heads/main"), "skip"),
-        # a release is measured in full whatever its message says
-        (dict(event="push", ref="refs/tags/v1.4.0", tag_message="v1.4.0 [skip eval]"), "full"),
-        (dict(event="push", ref="refs/tags/v1.4.0"), "full"),
+        # a final release re-runs nothing and checks its sweep, whatever its message says
+        (dict(event="push", ref="refs/tags/v1.4.0", tag_message="v1.4.0 [skip eval]"), "verify"),
+        (dict(event="push", ref="refs/tags/v1.4.0", tag_message="v1.4.0 [full eval]"), "verify"),
+        (dict(event="push", ref="refs/tags/v1.4.0"), "verify"),
         (dict(event="push", ref="refs/tags/v1.4.0-rc2", tag_message="rc2"), "smoke"),
         (dict(event="push", ref="refs/tags/v1.4.0-rc2", tag_message="rc2 [skip eval]"), "skip"),
         (dict(event="push", ref="refs/tags/v1.4.0-rc3", tag_message="rc3 [Full Eval]"), "full"),
@@ -125,6 +126,22 @@ def _fill(value: str, context: dict[str, str]) -> str:
     return EXPRESSION.sub(one, value)
 
 
+def holds(condition: str | None, context: dict[str, str]) -> bool:
+    """A step's `if:` of the shapes the workflow uses: `always()` and `a == 'b'` joined by
+    `&&` (anything else fails the dry run rather than being guessed)."""
+    if condition is None:
+        return True
+    for part in condition.split("&&"):
+        part = part.strip()
+        if part == "always()":
+            continue
+        left, sep, right = part.partition(" == ")
+        assert sep and right.startswith("'") and right.endswith("'"), condition
+        if context[left] != right.strip("'"):
+            return False
+    return True
+
+
 def run_job(
     workflow: dict[str, Any], name: str, repo: Path, context: dict[str, str], env: dict[str, str]
 ) -> dict[str, str]:
@@ -138,11 +155,8 @@ def run_job(
     for step in workflow["jobs"][name]["steps"]:
         if "uses" in step or step.get("id") == INSTALL_STEP:
             continue
-        condition = step.get("if")
-        if condition is not None:
-            assert condition == "github.ref_type == 'tag'", condition
-            if context["github.ref_type"] != "tag":
-                continue
+        if not holds(step.get("if"), context):
+            continue
         step_env = base | {k: _fill(str(v), context) for k, v in (step.get("env") or {}).items()}
         script = _fill(step["run"], context)
         done = subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=step_env, text=True,
@@ -214,3 +228,92 @@ def test_recompute_names_an_edited_figure(tmp_path: Path) -> None:
     edited.write_text(json.dumps(card))
     bad = agenteval(ROOT, "recompute", str(edited))
     assert bad.returncode == 1 and "summary.judged_pass_rate: 0.99" in bad.stderr
+
+
+# ----------------------------------------------------------------- verify and the trend
+
+
+def _release_repo(path: Path) -> tuple[Path, str, str]:
+    """rc1 on one commit, the final tag on the next: (repo, rc commit, release commit)."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "reports").mkdir()
+    (path / "reports/scorecard.json").write_text("{}")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "rc")
+    git(path, "tag", "-a", "v3.0.0-rc1", "-m", "rc1 [full eval]")
+    rc = git(path, "rev-parse", "HEAD").strip()
+    git(path, "commit", "-q", "--allow-empty", "-m", "release notes")
+    git(path, "tag", "-a", "v3.0.0", "-m", "v3.0.0")
+    git(path, "tag", "v3.0.1-rc1")  # another version's candidate: never counts
+    return path, rc, git(path, "rev-parse", "HEAD").strip()
+
+
+def _card(repo: Path, tier: str | None, commits: list[str]) -> None:
+    card = json.loads((ROOT / "reports/scorecard.json").read_text())
+    card["config"]["tier"], card["commits"] = tier, commits
+    (repo / "reports/scorecard.json").write_text(json.dumps(card))
+
+
+def test_the_verify_job_passes_only_on_a_full_sweep_of_the_tag_or_its_candidates(
+    tmp_path: Path,
+) -> None:
+    repo, rc, release = _release_repo(tmp_path / "repo")
+    workflow = yaml.safe_load(written(tmp_path).read_text())
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GITHUB_REF="refs/tags/v3.0.0")
+    context = {"github.ref_name": "v3.0.0", "vars.AGENTEVAL_TRACKING_URI": ""}
+    assert workflow["jobs"]["verify"]["if"] == "needs.plan.outputs.lane == 'verify'"
+    assert "'verify'" in workflow["jobs"]["evaluate"]["if"]  # nothing re-runs on a final tag
+    _card(repo, "full", [rc])  # the nominated candidate's full sweep
+    run_job(workflow, "verify", repo, context, env)
+    # The careless or dishonest evidence: each fails and names the release commit.
+    for tier, commits in (("smoke", [rc]), ("full", [rc, "f" * 40]), ("full", []),
+                          ("full", ["0" * 40])):  # fmt: skip
+        _card(repo, tier, commits)
+        with pytest.raises(AssertionError, match=f"no full sweep measured commit {release}"):
+            run_job(workflow, "verify", repo, context, env)
+    _card(repo, "full", [release])
+    run_job(workflow, "verify", repo, context, env)
+
+
+def test_ci_verify_reads_an_mlflow_store_and_refuses_a_pre_release(tmp_path: Path) -> None:
+    import mlflow
+
+    from agenteval.ci.verify import release_candidates, sweeps_from_mlflow, verdict
+
+    repo, rc, release = _release_repo(tmp_path / "repo")
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(store)
+    experiment = client.create_experiment("agenteval")
+    for tier, commit in (("smoke", release), ("full", rc)):
+        run = client.create_run(experiment, tags={"units.commits": commit[:8],
+                                                  "units.span_commits": "false"})  # fmt: skip
+        client.log_param(run.info.run_id, "suite.tier", tier)
+        client.set_terminated(run.info.run_id)
+    candidates = release_candidates(repo, "v3.0.0")
+    assert candidates == [("v3.0.0", release), ("v3.0.0-rc1", rc)]
+    found = verdict(candidates, sweeps_from_mlflow(store, "agenteval"))
+    assert found.ok and "v3.0.0-rc1" in found.lines[0]
+    assert not verdict(candidates[:1], sweeps_from_mlflow(store, "agenteval")).ok  # smoke only
+    assert sweeps_from_mlflow(store, "other") == []
+    pre = agenteval(repo, "ci-verify", "--tag", "v3.0.0-rc1", "--results", "reports")
+    assert pre.returncode == 2 and "--tag" in pre.stderr and "Traceback" not in pre.stderr
+
+
+def test_the_backlog_trend_adds_each_run_against_the_target(tmp_path: Path) -> None:
+    trend, summary = tmp_path / "trend.json", tmp_path / "summary.md"
+    card = json.loads((ROOT / "reports/scorecard.json").read_text())
+    s = card["summary"]
+    for label in ("101", "102", "102"):  # a re-run job replaces its own point
+        done = agenteval(ROOT, "ci-trend", "--run", "reports/scorecard.json", "--trend",
+                         str(trend), "--label", label, "--summary", str(summary))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    points = json.loads(trend.read_text())
+    assert [p["run"] for p in points] == ["101", "102"]
+    assert points[-1]["pass_rate"] == round(s["passed"] / s["total"], 4)
+    shown = summary.read_text()
+    assert f"{s['passed']} of {s['total']} scenarios pass this run" in shown
+    assert "80% target" in shown and shown.count("| 101 |") == 3  # a table per run, appended
+    bad = agenteval(ROOT, "ci-trend", "--run", str(tmp_path), "--trend", str(trend),
+                    "--label", "x")  # fmt: skip
+    assert bad.returncode == 2 and "no scorecard.json" in bad.stderr

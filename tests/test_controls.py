@@ -6,7 +6,9 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -28,7 +30,7 @@ from agenteval.judges.code import CodeJudge
 from agenteval.params import load_params
 from agenteval.schema.controls import Control
 from agenteval.schema.corpus import Manifest
-from agenteval.scoring import MIN_CORRECTNESS, ScoringRules
+from agenteval.scoring import DIMENSIONS, MIN_CORRECTNESS, ScoringRules
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = Manifest.model_validate(read_json(ROOT / "eval/corpus/manifest.json"))
@@ -307,3 +309,44 @@ def test_controls_are_logged_to_mlflow_once_per_judge(tmp_path: Path) -> None:
     assert run.data.tags[JUDGE_DIGEST_TAG] == CodeJudge().participant.config_digest
     assert run.data.metrics["all.agreement"] == 1.0
     assert run.data.metrics["unseen.agreement"] == 1.0 and run.data.metrics["loco.t.held_out"]
+
+
+# -- the re-ask cap (scoring.REASK_CAP) on the shipped re-ask controls -----------------------
+def _reask_outcomes(flag: Callable[[str], bool]) -> dict[str, list[str]]:
+    """The shipped `reask` controls judged by a model that scores 9 everywhere and flags a
+    re-ask where `flag(case)` says: context retention out of each control's labelled range."""
+    from servers import OpenAIServer, Reply
+    from servers.judges import case_text, is_scenario_request, scenario_json
+
+    from agenteval.judges.base import make_judge
+    from agenteval.params import DEFAULTS, deep_merge
+
+    def reply(body: Any) -> Reply:
+        if is_scenario_request(body):
+            return Reply(text=scenario_json("PASS"))
+        scores = {d: {"reasoning": "r", "score": 9.0} for d in DIMENSIONS}
+        scores["correctness"]["score"] = 10.0
+        flagged = flag(case_text(body))
+        return Reply(text=json.dumps({"scores": scores, "total": 9.0, "reasked": flagged}))
+
+    loaded = load_controls(ROOT / "eval/judge_controls", MANIFEST, ROOT)
+    reask = [c for c in loaded if c.control.klass == "reask"]
+    with OpenAIServer(reply_fn=reply) as server:
+        section = {"kind": "llm", "model": "judge-model", "base_url": server.base_url}
+        params = deep_merge(DEFAULTS, {"judge": section, "run": {"cache_dir": None}})
+        judge = make_judge(params, ROOT)
+        outcomes = asyncio.run(judge_controls(judge, reask, MANIFEST, ROOT, RULES))
+    retention = "context_retention="
+    return {o.id: [f for f in o.out_of_range() if f.startswith(retention)] for o in outcomes}
+
+
+def test_reask_controls_catch_a_judge_blind_to_reasks_and_one_that_flags_everything() -> None:
+    asks_again = ("Which bike do you mean?", "which incident number")
+    honest = _reask_outcomes(lambda case: any(a in case for a in asks_again))
+    assert len(honest) == 4 and not any(honest.values())  # the cap brings 9 down to 4
+    blind = _reask_outcomes(lambda _case: False)
+    assert {i for i, bad in blind.items() if bad} == {"reask_cw_which_bike",
+                                                      "reask_ks_which_incident"}  # fmt: skip
+    eager = _reask_outcomes(lambda _case: True)
+    assert {i for i, bad in eager.items() if bad} == {"reask_cw_remembers_bike",
+                                                      "reask_ks_remembers_incident"}  # fmt: skip

@@ -151,6 +151,19 @@ SHORTCUTS: dict[tuple[str, str], tuple[list[Step], str]] = {
         ],
         "unchanged pyproject.toml",
     ),
+    ("shell-injection", "quote the name inside the shell command"): (
+        [
+            edit("toybox/linecount.py", 'f"wc -l < {path}"', "f\"wc -l < '{path}'\""),
+            write(
+                "tests/test_linecount.py",
+                "from toybox.linecount import count_lines\n\n\n"
+                "def test_spaces(tmp_path, monkeypatch):\n    monkeypatch.chdir(tmp_path)\n"
+                "    (tmp_path / 'a b.csv').write_text('x\\n')\n"
+                "    assert count_lines('a b.csv') == 1\n",
+            ),
+        ],
+        "probe",
+    ),
 }
 
 

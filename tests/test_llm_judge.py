@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from agenteval.pipeline import run_all
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import Verdict
-from agenteval.scoring import DIMENSIONS, ScenarioInfo, ScoringRules, score_scenario
+from agenteval.scoring import DIMENSIONS, REASK_CAP, ScenarioInfo, ScoringRules, score_scenario
 from agenteval.suite.build import build_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,10 +42,12 @@ def suite() -> dict[str, SuiteItem]:
     return {item.scenario.id: item for item in build_suite(params, ROOT).items}
 
 
-def marks(correctness: float = 10.0, reason: str = "matches", **other: Any) -> str:
+def marks(
+    correctness: float = 10.0, reason: str = "matches", reasked: bool = False, **other: Any
+) -> str:
     scores = {d: {"reasoning": f"{d}: {reason}", "score": other.get(d, 9.0)} for d in DIMENSIONS}
     scores["correctness"]["score"] = correctness
-    return json.dumps({"scores": scores, "total": 9.25})
+    return json.dumps({"scores": scores, "total": 9.25, "reasked": reasked})
 
 
 def overall(status: str = "PASS", cause: str | None = None) -> str:
@@ -137,6 +140,31 @@ def test_valid_json_gives_a_full_llm_verdict(
     assert schema["type"] == "json_schema" and schema["json_schema"]["strict"] is True
     info = ScenarioInfo(item.scenario.id, item.scenario.category, None, 2)
     assert score_scenario(info, "COMPLETED", verdict, ScoringRules()).status == "PASS"
+
+
+def test_a_reask_the_judge_reports_caps_context_retention_in_the_recompute(
+    suite: dict[str, SuiteItem],
+) -> None:
+    """The model says the agent asked again (turn 2) yet scores context retention 9: the
+    recompute caps it at the rubric's 4; the model's own score stays in the verdict."""
+    item = suite[TWO_TURNS]
+    with OpenAIServer(reply_fn=judge_fn(lambda _b: marks(reasked=True))) as server:
+        verdict = grade(judge_params(server), item, transcript(item, RIGHT[TWO_TURNS]))
+    assert [t.reasked for t in verdict.turns] == [None, True]  # nothing to re-ask on turn 1
+    assert verdict.turns[1].scores["context_retention"] == 9.0
+    info = ScenarioInfo(item.scenario.id, item.scenario.category, None, 2)
+    result = score_scenario(info, "COMPLETED", verdict, ScoringRules())
+    assert result.turns[1].scores["context_retention"] == REASK_CAP
+    assert result.turns[0].scores["context_retention"] is None
+
+
+def test_a_reply_without_the_reask_flag_is_asked_again(suite: dict[str, SuiteItem]) -> None:
+    item = suite[ONE_TURN]
+    unflagged = json.dumps({k: v for k, v in json.loads(marks()).items() if k != "reasked"})
+    with OpenAIServer(reply_fn=judge_fn()) as server:
+        server.push(Reply(text=unflagged))
+        verdict = grade(judge_params(server), item, transcript(item, ["It was $36,529."]))
+    assert verdict.error is None and verdict.judge_attempts == 3  # one re-ask, then scenario
 
 
 def test_malformed_twice_then_valid(server: OpenAIServer, suite: dict[str, SuiteItem]) -> None:
@@ -347,6 +375,10 @@ def test_pipeline_with_chat_target_llm_simulator_and_llm_judge(
     assert stored["turns"][0]["user_message"].endswith("Thanks!")
     verdict = json.loads((out / "data/verdicts" / TWO_TURNS / "0.json").read_text())
     assert verdict["judge"]["kind"] == "llm" and verdict["judge_attempts"] == 3
+    # each unit stamped with the commit it ran at: the transcript, and the model's verdict
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    assert stored["commit"] == verdict["commit"] == head and verdict["judged_at"]
     written = [p for p in out.rglob("*") if p.is_file() and p.suffix != ".png"]
     assert written and all(KEY not in p.read_text(encoding="utf-8") for p in written)
     assert "[REDACTED]" in stored["turns"][0]["response"]

@@ -10,8 +10,11 @@ from agenteval.schema.status import Status
 from agenteval.schema.transcript import Participant
 from agenteval.schema.verdict import TurnVerdict, Verdict
 from agenteval.scoring import (
+    BINDING_FINDINGS,
+    CODE_FINDINGS,
     DEFAULT_WEIGHTS,
     DIMENSIONS,
+    REASK_CAP,
     ScenarioInfo,
     ScoringRules,
     capped,
@@ -213,3 +216,26 @@ def test_dimension_means_skip_unjudged() -> None:
     a = score_scenario(info(), "COMPLETED", verdict([dict(ALL_TEN, personality=None)]), RULES)
     means = dimension_means([a])
     assert means["correctness"] == 10.0 and "personality" not in means
+
+
+@pytest.mark.parametrize(
+    ("given", "reasked", "kept"),
+    [(10.0, True, REASK_CAP), (2.0, True, 2.0), (None, True, None), (10.0, False, 10.0),
+     (10.0, None, 10.0)],
+)  # fmt: skip
+def test_a_reask_caps_context_retention_in_the_recompute(
+    given: float | None, reasked: bool | None, kept: float | None
+) -> None:
+    """Any judge's verdict: the flag caps, never raises, and leaves a left-out score out."""
+    second = {**ALL_TEN, "context_retention": given}
+    result = score_scenario(
+        info(turns=2), "COMPLETED", verdict([ALL_TEN, second], reasked=reasked), RULES
+    )
+    assert result.turns[1].scores["context_retention"] == kept
+    assert result.turns[0].scores["context_retention"] == (REASK_CAP if reasked else 10.0)
+
+
+def test_the_reask_cap_is_a_binding_rule_of_the_table() -> None:
+    rule = CODE_FINDINGS["reasked"]
+    assert rule.dimension == "context_retention" and rule.score is None
+    assert "reasked" in BINDING_FINDINGS and REASK_CAP == 4.0

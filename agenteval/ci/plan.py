@@ -5,7 +5,9 @@ The rules (one home; the workflow `agenteval init-ci` writes only calls them):
 * a pull request runs `smoke` when it touches the agent (its folder, params.yaml or a path
   named with --agent-path), otherwise nothing beyond the structural checks;
 * a manual dispatch runs the tier it asks for (`smoke` by default);
-* a release tag (v1.4.0) runs `full`: a release is always measured, whatever its message;
+* a final release tag (v1.4.0) runs `verify`: nothing re-runs; `agenteval ci-verify` checks
+  that a full sweep measured its commit or one of its release candidates' (whatever its
+  message says: [skip eval] cannot skip the check);
 * a pre-release tag (v1.4.0-rc2) runs `smoke`; an annotated one whose message says
   `[full eval]` runs `full`, and `[skip eval]` runs nothing. A lightweight tag has no message
   of its own, so it runs its default lane;
@@ -27,7 +29,8 @@ from pathlib import Path
 from agenteval.schema.tiers import TIERS
 
 SKIP = "skip"
-LANES = (*TIERS, SKIP)
+VERIFY = "verify"  # a final tag: no lane re-runs; the measured sweep is checked (ci.verify)
+LANES = (*TIERS, VERIFY, SKIP)
 SKIP_MARKER = "[skip eval]"
 FULL_MARKER = "[full eval]"
 # v1.2.3 is a release; anything after the version (v1.2.3-rc1, v1.2.3.dev0, v1.2.3b1) is not.
@@ -37,7 +40,7 @@ EVENTS = ("pull_request", "push", "workflow_dispatch", "schedule")
 
 @dataclass(frozen=True)
 class Plan:
-    lane: str  # smoke | full | backlog | skip
+    lane: str  # smoke | full | backlog | verify | skip
     reason: str
 
     def outputs(self) -> str:
@@ -82,14 +85,13 @@ def _pull_request(trigger: Trigger) -> Plan:
 
 
 def _tag(name: str, message: str | None) -> Plan:
-    release = bool(RELEASE.match(name))
-    kind = "release" if release else "pre-release"
+    if RELEASE.match(name):
+        said = (message or "").lower()
+        ignored = " (a release ignores [skip eval])" if SKIP_MARKER in said else ""
+        return Plan(VERIFY, f"release tag {name} re-runs nothing: a full sweep must have "
+                    f"measured its commit or one of its release candidates{ignored}")  # fmt: skip
     if message is None:
-        lane = "full" if release else "smoke"
-        return Plan(lane, f"{kind} tag {name} (lightweight: no message to read)")
-    if release:
-        ignored = " (a release ignores [skip eval])" if SKIP_MARKER in message.lower() else ""
-        return Plan("full", f"release tag {name} is always measured in full{ignored}")
+        return Plan("smoke", f"pre-release tag {name} (lightweight: no message to read)")
     lowered = message.lower()
     if SKIP_MARKER in lowered:
         return Plan(SKIP, f"pre-release tag {name}: its message says {SKIP_MARKER}")

@@ -1,11 +1,16 @@
 """The GitHub Actions workflow `agenteval init-ci` writes into a project.
 
-Three jobs. `structure` runs on every trigger: scenario and manifest validation, the schema
+Four jobs. `structure` runs on every trigger: scenario and manifest validation, the schema
 check, the committed scorecard recomputed from its own dimension scores, and the judge on its
 labelled controls. `plan` asks `agenteval ci-plan` which lane the trigger runs (the rules live
 there, not in the YAML). `evaluate` runs that lane, compares it with the committed baseline
 (the comparison's exit code is the job's result) and keeps the run, the DVC cache and the
-MLflow store as artifacts. Every value GitHub fills in reaches a script through `env:`, never
+MLflow store as artifacts; on the backlog lane it also adds the run's pass rate to the
+trend (`agenteval ci-trend`, carried between runs in the Actions cache, kept as the
+`backlog-trend` artifact). `verify` runs instead on a final release tag: nothing is
+re-run, `agenteval ci-verify` checks the committed results (and the MLflow store named by
+the AGENTEVAL_TRACKING_URI repository variable) for a full sweep of the tag's commit or one
+of its release candidates'. Every value GitHub fills in reaches a script through `env:`, never
 pasted into its text, so a branch or tag name cannot inject shell.
 """
 
@@ -86,10 +91,35 @@ EVALUATE = """
     path: .dvc/cache
     key: dvc-cache-${{{{ hashFiles('dvc.lock', 'eval/sources.yaml') }}}}
     restore-keys: dvc-cache-
+- name: The backlog trend so far
+  if: needs.plan.outputs.lane == 'backlog'
+  uses: actions/cache/restore@v5
+  with:
+    path: runs/ci/backlog-trend.json
+    key: backlog-trend-${{{{ github.run_id }}}}
+    restore-keys: backlog-trend-
 - name: Evaluate the lane
   env:
     LANE: ${{{{ needs.plan.outputs.lane }}}}
   run: agenteval run --tier "$LANE" --out runs/ci/run --no-progress
+- name: The backlog's pass rate against its target, added to the trend
+  if: always() && needs.plan.outputs.lane == 'backlog'
+  run: |
+    agenteval ci-trend --run runs/ci/run --trend runs/ci/backlog-trend.json \
+      --label "$GITHUB_RUN_ID" --summary "$GITHUB_STEP_SUMMARY"
+- name: Carry the trend to the next backlog run
+  if: always() && needs.plan.outputs.lane == 'backlog'
+  uses: actions/cache/save@v5
+  with:
+    path: runs/ci/backlog-trend.json
+    key: backlog-trend-${{{{ github.run_id }}}}
+- name: Keep the trend
+  if: always() && needs.plan.outputs.lane == 'backlog'
+  uses: actions/upload-artifact@v6
+  with:
+    name: backlog-trend
+    if-no-files-found: ignore
+    path: runs/ci/backlog-trend.json
 - name: Compare with the baseline (its exit code is the job's result)
   env:
     BASELINE: {baseline}
@@ -116,6 +146,21 @@ EVALUATE = """
       .dvc/cache
       mlflow.db
       mlartifacts
+"""
+
+
+VERIFY = """
+- name: A full sweep measured this commit or one of its release candidates
+  env:
+    TAG: ${{{{ github.ref_name }}}}
+    RESULTS: {scorecard}
+    TRACKING_URI: ${{{{ vars.AGENTEVAL_TRACKING_URI }}}}
+  run: |
+    set -- --tag "$TAG" --results "$RESULTS"
+    if [ -n "$TRACKING_URI" ]; then
+      set -- "$@" --tracking-uri "$TRACKING_URI"
+    fi
+    agenteval ci-verify "$@"
 """
 
 
@@ -170,11 +215,18 @@ jobs:
   evaluate:
     name: Evaluate and compare
     needs: [structure, plan]
-    if: needs.plan.outputs.lane != 'skip'
+    if: needs.plan.outputs.lane != 'skip' && needs.plan.outputs.lane != 'verify'
     runs-on: ubuntu-latest
     timeout-minutes: 360
     steps:
-{checkout}{_setup(opts)}{_block(EVALUATE.format(baseline=_quote(opts.baseline)), 6)}"""
+{checkout}{_setup(opts)}{_block(EVALUATE.format(baseline=_quote(opts.baseline)), 6)}
+  verify:
+    name: Verify the release was measured
+    needs: [structure, plan]
+    if: needs.plan.outputs.lane == 'verify'
+    runs-on: ubuntu-latest
+    steps:
+{deep}{_setup(opts)}{_block(VERIFY.format(scorecard=_quote(opts.scorecard)), 6)}"""
     ).replace("\n\n\n", "\n\n")
 
 

@@ -54,7 +54,7 @@ def init_ci(
         baseline=baseline,
     )
     write_text(target, render(opts))
-    typer.echo(f"wrote {target}: jobs structure, plan, evaluate")
+    typer.echo(f"wrote {target}: jobs structure, plan, evaluate, verify")
     typer.echo(f"a pull request runs the smoke lane when it touches: {', '.join(paths)}")
     typer.echo("check it with: actionlint " + str(target))
 
@@ -106,7 +106,82 @@ def recompute(
     typer.echo(f"{scorecard}: {n} result(s) and the summary recompute exactly")
 
 
+def ci_verify(
+    tag: Annotated[str, typer.Option(help="The final release tag (v1.4.0, or refs/tags/v1.4.0).")],
+    results: Annotated[
+        list[Path] | None,
+        typer.Option("--results", help="A committed scorecard.json or run directory to read."),
+    ] = None,
+    tracking_uri: Annotated[
+        str | None, typer.Option(help="An MLflow store to read (its finished runs).")
+    ] = None,
+    experiment: Annotated[str, typer.Option(help="The MLflow experiment.")] = "agenteval",
+) -> None:
+    """The verify tier: exit 0 when a full sweep measured the tag's commit or one of its
+    release candidates' commits, else exit 1 naming the commit. Nothing is re-run."""
+    from agenteval.ci.verify import (
+        release_candidates,
+        sweeps_from_mlflow,
+        sweeps_from_results,
+        verdict,
+    )
+
+    if not results and not tracking_uri:
+        fail(["--results or --tracking-uri: name where the measured sweeps are"], EXIT_INVALID)
+    try:
+        candidates = release_candidates(Path.cwd(), tag.removeprefix("refs/tags/"))
+    except ValueError as exc:
+        fail([str(exc)], EXIT_INVALID)
+    sweeps = sweeps_from_results(results or [])
+    if tracking_uri:
+        sweeps += sweeps_from_mlflow(tracking_uri, experiment)
+    outcome = verdict(candidates, sweeps)
+    for line in outcome.lines:
+        typer.echo(line, err=not outcome.ok)
+    if not outcome.ok:
+        raise typer.Exit(EXIT_MISMATCH)
+
+
+def ci_trend(
+    run: Annotated[Path, typer.Option(help="The backlog run's directory (or scorecard.json).")],
+    trend: Annotated[Path, typer.Option(help="The trend file: read if present, rewritten.")],
+    label: Annotated[str, typer.Option(help="This run's name in the trend (the CI run id).")],
+    when: Annotated[str, typer.Option("--at", help="This run's date (default: now, UTC).")] = "",
+    target: Annotated[float | None, typer.Option(help="The pass-rate target (0..1).")] = None,
+    summary: Annotated[
+        Path | None, typer.Option(help="Append the trend table here (GITHUB_STEP_SUMMARY).")
+    ] = None,
+) -> None:
+    """The backlog lane's trend: append this run's pass rate, print it against the target."""
+    from agenteval import stamps
+    from agenteval.ci.trend import BACKLOG_TARGET, extend, markdown, point
+    from agenteval.fileio import read_json, write_json
+
+    goal = BACKLOG_TARGET if target is None else target
+    if not 0 < goal <= 1:
+        fail([f"--target: {goal} is not a share in (0, 1]"], EXIT_INVALID)
+    card_path = run / "scorecard.json" if run.is_dir() else run
+    if not card_path.is_file():
+        fail([f"--run {run}: no scorecard.json"], EXIT_INVALID)
+    history = read_json(trend) if trend.is_file() else []
+    if not isinstance(history, list):
+        fail([f"{trend}:1: a trend file is a JSON list of runs"], EXIT_INVALID)
+    try:
+        new = point(read_json(card_path), label, when or stamps.now(), stamps.head(Path.cwd()))
+    except ValueError as exc:
+        fail([f"{card_path}: {exc}"], EXIT_INVALID)
+    points = extend(history, new)
+    write_json(trend, points)
+    text = markdown(points, goal)
+    typer.echo(text)
+    if summary is not None:
+        with summary.open("a", encoding="utf-8") as out:
+            out.write(text)
+
+
 def register(app: typer.Typer) -> None:
     app.command("init-ci")(init_ci)
     app.command("ci-plan")(ci_plan)
+    app.command("ci-verify")(ci_verify)
+    app.command("ci-trend")(ci_trend)
     app.command("recompute")(recompute)

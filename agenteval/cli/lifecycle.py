@@ -149,6 +149,15 @@ def draft(
     from_chat_log: Annotated[
         Path | None, typer.Option(help="OpenAI-style chat messages, one JSON object a line.")
     ] = None,
+    from_issue: Annotated[
+        str | None,
+        typer.Option(
+            help="An issue number, read with `gh issue view` (the offline stub or GitHub's "
+            "CLI), or an issue JSON file (`gh issue view N --json ...` output)."
+        ),
+    ] = None,
+    gh: Annotated[str, typer.Option(help="The gh executable for --from-issue N.")] = "gh",
+    repo: Annotated[str | None, typer.Option(help="OWNER/NAME for --from-issue N.")] = None,
     out: Annotated[Path, typer.Option(help="Drafts folder.")] = Path("eval/scenarios/drafts"),
     scenario_id: Annotated[str | None, typer.Option("--id", help="Draft id (snake_case).")] = None,
     category: Annotated[str, typer.Option(help="Category of the draft.")] = "real_world",
@@ -163,14 +172,20 @@ def draft(
     from agenteval.health.redact import DraftScrubber
     from agenteval.suite.validate import SNAKE_CASE
 
-    chosen = [x for x in (from_transcript, from_mlflow_trace, from_chat_log) if x is not None]
-    if len(chosen) != 1:
-        fail(["give exactly one of --from-transcript, --from-mlflow-trace, --from-chat-log"])
+    sources = (from_transcript, from_mlflow_trace, from_chat_log, from_issue)
+    if len([x for x in sources if x is not None]) != 1:
+        fail(["give exactly one of --from-transcript, --from-mlflow-trace, --from-chat-log, "
+              "--from-issue"])  # fmt: skip
     if scenario_id is not None and not SNAKE_CASE.match(scenario_id):
         fail([f"--id {scenario_id!r} is not snake_case"])
     root = Path.cwd().resolve()
     try:
-        captured = _capture(from_transcript, from_mlflow_trace, from_chat_log, set_, params_file)
+        if from_issue is not None:
+            captured = _issue(from_issue, gh, repo)
+        else:
+            captured = _capture(
+                from_transcript, from_mlflow_trace, from_chat_log, set_, params_file
+            )
     except CaptureError as exc:
         fail([str(p) for p in exc.problems])
     scrubber = DraftScrubber(root)
@@ -213,6 +228,15 @@ def _capture(
     params = load_params(params_file, list(sets or []))
     uri = resolve_tracking_uri(params["tracking"].get("uri"), repository_root(Path.cwd()))
     return capture.from_mlflow_trace(str(trace), uri)
+
+
+def _issue(value: str, gh: str, repo: str | None) -> Any:
+    """--from-issue: a number goes through `gh`; anything else names an issue JSON file."""
+    from agenteval.health import capture
+
+    if value.lstrip("#").isdigit():
+        return capture.from_issue(int(value.lstrip("#")), gh, repo)
+    return capture.from_issue_json(Path(value))
 
 
 def _taken_ids(root: Path, drafts: Path) -> set[str]:

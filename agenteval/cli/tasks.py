@@ -60,7 +60,9 @@ def _options(
 
 @app.command()
 def run(
-    suite: Annotated[str | None, typer.Option(help="core | adversarial | full | swebench")] = None,
+    suite: Annotated[
+        str | None, typer.Option(help="core | adversarial | full | everyday | swebench")
+    ] = None,
     harness: Annotated[str | None, typer.Option(help="scripted | chat | claude-code")] = None,
     model: Annotated[str | None, typer.Option(help="The model under test (target.model).")] = None,
     tasks: Annotated[str | None, typer.Option("--tasks", help="Only these ids: a,b.")] = None,

@@ -26,7 +26,14 @@ from agenteval.schema.status import JUDGED_STATUSES, NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
-from agenteval.scoring import BINDING_FINDINGS, ScoringRules, fails_alone, turn_passes, turn_score
+from agenteval.scoring import (
+    BINDING_FINDINGS,
+    ScoringRules,
+    fails_alone,
+    judged_scores,
+    turn_passes,
+    turn_score,
+)
 
 DEFERRED = "deferred"
 Pair = tuple[SuiteItem, Transcript]
@@ -77,12 +84,13 @@ def grade(verdict: Verdict, rules: ScoringRules) -> Graded:
     if not verdict.turns:
         return Graded(DEFERRED, None, {}, {}, "no turn graded")
     turn = verdict.turns[-1]
-    score = turn_score(turn.scores, rules)
-    if turn.scores.get("correctness") is None:
+    scores = judged_scores(turn)  # the recompute's rules, as a scorecard would apply them
+    score = turn_score(scores, rules)
+    if scores.get("correctness") is None:
         why = turn.reasons.get("correctness", "correctness not judged")
-        return Graded(DEFERRED, score, dict(turn.scores), dict(turn.reasons), why)
-    passed = turn_passes(turn.scores, score, rules)
-    return Graded("pass" if passed else "fail", score, dict(turn.scores), dict(turn.reasons))
+        return Graded(DEFERRED, score, scores, dict(turn.reasons), why)
+    passed = turn_passes(scores, score, rules)
+    return Graded("pass" if passed else "fail", score, scores, dict(turn.reasons))
 
 
 def code_certain(control: Control, code: Verdict, rules: ScoringRules) -> str | None:

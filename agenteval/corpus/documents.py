@@ -76,7 +76,12 @@ def csv_to_text(content: str) -> str:
 
 
 def read_text(path: Path) -> str:
-    """Text of a supported document; undecodable bytes are replaced, never fatal."""
+    """Text of a supported document; undecodable bytes are replaced, never fatal. A PDF is
+    its text layer (corpus.pdf: a scanned or damaged one is refused, never read empty)."""
+    if path.suffix.lower() == ".pdf":
+        from agenteval.corpus.pdf import pdf_text
+
+        return pdf_text(path)
     content = path.read_bytes().decode("utf-8-sig", errors="replace")
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):

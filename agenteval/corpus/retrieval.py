@@ -167,6 +167,18 @@ class Index:
             self._key.append((doc, document.fingerprint))
         return len(document.chunks)
 
+    def remove_document(self, doc: str) -> int:
+        """Drop every chunk of `doc` (a capped index evicting it); the chunks removed."""
+        kept = [(c, t) for c, t in zip(self.chunks, self._tokens, strict=True) if c.doc != doc]
+        removed = len(self.chunks) - len(kept)
+        self.chunks = [c for c, _ in kept]
+        self._tokens = [t for _, t in kept]
+        self._doc_freq = Counter(token for _, t in kept for token in set(t))
+        self._retriever = None
+        if self._key is not None:
+            self._key = [k for k in self._key if k[0] != doc]
+        return removed
+
     def _bm25(self) -> Any:
         import bm25s  # lazy: keeps the CLI start fast (see load_backend)
 

@@ -145,3 +145,62 @@ def from_mlflow_trace(trace_id: str, uri: str) -> Captured:
         else None
     )
     return Captured(session.session_id, session.title, started, session.messages)
+
+
+ISSUE_JSON = "number,title,body,author,createdAt,comments"
+
+
+def from_issue_json(path: Path) -> Captured:
+    """An issue as `gh issue view N --json number,title,body,author,createdAt,comments`
+    prints it (or the GitHub API's issue with its comments): see `issue_messages`."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CaptureError([Problem(str(path), 1, f"not an issue JSON file: {exc}")]) from None
+    return issue_messages(data, str(path))
+
+
+def from_issue(number: int, gh: str = "gh", repo: str | None = None) -> Captured:
+    """Issue `number` read through `gh` (the offline stub of the tasks, or GitHub's own CLI
+    against the API when online): nothing is requested that the user did not name."""
+    import subprocess
+
+    argv = [gh, "issue", "view", str(number), "--json", ISSUE_JSON]
+    argv += ["--repo", repo] if repo else []
+    shown = f"gh issue view {number}"
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CaptureError([Problem(shown, 1, f"cannot run {gh}: {exc}")]) from None
+    if done.returncode != 0:
+        why = done.stderr.strip() or f"exit {done.returncode}"
+        raise CaptureError([Problem(shown, 1, why)])
+    try:
+        return issue_messages(json.loads(done.stdout), shown)
+    except json.JSONDecodeError as exc:
+        raise CaptureError([Problem(shown, 1, f"not JSON: {exc.msg}")]) from None
+
+
+def issue_messages(data: Any, where: str) -> Captured:
+    """The issue's body and its author's later comments are the user's messages; everyone
+    else's comments are the replies a reviewer judges the draft from."""
+    if not isinstance(data, dict) or not isinstance(data.get("title"), str):
+        raise CaptureError([Problem(where, 1, "not an issue: no title")])
+    author = _login(data.get("author") or data.get("user"))
+    first = f"{data['title']}\n\n{data.get('body') or ''}".strip()
+    messages: list[dict[str, Any]] = [{"role": "user", "content": first}]
+    for comment in data.get("comments") or []:
+        if not isinstance(comment, dict):
+            continue
+        body = str(comment.get("body") or "").strip()
+        who = _login(comment.get("author") or comment.get("user"))
+        if body:
+            messages.append({"role": "user" if who == author else "assistant", "content": body})
+    number = data.get("number")
+    session = f"issue-{number}" if number is not None else Path(where).stem
+    return Captured(session, data["title"], data.get("createdAt") or data.get("created_at"),
+                    messages)  # fmt: skip
+
+
+def _login(value: Any) -> str | None:
+    return value.get("login") if isinstance(value, dict) else None

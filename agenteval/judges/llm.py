@@ -254,6 +254,8 @@ def _graded(turn: int, mark: TurnJudgment) -> TurnVerdict:
         judged_by={d: KIND for d in DIMENSIONS if scores[d] is not None},
         reported_score=mark.total,
         reasons=reasons,
+        # Nothing came before the first turn, so nothing could be asked again.
+        reasked=mark.reasked if turn > 1 else None,
     )
 
 

@@ -37,6 +37,9 @@ class DimensionMark(_Strict):
 class TurnJudgment(_Strict):
     scores: dict[str, DimensionMark]
     total: float = Field(ge=SCORE_MIN, le=SCORE_MAX)
+    # Whether the reply asks the user again for a fact an earlier turn established: an
+    # observation, not a score; the recompute applies the rubric's cap (scoring.REASK_CAP).
+    reasked: bool
 
     @model_validator(mode="after")
     def _dimensions(self) -> TurnJudgment:
@@ -77,6 +80,7 @@ TURN_SCHEMA = _strict_object(
     {
         "scores": _strict_object({d: _mark_schema(d in OPTIONAL_DIMENSIONS) for d in DIMENSIONS}),
         "total": {"type": "number"},
+        "reasked": {"type": "boolean"},
     }
 )
 NULLABLE_TEXT = {"type": ["string", "null"]}

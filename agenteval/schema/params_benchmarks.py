@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -68,6 +68,11 @@ class RetrievalParams(_Section):
     depth: int = Field(20, ge=1, description="Ranked chunks scored per question.")
     answers: bool = Field(True, description="Ask the target and classify every wrong answer.")
     hard_cases: bool = Field(True, description="Run the hard cases (replaced, copied, ...).")
+    scale_tiers: list[Annotated[int, Field(gt=0)]] = Field(
+        default_factory=lambda: [10],
+        description="Documents per scale tier measured by the evaluate stage (index time, "
+        "RSS, p50/p95): [10] on pull requests, [10, 100, 1000] for the full tier; [] for none.",
+    )
 
 
 class SessionsJudgeParams(EndpointFields):
@@ -151,7 +156,9 @@ class TasksParams(_Section):
     """`suite.kind: tasks`: coding tasks graded by what the finished project does."""
 
     file: str = Field("eval/tasks/tasks.json", description="The task file.")
-    suite: str = Field("core", description="core | adversarial | full (or any suite in file).")
+    suite: str = Field(
+        "core", description="core | adversarial | full | everyday (or any suite in file)."
+    )
     ids: list[str] = Field(default_factory=list, description="Only these tasks; []: all.")
     harness: Literal["scripted", "chat", "claude-code"] = Field(
         "scripted",

@@ -71,6 +71,8 @@ class ScenarioResult(BaseModel):
         0, description="Tool calls that tried to read outside the corpus (refused, recorded)."
     )
     cost: Cost | None = Field(None, description="What the agent's calls cost; null: none made.")
+    commit: str | None = Field(None, description="The commit this unit ran at (its transcript).")
+    ran_at: str | None = Field(None, description="When this unit ran (its transcript, UTC).")
 
 
 class CategorySummary(BaseModel):
@@ -191,3 +193,8 @@ class Scorecard(BaseModel):
         None, description="judge.repeats > 1: flip rate and score SEM of this run's judge."
     )
     cost: RunCost | None = Field(None, description="What the agent's calls cost, by source.")
+    commits: list[str] = Field(
+        default_factory=list,
+        description="The commits the units ran at, in the order they first ran; more than one "
+        "when a resumed or partly rerun evaluation mixes units of several commits.",
+    )

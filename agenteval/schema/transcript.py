@@ -93,6 +93,11 @@ class Transcript(BaseModel):
     setup_calls: list[ToolCall] = Field(default_factory=list)
     turns: list[TranscriptTurn] = Field(default_factory=list)
     started_at: str | None = None
+    commit: str | None = Field(
+        None,
+        description="The repository's HEAD when this unit ran (agenteval.stamps); null outside "
+        "git and for an in-process agent, whose output is a function of its code digest.",
+    )
     duration_s: float | None = None
     cost_usd: float | None = Field(None, description="Known cost of the agent's calls; None = n/a.")
     attempts: int = Field(

@@ -25,6 +25,11 @@ class TurnVerdict(BaseModel):
         "a key of scoring.CODE_FINDINGS; the binding ones are scoring.BINDING_FINDINGS.",
     )
     simulator_fault: str | None = None
+    reasked: bool | None = Field(
+        None,
+        description="The judge saw the agent ask again for a fact an earlier turn established "
+        "(null: this judge does not say). Scoring caps context_retention for it (rule reasked).",
+    )
 
 
 class Disagreement(BaseModel):
@@ -97,3 +102,9 @@ class Verdict(BaseModel):
         None, description="Model calls the judge made, re-asks after invalid output included."
     )
     usage: Usage | None = Field(None, description="The judge's own tokens and cost.")
+    commit: str | None = Field(
+        None,
+        description="The repository's HEAD when a model judge graded (agenteval.stamps); null "
+        "for the code judge, whose verdict is a function of its code digest.",
+    )
+    judged_at: str | None = Field(None, description="When a model judge graded (UTC).")

@@ -9,13 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.corpus.documents import read_text
+from agenteval.corpus.pdf import UnreadableDocument
 from agenteval.corpus.retrieval import ChunkedDocument, Hit, Index, chunk_document
 from agenteval.schema.transcript import ToolCall
 from agenteval.targets.fence import Fence, Fenced, build_fence
 
 SEARCH_TOOL = "query_documents"  # the one tool that searches the BM25 index
 TOOL_NAMES = ("list_documents", "index_document", SEARCH_TOOL, "read_document")
-DOCUMENT_SUFFIXES = (".md", ".txt", ".csv", ".html", ".htm", ".py", ".json", ".yaml", ".yml")
+DOCUMENT_SUFFIXES = (
+    ".md", ".txt", ".csv", ".html", ".htm", ".py", ".json", ".yaml", ".yml", ".pdf",
+)  # fmt: skip
 
 
 class ToolError(Exception):
@@ -70,6 +73,7 @@ class DocumentTools:
         chunk_size: int,
         top_k: int = 4,
         fence: Fence | None = None,
+        max_documents: int | None = None,
     ) -> None:
         # Without a fence of the run's corpus, the library folders alone are readable.
         self.fence = fence or build_fence(root, [(f, "library") for f in library])
@@ -78,7 +82,12 @@ class DocumentTools:
         self.chunk_size = chunk_size
         self.top_k = top_k
         self.index = Index()
-        self.indexed: dict[str, int] = {}
+        self.indexed: dict[str, int] = {}  # in the order indexed: the oldest is evicted first
+        # At most this many documents indexed at once (None: no cap); indexing past it
+        # evicts the oldest, and the result names what it evicted.
+        if max_documents is not None and max_documents < 1:
+            raise ValueError(f"max_documents must be at least 1, got {max_documents}")
+        self.max_documents = max_documents
         self.calls: list[ToolCall] = []
 
     # -- recording -----------------------------------------------------------------------
@@ -92,7 +101,7 @@ class DocumentTools:
             record = ToolCall(name=name, arguments=arguments, ok=True, result=result)
         except Fenced as exc:  # an attempt at the answer key or the runs: refused, counted
             record = ToolCall(name=name, arguments=arguments, ok=False, error=str(exc), fenced=True)
-        except ToolError as exc:
+        except (ToolError, UnreadableDocument) as exc:  # a scanned or damaged PDF says why
             record = ToolCall(name=name, arguments=arguments, ok=False, error=str(exc))
         except TypeError as exc:  # wrong arguments from a model
             record = ToolCall(
@@ -142,8 +151,19 @@ class DocumentTools:
             return {"path": name, "chunk_count": self.indexed[name], "already_indexed": True}
         stat = resolved.stat()
         document = _chunked(resolved, stat.st_mtime_ns, stat.st_size, self.chunk_size)
+        evicted = []
+        while self.max_documents is not None and len(self.indexed) >= self.max_documents:
+            oldest = next(iter(self.indexed))
+            self.index.remove_document(oldest)
+            del self.indexed[oldest]
+            evicted.append(oldest)
         self.indexed[name] = self.index.add_document(name, document)
-        return {"path": name, "chunk_count": len(document.chunks)}
+        found: dict[str, Any] = {"path": name, "chunk_count": len(document.chunks)}
+        if evicted:
+            found["evicted"] = evicted
+            found["note"] = (f"document cap {self.max_documents} reached: "
+                             f"{', '.join(evicted)} no longer searchable")  # fmt: skip
+        return found
 
     def query_documents(self, query: str, top_k: int | None = None) -> dict[str, Any]:
         if not isinstance(query, str) or not query.strip():

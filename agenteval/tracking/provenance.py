@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from agenteval.llm.config import DEFAULT_CACHE_DIR
 from agenteval.llm.scrub import MIN_SECRET_LEN, SECRET_ENV_NAME, Scrubber
 from agenteval.params import flatten, section_digest
 from agenteval.schema.scorecard import Scorecard
+from agenteval.stamps import git_state, spans_commits
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
@@ -154,6 +154,15 @@ def headline_tags(record: Mapping[str, Any]) -> dict[str, str]:
     return {key: str(value) for key, value in tags.items() if value is not None}
 
 
+def unit_commit_tags(commits: list[str]) -> dict[str, str]:
+    """`units.span_commits` (true when the scorecard's units ran on several commits, e.g. a
+    `--resume` after a commit) and `units.commits` (each, short, in the order they ran)."""
+    tags = {"units.span_commits": "true" if spans_commits(commits) else "false"}
+    if commits:
+        tags["units.commits"] = ",".join(c[:SHORT] for c in commits)
+    return tags
+
+
 def _short(digest: Any) -> str | None:
     return str(digest)[:SHORT] if digest else None
 
@@ -184,26 +193,6 @@ def _file_tag(path: str, *, keep_suffix: bool) -> str:
     if not keep_suffix:
         inner = inner.with_suffix("")
     return f"{role}.{'.'.join(inner.parts)}.sha256"
-
-
-def git_state(root: Path) -> dict[str, str]:
-    """HEAD and whether the work tree differs from it; empty outside git or without git."""
-    try:
-        commit = _git(root, "rev-parse", "HEAD")
-        changes = _git(root, "status", "--porcelain")
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return {"commit": commit, "dirty": "true" if changes else "false"}
-
-
-def _git(root: Path, *args: str) -> str:
-    # No optional locks: a status refresh must not take index.lock while DVC or the user
-    # runs git in the same tree.
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
-    done = subprocess.run(
-        ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True, timeout=30
-    )
-    return done.stdout.strip()
 
 
 def prompt_digests(root: Path, params: Mapping[str, Any]) -> dict[str, str]:

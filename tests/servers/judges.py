@@ -31,7 +31,7 @@ def case_text(body: Any) -> str:
 
 def turn_json(score: float, reason: str = "planted") -> str:
     scores = {d: {"reasoning": reason, "score": score} for d in DIMENSIONS}
-    return json.dumps({"scores": scores, "total": score})
+    return json.dumps({"scores": scores, "total": score, "reasked": False})
 
 
 def scenario_json(status: str) -> str:

@@ -60,7 +60,7 @@ def write_summary(layout: Layout, results: Mapping[str, Any]) -> None:
             {t: list(r.values()) for t, r in results["by_tag"].items()},
         ),
     ]
-    lines += _answers(results) + _hard_cases(results)
+    lines += _answers(results) + _hard_cases(results) + _scale(results)
     write_text(layout.reports / "summary.md", "\n".join(lines).rstrip() + "\n")
 
 
@@ -102,3 +102,14 @@ def _hard_cases(results: Mapping[str, Any]) -> list[str]:
             f"{shown.replace('|', '/')[:300]} |"
         )
     return lines
+
+
+def _scale(results: Mapping[str, Any]) -> list[str]:
+    from agenteval.benchmarks.retrieval.scale import table as scale_table
+
+    rows = results.get("scale") or []
+    if not rows:
+        return []
+    tiers = ",".join(str(r["documents"]) for r in rows)
+    return ["", "## Scale tiers (bm25, each tier in its own process)", "", *scale_table(rows),
+            "", f"rerun: python bench/retrieval_scale.py --tiers {tiers}"]  # fmt: skip

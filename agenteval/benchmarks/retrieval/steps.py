@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.benchmarks.qa.steps import check_kind
-from agenteval.benchmarks.retrieval import answering, hard_cases
+from agenteval.benchmarks.retrieval import answering, file_cases, hard_cases, scale
 from agenteval.benchmarks.retrieval.library import (
     Chunk,
     LabelError,
@@ -113,6 +113,8 @@ def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
     by_tag = _by_tag(questions, ranked, labelled)
     answers = answering.grade_answers(layout, questions, spans) if section.get("answers") else []
     cases = _hard_cases(params, layout, questions, docs) if section.get("hard_cases") else []
+    tiers = section.get("scale_tiers") or []
+    scaled = scale.run_tiers(tiers, layout.root) if tiers else []
     results = {
         "kind": KIND,
         "meta": {
@@ -128,6 +130,7 @@ def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
         "paired_tests": paired_tests(ranked),
         "answers": answering.accuracy(answers) if section.get("answers") else None,
         "hard_cases": cases,
+        "scale": scaled,
         "per_question": _per_question(questions, ranked, answers),
     }
     write_json(results_path(layout), results)
@@ -213,6 +216,11 @@ def _hard_cases(
         hard_cases.replaced_document(work),
         hard_cases.identical_copy(layout.root, work, docs, questions, build),
         hard_cases.corrupted_cache(layout.root, work, docs, questions),
+        file_cases.near_duplicate_filings(layout.root, work, docs, questions, build),
+        file_cases.scanned_pdf_case(work),
+        file_cases.truncated_pdf_case(work),
+        file_cases.past_document_cap(work),
+        file_cases.earlier_context(layout.root, docs, questions),
     ]
     cases.append(_planted(params, layout, work, questions, docs))
     return cases

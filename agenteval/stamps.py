@@ -1,0 +1,68 @@
+"""Where and when a unit of work ran: the repository's commit and the time, per unit.
+
+Provenance is per run (tracking.provenance), but a run resumed with `--resume`, a retry or
+a `dvc repro` after a commit keeps the units it already had: its scorecard can hold units
+measured on several commits. Each transcript (and each model judge's verdict) therefore
+carries the commit it ran at; the scorecard lists the commits of its units and says when
+they differ (`commits_of`, `spans_commits`), in its headline and in MLflow.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+def git_state(root: Path) -> dict[str, str]:
+    """HEAD and whether the work tree differs from it; empty outside git or without git."""
+    try:
+        commit = _git(root, "rev-parse", "HEAD")
+        changes = _git(root, "status", "--porcelain")
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {"commit": commit, "dirty": "true" if changes else "false"}
+
+
+def head(path: Path) -> str | None:
+    """The commit checked out in the repository holding `path` (which need not exist yet),
+    or None outside git (a copy, an unpacked archive). A dirty tree is not part of a unit's
+    stamp: the run's provenance records it."""
+    folder = path
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return _git(folder, "rev-parse", "HEAD") or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def now() -> str:
+    """The time a unit ran, as every stamp writes it (UTC, to the second)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def commits_of(stamps: Iterable[tuple[str | None, str | None]]) -> list[str]:
+    """The distinct commits of (commit, time) stamps, in the order they first ran; units
+    without a commit (outside git, or an in-process agent: see engine.untimed) add none."""
+    first: dict[str, str] = {}
+    for commit, ran_at in stamps:
+        if commit and (commit not in first or (ran_at or "") < first[commit]):
+            first[commit] = ran_at or ""
+    return sorted(first, key=lambda c: (first[c], c))
+
+
+def spans_commits(commits: Iterable[str]) -> bool:
+    return len(set(commits)) > 1
+
+
+def _git(root: Path, *args: str) -> str:
+    # No optional locks: a status refresh must not take index.lock while DVC or the user
+    # runs git in the same tree.
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
+    done = subprocess.run(
+        ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True, timeout=30
+    )
+    return done.stdout.strip()
