@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenteval.fileio import read_json, write_json
+from agenteval.scoring import nothing_measured
 from agenteval.tracking.traces import TraceCounts
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     from agenteval.layout import Layout
     from agenteval.llm.scrub import Scrubber
-    from agenteval.schema.scorecard import ScenarioResult, Scorecard
+    from agenteval.schema.scorecard import Scorecard
     from agenteval.schema.suite import SuiteItem
     from agenteval.tracking.models import EvaluationLinks
 
@@ -236,23 +237,6 @@ def _fill_run(
         client.set_tag(run_id, FAILURE_TAG, failure)
     client.set_terminated(run_id, status="FAILED" if failure else "FINISHED")
     return sent
-
-
-def nothing_measured(results: Sequence[ScenarioResult]) -> str | None:
-    """Why an evaluation measured nothing — no scenario was judged (PASS, FAIL or BLOCKED) —
-    or None when something was: a run like that is FAILED, never a green "Finished"."""
-    from agenteval.schema.status import JUDGED_STATUSES
-    from agenteval.scoring import every_unit_errored
-
-    if any(r.status in JUDGED_STATUSES for r in results):
-        return None
-    if every_unit_errored(results):
-        return "every unit ERRORED"
-    counts: dict[str, int] = {}
-    for result in results:
-        counts[str(result.status)] = counts.get(str(result.status), 0) + 1
-    found = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    return f"nothing judged: {found}" if found else "no scenario was evaluated"
 
 
 def _evaluation_links(
