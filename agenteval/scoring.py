@@ -518,6 +518,21 @@ def every_unit_errored(results: Sequence[ScenarioResult]) -> bool:
     return bool(results) and all(r.status == Status.ERRORED for r in results)
 
 
+def nothing_measured(results: Sequence[ScenarioResult]) -> str | None:
+    """Why an evaluation measured nothing — no scenario was judged (PASS, FAIL or BLOCKED) —
+    or None when something was: such a run is FAILED in MLflow and exits 1, never a green
+    "Finished" or exit 0 (every unit INFRA_ERROR against a pinned model is no score)."""
+    if any(r.status in JUDGED_STATUSES for r in results):
+        return None
+    if every_unit_errored(results):
+        return "every unit ERRORED"
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[str(result.status)] = counts.get(str(result.status), 0) + 1
+    found = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return f"nothing judged: {found}" if found else "no scenario was evaluated"
+
+
 def dimension_means(results: Iterable[ScenarioResult]) -> dict[str, float]:
     """Mean of each dimension over judged turns of judged scenarios (not-judged left out)."""
     sums: dict[str, list[float]] = {d: [] for d in DIMENSIONS}

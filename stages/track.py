@@ -14,7 +14,7 @@ import sys
 from agenteval.fileio import read_json
 from agenteval.layout import Layout
 from agenteval.schema.scorecard import Scorecard
-from agenteval.scoring import every_unit_errored
+from agenteval.scoring import nothing_measured
 from agenteval.tracking.run import log_evaluation, write_run_record
 from agenteval.tracking.store import TrackingError
 from stages.common import layout, params, run_stage, write_tracked
@@ -27,7 +27,8 @@ def main() -> int:
     except TrackingError as exc:
         print(f"track: {exc}", file=sys.stderr)
         return 1
-    code = 1 if where.scorecard.is_file() and every_unit_errored(load_card(where).scenarios) else 0
+    measured = not where.scorecard.is_file() or nothing_measured(load_card(where).scenarios) is None
+    code = 0 if measured else 1
     write_tracked(where.reports, settings, result)
     if result is None:
         write_run_record(where, None)

@@ -229,7 +229,7 @@ def test_the_two_setup_commands_are_what_ci_runs() -> None:
     assert [x for x in wanted if x != "--quiet"] in [
         [x for x in args if x != "--quiet"] for args in ci_installs
     ], f"{install!r} is not an install line of .ci/run"
-    assert pytest_line == "pytest -q"
+    assert pytest_line == "pytest -q -n 3"  # workers, as CI runs it
     assert any(line.startswith(pytest_line + " ") or line == pytest_line for line in ci)
 
 

@@ -1,5 +1,6 @@
-"""An evaluation in which every unit ERRORED measured nothing: it exits non-zero and its MLflow
-run is FAILED, not finished."""
+"""An evaluation that judged no scenario (every unit ERRORED, or INFRA_ERROR against a pinned
+model) measured nothing: it exits non-zero and its MLflow run is FAILED, not finished, and
+named so."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def test_every_unit_errored_exits_1_and_fails_the_mlflow_run(tmp_path: Path) -> 
             args += ["--set", f"{key}={value}"]
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 1, result.output
-        assert "every scenario ERRORED: the evaluation measured nothing" in result.output
+        assert "the evaluation measured nothing (every unit ERRORED)" in result.output
         assert "no model named nope" in result.output  # the first error, not only in files
         client = MlflowClient(tracking_uri=uri)
         (experiment,) = [e for e in client.search_experiments() if e.name == "agenteval"]
@@ -47,3 +48,23 @@ def test_every_unit_errored_exits_1_and_fails_the_mlflow_run(tmp_path: Path) -> 
         logged = log_evaluation(Layout.run_dir(ROOT, tmp_path / "run"), params)
         assert logged is not None and not logged.created and logged.run_id == run.info.run_id
         assert len(client.search_runs([experiment.experiment_id])) == 1
+
+
+def test_a_model_pinned_run_that_measured_nothing_exits_1_and_is_named_so(
+    tmp_path: Path,
+) -> None:
+    """The pin (run.agent_model) cannot be checked against the offline agent, which reports
+    no model: every unit is INFRA_ERROR, which once exited 0 beside a FAILED MLflow run."""
+    uri = f"sqlite:///{(tmp_path / 'mlflow.db').as_posix()}"
+    args = ["run", "--out", str(tmp_path / "run"), "--no-progress", "--category", "personality",
+            "--set", "run.agent_model=pinned-1", "--set", f"tracking.uri={uri}",
+            "--set", "tracking.traces=false"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "the evaluation measured nothing (nothing judged: " in result.output, result.output
+    assert "INFRA_ERROR" in result.output
+    client = MlflowClient(tracking_uri=uri)
+    (experiment,) = [e for e in client.search_experiments() if e.name == "agenteval"]
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FAILED"
+    assert run.info.run_name.startswith("measured nothing · ")

@@ -40,6 +40,7 @@ STORE_ENV = "AGENTEVAL_UI_STORE"
 EXPERIMENT = "agenteval"
 SCENARIOS = ["false_premise", "incident_followups"]
 SESSION_KEY = "mlflow.trace.session"
+GOAL_KEY = "mlflow.simulation.goal"
 TIMEOUT_MS = 180_000  # the UI's first render on two shared, busy cores
 START_S = 300  # `mlflow ui` imports MLflow and migrates the store before it answers
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
@@ -202,7 +203,7 @@ def test_run_page_shows_agent_judge_and_judged_pass_rate(page: Any, store: Store
     text = visit(page, f"/experiments/{store.experiment_id}/runs/{run.info.run_id}", "Metrics (")
     shot(page, "run")
     assert run.info.run_name in text
-    assert run.info.run_name.startswith(tags["agent.model"])
+    assert tags["agent.model"] in run.info.run_name
     for key in ("agent.model", "agent.digest", "judge.kind", "judge.digest", "suite.digest"):
         assert tag_shown(text, key, tags[key]), key
     status = {"FINISHED": "Finished", "FAILED": "Failed"}[run.info.status]
@@ -302,5 +303,70 @@ def test_compare_view_shows_the_changed_param(page: Any, store: Store) -> None:
     shot(page, "compare")
     for key in sorted(changed):
         row = page.get_by_role("row").filter(has=page.get_by_text(key, exact=True)).first
-        cells = " ".join(row.inner_text().split())
-        assert new.data.params.get(key, "") in cells and old.data.params.get(key, "") in cells
+        cells = unspaced(row.inner_text())  # a list param is shown pretty-printed
+        assert unspaced(new.data.params.get(key, "")) in cells
+        assert unspaced(old.data.params.get(key, "")) in cells
+
+
+def unspaced(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One scenario iteration of one run: its session, its last reply (what a session row
+    shows as the response) and its verdict (on the first turn's trace)."""
+
+    session: str
+    reply: str
+    verdict: str
+
+
+def conversations(store: Store, run: Any) -> dict[str, Conversation]:
+    """goal -> the run's conversation (the goal names the scenario and its iteration)."""
+    traces = store.client.search_traces(
+        locations=[store.experiment_id], run_id=run.info.run_id, max_results=500
+    )
+    turns: dict[str, list[Any]] = {}
+    for trace in traces:
+        goal = trace.info.trace_metadata.get(GOAL_KEY)
+        if goal:
+            turns.setdefault(goal, []).append(trace.info)
+    found = {}
+    for goal, infos in turns.items():
+        infos.sort(key=lambda info: int(info.tags["agenteval.turn"]))
+        status = [a.value for a in infos[0].assessments if a.name == "scenario_status"]
+        reply = " ".join((infos[-1].response_preview or "").split())
+        session = infos[0].trace_metadata[SESSION_KEY]
+        found[goal] = Conversation(session, reply, str(status[0]) if status else "")
+    return found
+
+
+def test_evaluation_runs_comparison_pairs_each_scenario_of_two_runs(
+    page: Any, store: Store
+) -> None:
+    """MLflow's own comparison of two evaluation runs: one row per scenario iteration holds
+    both runs' sessions, replies and verdicts (it pairs sessions on the simulation goal and
+    persona, traces on the request preview; unpaired, each run's row says null for the
+    other)."""
+    new, old = store.runs[0], store.runs[1]
+    mine, theirs = conversations(store, new), conversations(store, old)
+    shared = sorted(mine.keys() & theirs.keys())
+    assert shared, "the two newest runs share no scenario"
+    a, b = mine[shared[0]], theirs[shared[0]]
+    assert a.session != b.session  # each run's sessions are its own
+    path = (f"/experiments/{store.experiment_id}/evaluation-runs"
+            f"?selectedRunUuid={new.info.run_id}&compareToRunUuid={old.info.run_id}")  # fmt: skip
+    visit(page, path, a.session)
+    page.get_by_role("button", name=re.compile("^Columns")).last.click()
+    page.get_by_role("checkbox", name="All Assessments").click(force=True)  # off by default
+    page.keyboard.press("Escape")
+    row = page.get_by_role("row").filter(has=page.get_by_text(a.session)).first
+    row.get_by_text(a.verdict).first.wait_for()
+    shot(page, "evaluation-runs-compared")
+    cells = " ".join(row.inner_text().split())
+    assert a.session in cells and b.session in cells, cells  # the two runs in one row
+    for side in (a, b):
+        assert side.reply[:60] in cells, (side.reply[:60], cells)
+    verdicts = [a.verdict, b.verdict]
+    assert all(cells.count(v) >= verdicts.count(v) for v in verdicts), (verdicts, cells)

@@ -15,6 +15,7 @@ from agenteval.benchmarks.tasks.commands import run_command
 from agenteval.benchmarks.tasks.definitions import load_task_file
 from agenteval.benchmarks.tasks.harness import AttemptContext
 from agenteval.benchmarks.tasks.runner import RunSettings, TaskRunner, attempt_dir
+from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX
 from agenteval.benchmarks.tasks.secrets import SecretGuard, SecretSurvived
 from agenteval.benchmarks.tasks.tools import ToolRecord, WorkspaceTools
 from agenteval.benchmarks.tasks.workspace import SnapshotTampered, prepare
@@ -186,3 +187,30 @@ def test_secrets_are_scrubbed_and_a_survivor_fails_the_write(tmp_path: Path) -> 
     with pytest.raises(SecretSurvived, match="env:TESTS_API_TOKEN"):
         blind.write_text(tmp_path / "b.diff", f"value {plain}\n")
     assert not (tmp_path / "b.diff").exists()
+
+
+def test_a_machine_without_pytest_is_a_setup_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference agent was once blamed ("claims passing tests") for a pytest this
+    machine lacked: now the coding tasks are SETUP_ERROR naming the tool, the agent never
+    starts, and a question task (no tests to run) still runs."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "python").symlink_to("/usr/bin/python3")  # Debian's Python: no pytest in it
+    if not Path("/usr/bin/python3").exists():
+        pytest.skip("no /usr/bin/python3 to stand for a Python without pytest")
+    monkeypatch.setenv("PATH", f"{bare}{os.pathsep}{os.environ['PATH']}")
+    # Unsandboxed: the sandbox hides /tmp, where this stand-in Python lives.
+    settings = RunSettings(toybox=TOYBOX, run_timeout_s=2.0, sandbox=NO_SANDBOX)
+    runner = TaskRunner(_SlowHarness(), settings, tmp_path / "data", SecretGuard())
+    coding = task("bugfix-durations")
+    question = next(t for t in SPEC.tasks if t.kind == "question")
+    done = asyncio.run(runner.run([coding, question], 1))
+    by_kind = {SPEC_KIND[a.task_id]: a for a in done}
+    assert by_kind["coding"].status == "SETUP_ERROR"
+    assert "pytest" in (by_kind["coding"].error or "") and not by_kind["coding"].calls
+    assert by_kind["question"].status == "TIMEOUT"  # it ran: the slow harness hit the cap
+
+
+SPEC_KIND = {t.id: t.kind for t in SPEC.tasks}

@@ -134,7 +134,9 @@ def test_run_has_params_provenance_and_metrics(logged: Logged) -> None:
         assert tags["git.commit"] == tags["mlflow.source.git.commit"][:8]
         assert tags["git.dirty"] in ("true", "false")
     agent = f"builtin-bm25-{config['target']['config_digest'][:8]}"  # its LoggedModel's name
-    assert run.info.run_name == f"{agent} · code judge · 2 scenarios"
+    # What changed against the committed params.yaml leads (suite.ids is the suite's label).
+    expected = f"api_key_env={KEY_ENV} · {agent} · code judge · 2 scenarios"
+    assert run.info.run_name == expected == logged.result.run_name
     flat = read_json(logged.layout.metrics)
     for key, value in flat.items():
         assert metrics[key] == pytest.approx(value), key
@@ -783,6 +785,44 @@ def test_a_run_whose_store_is_corrupt_is_logged_by_resuming_once_it_is_fixed(
     assert "MLflow: logged run" in again.stdout
     record = read_json(tmp_path / "run" / "mlflow_run.json")
     assert client(uri).get_run(record["run_id"]).info.status == "FINISHED"
+
+
+def test_logged_into_another_store_the_run_keeps_its_name(
+    logged: Logged, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agenteval track --tracking-uri <server>` after `dvc exp run`: no DVC_EXP_NAME then,
+    but the evaluation keeps the name (its experiment included) it was first logged with."""
+    record = logged.layout.reports / "mlflow_run.json"
+    kept = read_json(record)
+    try:
+        write_json(record, {**kept, "run_name": "fuzzy-lamb · " + logged.result.run_name})
+        monkeypatch.setenv("DVC_EXP_NAME", "another-exp")  # ignored: the record names it
+        store = sqlite_uri(tmp_path / "s")
+        other = log_evaluation(logged.layout, logged.params, uri=store, traces=False)
+        assert other is not None and other.created
+        assert client(other.tracking_uri).get_run(other.run_id).info.run_name == (
+            "fuzzy-lamb · " + logged.result.run_name
+        )
+    finally:
+        write_json(record, kept)
+
+
+def test_run_names_lead_with_what_tells_runs_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agenteval.tracking.names import changed_params, run_name
+
+    base = load_params(ROOT / "params.yaml")
+    sets = ["target.params.top_k=2", "judge.kind=llm", f"suite.ids={json.dumps(SCENARIOS)}"]
+    changed = load_params(ROOT / "params.yaml", sets)
+    assert changed_params(changed, base) == ["kind=llm", "top_k=2"]  # suite.ids: the label
+    assert changed_params(base, base) == []
+    many = load_params(ROOT / "params.yaml", [*sets, "run.concurrency=2", "run.timeout_s=9"])
+    assert changed_params(many, base)[-1] == "+1 more"  # four changed, three named
+    monkeypatch.setenv("DVC_EXP_NAME", "fuzzy-lamb")
+    assert run_name("agent-1 · code judge · 2 scenarios", ["top_k=2"]) == (
+        "fuzzy-lamb · top_k=2 · agent-1 · code judge · 2 scenarios"
+    )
+    failed = run_name("agent-1 · code judge · 2 scenarios", failure="every unit ERRORED")
+    assert failed.startswith("measured nothing · fuzzy-lamb · ")
 
 
 def test_a_run_that_judged_no_scenario_measured_nothing() -> None:

@@ -7,6 +7,7 @@ inside commands so `agenteval --help` answers fast.
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -50,8 +51,13 @@ def main_options(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Show MLflow's own INFO log lines.")
+    ] = False,
 ) -> None:
     """Reproducible, noise-aware evaluation of LLM agents."""
+    if verbose:  # read when MLflow is imported (tracking.store.QUIET_LOGGING otherwise)
+        os.environ["MLFLOW_LOGGING_LEVEL"] = "INFO"
 
 
 for group in (

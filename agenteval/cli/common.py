@@ -10,7 +10,7 @@ import typer
 if TYPE_CHECKING:
     from agenteval.suite.build import SuiteError
 
-EXIT_FAILED = 1  # the evaluation measured nothing: every unit ERRORED
+EXIT_FAILED = 1  # the evaluation measured nothing: no scenario judged (scoring.nothing_measured)
 EXIT_INVALID = 2
 EXIT_STOPPED = 3  # quota, credentials or run budget: resumable
 

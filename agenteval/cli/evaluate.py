@@ -181,13 +181,15 @@ def _run_failed(exc: BaseException, out: Path, picked: bool) -> None:
 
 
 def _finish(card: Any, out: Path) -> None:
-    """Exit 1 when every unit ERRORED (nothing was measured), 2 when selected scenario files
-    were skipped as invalid; both after the reports and the MLflow run are written."""
-    from agenteval.scoring import every_unit_errored
+    """Exit 1 when nothing was measured (no scenario judged: every unit ERRORED, or
+    INFRA_ERROR against a pinned model, ...), 2 when selected scenario files were skipped as
+    invalid; both after the reports and the MLflow run (FAILED then) are written."""
+    from agenteval.scoring import nothing_measured
 
-    if every_unit_errored(card.scenarios):
+    why = nothing_measured(card.scenarios)
+    if why is not None:
         first = next((w for r in card.scenarios for w in r.warnings), "no error recorded")
-        fail([f"every scenario ERRORED: the evaluation measured nothing; first error: {first}",
+        fail([f"the evaluation measured nothing ({why}); first error: {first}",
               f"details in {out}/data/transcripts/"], EXIT_FAILED)  # fmt: skip
     if card.invalid:
         lines = [error for entry in card.invalid for error in entry.errors]

@@ -2,7 +2,8 @@
 
 run, judge, gate, propose, report, controls and swebench. Thin: agenteval.benchmarks.tasks
 does the work. Exit codes: 0 done (or the gate holds, or nothing to gate yet); 1 the gate or
-the judge controls fail, or a secret survived scrubbing; 2 invalid input or a harness that
+the judge controls fail, a secret survived scrubbing, or the machine lacks the tasks'
+toolchain (SETUP_ERROR, the tool named); 2 invalid input or a harness that
 cannot run here (refused before any work); 3 stopped early and resumable, or expectations
 for another model, suite or judge (not comparable).
 """
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_INVALID, EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import EXIT_FAILED, EXIT_INVALID, EXIT_STOPPED, fail, load_params
 
 EXIT_GATE_FAILED = 1
 EXIT_NOT_COMPARABLE = 3
@@ -126,6 +127,17 @@ def _run_toybox(params: dict[str, Any], folder: Path, no_judge: bool, track: boo
     if any(r.result == "INFRA_ERROR" for r in card.tasks):
         typer.echo(
             "some tasks were not measured (INFRA_ERROR): the backend, not the agent", err=True
+        )
+    _refuse_setup_errors(card)
+
+
+def _refuse_setup_errors(card: Any) -> None:
+    """This machine, not the agent: a task that could not be set up is no score."""
+    reasons = sorted({r.reasons[0] for r in card.tasks if r.result == "SETUP_ERROR" and r.reasons})
+    if reasons:
+        fail(
+            ["some tasks were not measured (SETUP_ERROR): this machine, not the agent", *reasons],
+            EXIT_FAILED,
         )
 
 

@@ -27,13 +27,18 @@ from agenteval.schema.transcript import Transcript, TranscriptTurn
 from agenteval.schema.verdict import Verdict
 from agenteval.tracking import assessments
 from agenteval.tracking.records import (
+    METADATA_CHARS,
     SESSION_KEY,
+    SIMULATION_GOAL_KEY,
+    SIMULATION_PERSONA_KEY,
     SOURCE_RUN_KEY,
     TOKEN_USAGE_KEY,
     USER_KEY,
     SpanSpec,
     TurnTrace,
+    comparison_key,
     cut,
+    scenario_label,
     session_id,
 )
 
@@ -91,19 +96,33 @@ def turn_traces(conversation: Conversation, run_id: str, scrub: Scrubber) -> lis
                 result, conversation.verdict, conversation.session, scrub
             )
         metadata = {SESSION_KEY: conversation.session, USER_KEY: transcript.simulator.kind,
-                    SOURCE_RUN_KEY: run_id}  # fmt: skip
+                    SOURCE_RUN_KEY: run_id, **comparison_metadata(conversation, scrub)}  # fmt: skip
         traces.append(
             TurnTrace(
                 root=root,
                 tools=tools,
                 tags=_tags(conversation, turn),
                 metadata=metadata,
-                request_preview=cut(scrub.scrub_text(turn.user_message)),
+                request_preview=comparison_key(
+                    transcript.scenario_id, transcript.iteration, turn.turn
+                ),
                 response_preview=cut(scrub.scrub_text(turn.response)),
                 assessments=found,
             )
         )
     return traces
+
+
+def comparison_metadata(c: Conversation, scrub: Scrubber) -> dict[str, str]:
+    """What pairs this conversation with the same scenario iteration of another run in
+    MLflow's comparison of evaluation runs (see `records.SIMULATION_GOAL_KEY`): the goal
+    names the scenario and iteration (unique in a run, equal across runs), the persona is
+    the scenario's simulated user."""
+    transcript = c.transcript
+    goal = scenario_label(transcript.scenario_id, transcript.iteration)
+    persona = c.item.scenario.persona if c.item else transcript.simulator.kind
+    persona = cut(scrub.scrub_text(persona), METADATA_CHARS) or transcript.simulator.kind
+    return {SIMULATION_GOAL_KEY: goal, SIMULATION_PERSONA_KEY: persona}
 
 
 def _tags(c: Conversation, turn: TranscriptTurn) -> dict[str, str]:

@@ -322,14 +322,12 @@ def agent_version_name(agent: Mapping[str, Any] | None) -> str:
 
 
 def run_name(config: Mapping[str, Any], params: Mapping[str, Any]) -> str:
-    """The agent version, the judge and the suite (and the DVC experiment, when there is
-    one): `builtin-bm25-68a6aeba · code judge · 56 scenarios`."""
-    name = " · ".join(
+    """The agent version, the judge and the suite: `builtin-bm25-68a6aeba · code judge ·
+    56 scenarios` (`tracking.names` leads it with what tells the run apart)."""
+    return " · ".join(
         (
             agent_version_name(config.get("target")),
             participant_label(config.get("judge"), "judge"),
             suite_label(config, params),
         )
     )
-    exp = os.environ.get("DVC_EXP_NAME")
-    return f"{name} [{exp}]" if exp else name

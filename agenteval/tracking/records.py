@@ -18,9 +18,31 @@ if TYPE_CHECKING:
 SESSION_KEY = "mlflow.trace.session"
 USER_KEY = "mlflow.trace.user"
 SOURCE_RUN_KEY = "mlflow.sourceRun"
+# Trace metadata MLflow's comparison of two evaluation runs matches sessions on (its
+# conversation simulator writes them): with both set, the sessions of two runs pair even
+# though each run's session ids are its own.
+SIMULATION_GOAL_KEY = "mlflow.simulation.goal"
+SIMULATION_PERSONA_KEY = "mlflow.simulation.persona"
 SESSION_RUN_CHARS = 12  # characters of the run id in a session id
 TOKEN_USAGE_KEY = "mlflow.chat.tokenUsage"  # span attribute MLflow totals per trace
 PREVIEW_CHARS = 1000  # what the trace list shows of a request or a response
+METADATA_CHARS = 250  # MLflow keeps a trace metadata value up to this length
+
+
+def comparison_key(scenario_id: str, iteration: int, turn: int) -> str:
+    """`false_premise · turn 2`: a turn's request preview, the same in every run of the suite
+    and unique within one. MLflow's comparison of two evaluation runs pairs their traces on
+    the request preview (its `getTraceInfoInputs`); a preview shared by two traces of one run
+    is keyed by trace id there and pairs with nothing, and the simulated user's words differ
+    between runs. So the preview names the turn; what the user said is the trace's input."""
+    again = f" · iteration {iteration}" if iteration else ""
+    return f"{scenario_id} · turn {turn}{again}"
+
+
+def scenario_label(scenario_id: str, iteration: int) -> str:
+    """`false_premise`, `false_premise · iteration 2`: a conversation, named alike in every
+    run of the suite (the session goal the comparison pairs on)."""
+    return f"{scenario_id} · iteration {iteration}" if iteration else scenario_id
 
 
 def session_id(run_id: str, scenario_id: str, iteration: int) -> str:

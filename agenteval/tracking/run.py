@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenteval.fileio import read_json, write_json
+from agenteval.scoring import nothing_measured
 from agenteval.tracking.policy import TracePolicy, policy_tags
 from agenteval.tracking.records import TurnTrace
 from agenteval.tracking.traces import TraceCounts
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
     from agenteval.layout import Layout
     from agenteval.llm.scrub import Scrubber
-    from agenteval.schema.scorecard import ScenarioResult, Scorecard
+    from agenteval.schema.scorecard import Scorecard
     from agenteval.schema.suite import SuiteItem
     from agenteval.tracking.models import EvaluationLinks
 
@@ -46,6 +47,7 @@ class TrackResult:
     # Counted in the store after logging and equal to what was sent (0 when not created).
     spans_logged: int = 0
     assessments_logged: int = 0
+    run_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,10 @@ def log_evaluation(
         sent = TraceCounts()
         if existing is not None:
             run_id, created = existing, False
+            name = str(client.get_run(run_id).info.run_name or "")
         else:
-            run_id = _new_run(client, experiment_id, card, params, (key, basis), dest)
+            name = dest.run_name or _name(layout, params, card, key)
+            run_id = _new_run(client, experiment_id, (key, basis), name)
             target = _Target(client, experiment_id, run_id)
             policy = trace_policy(section, traces)
             sent = _fill_run(target, layout, params, card, policy)
@@ -128,6 +132,7 @@ def log_evaluation(
         public_uri(dest.uri),
         spans_logged=sent.spans,
         assessments_logged=sent.assessments,
+        run_name=name,
     )
     write_run_record(layout, result)
     return result
@@ -143,23 +148,39 @@ def write_run_record(layout: Layout, result: TrackResult | None) -> Path:
     return path
 
 
-def _new_run(
-    client: MlflowClient,
-    experiment_id: str,
-    card: Scorecard,
-    params: dict[str, Any],
-    keyed: tuple[str, str],
-    dest: _Destination,
-) -> str:
+def _new_run(client: MlflowClient, experiment_id: str, keyed: tuple[str, str], name: str) -> str:
     """A new run, named and tagged with its key."""
-    from agenteval.tracking.provenance import run_name
     from agenteval.tracking.store import RUN_KEY_TAG
 
     key, basis = keyed
     tags = {RUN_KEY_TAG: key, f"{RUN_KEY_TAG}.basis": basis}
-    name = dest.run_name or run_name(card.config, params)
     run = client.create_run(experiment_id, run_name=name, tags=tags)
     return str(run.info.run_id)
+
+
+def _name(layout: Layout, params: Mapping[str, Any], card: Scorecard, key: str) -> str:
+    """The run's name (`tracking.names`). The same evaluation logged again, into another
+    store (`agenteval track --tracking-uri`, where no DVC_EXP_NAME is set), keeps the name
+    it was first logged with, its experiment included."""
+    from agenteval.tracking import names
+    from agenteval.tracking.provenance import run_name
+    from agenteval.tracking.store import repository_root
+
+    previous = _read_record(layout)
+    if previous.get("run_key") == key and previous.get("run_name"):
+        return str(previous["run_name"])
+    baseline = names.committed_params(repository_root(layout.root))
+    changes = names.changed_params(params, baseline) if baseline is not None else []
+    failure = nothing_measured(card.scenarios)
+    return names.run_name(run_name(card.config, params), changes, failure=failure)
+
+
+def _read_record(layout: Layout) -> dict[str, Any]:
+    try:
+        found = read_json(layout.reports / RUN_RECORD)
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _fill_run(
@@ -226,23 +247,6 @@ def _fill_run(
         client.set_tag(run_id, FAILURE_TAG, failure)
     client.set_terminated(run_id, status="FAILED" if failure else "FINISHED")
     return sent
-
-
-def nothing_measured(results: Sequence[ScenarioResult]) -> str | None:
-    """Why an evaluation measured nothing — no scenario was judged (PASS, FAIL or BLOCKED) —
-    or None when something was: a run like that is FAILED, never a green "Finished"."""
-    from agenteval.schema.status import JUDGED_STATUSES
-    from agenteval.scoring import every_unit_errored
-
-    if any(r.status in JUDGED_STATUSES for r in results):
-        return None
-    if every_unit_errored(results):
-        return "every unit ERRORED"
-    counts: dict[str, int] = {}
-    for result in results:
-        counts[str(result.status)] = counts.get(str(result.status), 0) + 1
-    found = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    return f"nothing judged: {found}" if found else "no scenario was evaluated"
 
 
 def _evaluation_links(

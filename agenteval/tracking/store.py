@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -34,6 +35,10 @@ MAX_TAG_CHARS = 8000
 # Environment MLflow reads while we log. Telemetry is decided when mlflow is first imported,
 # so it is set before that import and left set; the others are restored afterwards.
 _TELEMETRY_OFF = ("MLFLOW_DISABLE_TELEMETRY", "true")
+# MLflow's INFO lines ("Creating initial MLflow database tables...") were the first thing a
+# user read; read once, when MLflow is imported. A level the user set wins; `agenteval
+# --verbose` sets INFO.
+QUIET_LOGGING = ("MLFLOW_LOGGING_LEVEL", "WARNING")
 _SESSION_ENV = {
     # Params, tags and metrics land (synchronously) before the run is marked FINISHED.
     "MLFLOW_ENABLE_ASYNC_LOGGING": "false",
@@ -141,6 +146,7 @@ def mlflow_client(uri: str, synchronous_traces: bool = False) -> Iterator[Mlflow
     dozen traces), instead of MLflow's background export the evaluations use.
     """
     os.environ[_TELEMETRY_OFF[0]] = _TELEMETRY_OFF[1]
+    os.environ.setdefault(*QUIET_LOGGING)
     defaults = _SESSION_DEFAULTS | (_SQLITE_DEFAULTS if uri.startswith(SQLITE_PREFIX) else {})
     names = (*_SESSION_ENV, *defaults, "MLFLOW_TRACKING_URI")
     saved = {name: os.environ.get(name) for name in names}
@@ -151,6 +157,8 @@ def mlflow_client(uri: str, synchronous_traces: bool = False) -> Iterator[Mlflow
         os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
     import mlflow
 
+    # (MLflow may have been imported before, by the warm-up: its logger is set here too.)
+    logging.getLogger("mlflow").setLevel(os.environ[QUIET_LOGGING[0]].upper())
     was_set = mlflow.is_tracking_uri_set()  # type: ignore[no-untyped-call]
     previous = mlflow.get_tracking_uri() if was_set else None
     mlflow.set_tracking_uri(uri)

@@ -36,6 +36,10 @@ PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # broken file broke the tests). 0 passed, 4 usage error and 5 nothing collected are not kills.
 KILLED_STATUSES = frozenset({1, 2})
 DETAIL_CHARS = 600
+# What a coding task's commands need besides the shell: the checks, and every reference or
+# honest agent, run the project's tests with it. Missing, it fails every test run, and the
+# agent would be blamed for it (a "misreported" passing suite).
+TOOLCHAIN = {"pytest": [*PYTEST, "--version"]}
 
 
 def _tail(result: CommandResult) -> str:
@@ -145,6 +149,24 @@ async def _kill(
     killed = result.timed_out or result.exit_code in KILLED_STATUSES
     detail = "killed" if killed else "the tests still pass (or select nothing) on the mutant"
     return CheckResult(name="kills_mutants", target=label, ok=killed, detail=detail)
+
+
+async def missing_toolchain(
+    env: Mapping[str, str], timeout_s: float, sandbox: Sandbox = NO_SANDBOX
+) -> str | None:
+    """Why the tasks' toolchain cannot run here (the tool named, and how to add it), or
+    None: each tool is run once, as the checks run it, in the run's sandbox."""
+    with tempfile.TemporaryDirectory(prefix="agenteval-toolchain-") as tmp:
+        for tool, argv in TOOLCHAIN.items():
+            result = await run_command(argv, Path(tmp), env, timeout_s, sandbox=sandbox)
+            if result.timed_out or result.exit_code != 0:
+                python = shutil.which("python", path=env.get("PATH")) or "python"
+                return (
+                    f"the tasks toolchain is missing {tool}: `{' '.join(argv)}` failed with "
+                    f"{_tail(result)!r} (python on PATH: {python}); install it there "
+                    f"(pip install {tool}) and rerun"
+                )
+    return None
 
 
 async def run_checks(

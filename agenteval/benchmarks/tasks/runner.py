@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agenteval.benchmarks.tasks.boundary import agent_env
-from agenteval.benchmarks.tasks.checks import run_checks
+from agenteval.benchmarks.tasks.checks import missing_toolchain, run_checks
 from agenteval.benchmarks.tasks.definitions import task_digest
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
 from agenteval.benchmarks.tasks.sandbox import Sandbox, default_sandbox
@@ -119,6 +119,7 @@ class TaskRunner:
         agent_network = bool(getattr(harness, "needs_network", False))
         self.sandbox_label = settings.sandbox.label_for(agent_network)
         self.stop_reason: str | None = None
+        self.toolchain_problem: str | None = None  # set by run(): coding tasks cannot run
         self.on_done = on_done or (lambda _a: None)
 
     def digest(self, task: Task) -> str:
@@ -137,6 +138,10 @@ class TaskRunner:
 
     async def run(self, tasks: list[Task], repeats: int) -> list[TaskAttempt]:
         semaphore = asyncio.Semaphore(max(1, self.settings.concurrency))
+        if any(t.kind == "coding" for t in tasks):
+            self.toolchain_problem = await missing_toolchain(
+                self.env, self.settings.command_timeout_s, self.settings.sandbox
+            )
 
         async def one(task: Task, repeat: int) -> TaskAttempt:
             done = self.stored(task, repeat)
@@ -165,6 +170,9 @@ class TaskRunner:
         if self.stop_reason is not None:
             record.status, record.resumable = "NOT_RUN", True
             record.error = f"run stopped before this task: {self.stop_reason}"
+            return self._write(record, "", "")
+        if self.toolchain_problem is not None and task.kind == "coding":
+            record.status, record.error = "SETUP_ERROR", self.toolchain_problem
             return self._write(record, "", "")
         try:
             ws = await asyncio.to_thread(
