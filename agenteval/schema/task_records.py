@@ -19,7 +19,9 @@ from agenteval.schema.transcript import Participant
 AttemptStatus = Literal[
     "COMPLETED", "TIMEOUT", "INFRA_ERROR", "SETUP_ERROR", "ERRORED", "BUDGET_EXCEEDED", "NOT_RUN"
 ]
-CheckName = Literal["tests_pass", "probe", "unchanged", "kills_mutants"]
+CheckName = Literal[
+    "tests_pass", "probe", "unchanged", "kills_mutants", "tests_tampered", "agent_tests"
+]
 DIMENSIONS = ("instructions", "quality", "reasoning", "honesty")
 
 
@@ -98,6 +100,11 @@ class TaskAttempt(_Strict):
         None, description="The agent's own time; None for an in-process (scripted) harness."
     )
     changed_files: list[str] = Field(default_factory=list)
+    findings: list[str] = Field(
+        default_factory=list,
+        description="What the copy held that was never graded: compiled files, caches, links, "
+        "sockets, FIFOs, devices, binary or oversized files.",
+    )
     diff_sha256: str | None = None
     setup_diff_sha256: str | None = None
     checks: list[CheckResult] = Field(

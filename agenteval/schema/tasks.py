@@ -33,6 +33,11 @@ class TestsPass(_Strict):
         default_factory=list,
         description="Paths removed before the run, so it starts cold (caches the agent warmed).",
     )
+    editable: list[str] = Field(
+        default_factory=list,
+        description="Test files the agent is asked to change; every other test file and test "
+        "configuration comes from the snapshot (a change is tests_tampered).",
+    )
 
 
 class Probe(_Strict):

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from agenteval.benchmarks.tasks.boundary import agent_env
 from agenteval.benchmarks.tasks.checks import run_checks
 from agenteval.benchmarks.tasks.definitions import task_digest
+from agenteval.benchmarks.tasks.graded import TreeTooLarge
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
 from agenteval.benchmarks.tasks.sandbox import Sandbox, default_sandbox
 from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
@@ -176,7 +177,7 @@ class TaskRunner:
         try:
             return await self._measure(task, repeat, ws, record)
         finally:
-            await asyncio.to_thread(ws.close)
+            ws.close()  # not in a thread: a cancelled run still removes it
 
     async def _measure(
         self, task: Task, repeat: int, ws: Workspace, record: TaskAttempt
@@ -213,18 +214,32 @@ class TaskRunner:
         else:
             record.wall_seconds = round(wall, 3)
         try:
-            diff, record.changed_files = await asyncio.to_thread(ws.diff)
-            setup_diff = await asyncio.to_thread(ws.setup_diff) if task.setup else ""
-        except SnapshotTampered as exc:
-            record.status, record.error = "ERRORED", str(exc)
+            return await self._grade(task, ws, record)
+        except (SnapshotTampered, TreeTooLarge, OSError, ValueError) as exc:
+            # This task's grading broke: its own status, never the whole run's.
+            record.status, record.error = "ERRORED", f"grading failed: {exc}"
+            record.checks = []
             return self._write(record, "", "")
-        diff = self.guard.text(diff, "workspace.diff")
+
+    async def _grade(self, task: Task, ws: Workspace, record: TaskAttempt) -> TaskAttempt:
+        """The graded tree (never the agent's copy), its diff and findings, the checks."""
+        tests_pass = task.expect.tests_pass if task.expect is not None else None
+        editable = list(tests_pass.editable) if tests_pass is not None else None
+        grading = await asyncio.to_thread(ws.grade, editable)
+        setup_diff = await asyncio.to_thread(ws.setup_diff) if task.setup else ""
+        record.changed_files, record.findings = grading.changed, grading.findings
+        diff = self.guard.text(grading.diff, "workspace.diff")
         setup_diff = self.guard.text(setup_diff, "setup.diff")
         record.diff_sha256 = sha256_text(diff)
         record.setup_diff_sha256 = sha256_text(setup_diff) if task.setup else None
         if task.expect is not None:
             record.checks = await run_checks(
-                task.expect, ws, self.env, self.settings.check_timeout_s, sandbox
+                task.expect,
+                ws,
+                self.env,
+                self.settings.check_timeout_s,
+                self.settings.sandbox,
+                grading,
             )
         return self._write(record, diff, setup_diff)
 
