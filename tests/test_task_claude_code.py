@@ -158,6 +158,7 @@ def test_driven_end_to_end_through_a_stand_in_executable(
             "tasks.ids=[bugfix-durations]",
             "target.model=claude-sonnet-4-5",
             "tasks.sandbox=none",
+            "tasks.agent_env=[FAKE_CLAUDE_EVIDENCE]",
         ],
     )
     card = run_tasks(params, Layout.run_dir(ROOT, tmp_path / "run"))

@@ -187,7 +187,9 @@ def test_the_same_agent_unsandboxed_reads_the_key_and_the_run_says_so(
         assert calls[name].ok, (name, calls[name].output)
     assert KEY_TEXT in calls["key"].output and "connected" in calls["net"].output
     assert (tmp_path / "escaped-by-command").exists()
-    assert (tmp_path / "escaped-by-check").exists()
+    # a planted conftest.py is never graded, sandbox or not: tests_tampered
+    assert not (tmp_path / "escaped-by-check").exists()
+    assert any(c.name == "tests_tampered" and not c.ok for c in attempt.checks)
     assert card.sandbox == attempt.sandbox == UNSANDBOXED
     assert f"Sandbox: {UNSANDBOXED}." in (layout.reports / "summary.md").read_text()
     sealed, again, _layout = scripted_run(tmp_path, loopback, monkeypatch)
@@ -265,6 +267,7 @@ def test_claude_code_runs_whole_inside_the_sandbox(
             f"tasks.claude.command={ROOT / 'tests/fixtures/claude_code/probing_claude.py'}",
             f"tasks.claude.home_files=[{login}]",
             "tasks.ids=[bugfix-durations]",
+            "tasks.agent_env=[FAKE_CLAUDE_COMMANDS]",
         ],
     )
     layout = Layout.run_dir(ROOT, tmp_path / "run")

@@ -176,6 +176,11 @@ class TasksParams(_Section):
     sandbox_expose: list[str] = Field(
         default_factory=list, description="Folders put back read-only (a tool under the home)."
     )
+    agent_env: list[str] = Field(
+        default_factory=list,
+        description="Variables passed to the agent besides PATH, HOME, LANG, LC_ALL, LC_CTYPE, "
+        "TERM, TMPDIR and TZ (an allow-list; a secret-looking name or value is still dropped).",
+    )
     judge: TasksJudgeParams = Field(default_factory=TasksJudgeParams)
     claude: ClaudeCodeParams = Field(default_factory=ClaudeCodeParams)
 

@@ -57,6 +57,7 @@ class RunSettings:
     seed: int = 0
     models: tuple[str, ...] = ()
     sandbox: Sandbox = field(default_factory=default_sandbox)
+    agent_env: tuple[str, ...] = ()  # allowed besides boundary.AGENT_ENV_NAMES
 
     @classmethod
     def from_params(
@@ -77,6 +78,7 @@ class RunSettings:
             prices=PriceTable((params.get("run") or {}).get("prices") or {}),
             seed=int((params.get("suite") or {}).get("seed", 0)),
             models=tuple(m for m in [str((params.get("target") or {}).get("model") or "")] if m),
+            agent_env=tuple(str(n) for n in section.get("agent_env") or ()),
         )
 
 
@@ -115,7 +117,7 @@ class TaskRunner:
         self.harness, self.settings, self.data, self.guard = harness, settings, data, guard
         self.project_digest = toybox_digest(settings.toybox)
         # Every configured key variable (the judge's too), and the harness's own.
-        self.env = agent_env([*harness.key_env_names(), *key_names])
+        self.env = agent_env([*harness.key_env_names(), *key_names], allow=settings.agent_env)
         # Claude Code runs whole inside the sandbox and needs the network for its own API.
         agent_network = bool(getattr(harness, "needs_network", False))
         self.sandbox_label = settings.sandbox.label_for(agent_network)

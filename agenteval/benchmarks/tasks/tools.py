@@ -22,8 +22,8 @@ from typing import Any
 
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine, relative
 from agenteval.benchmarks.tasks.commands import OUTPUT_CHARS, cut, run_command
-from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.graded import IGNORED_DIRS
+from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.llm.types import ToolSpec
 from agenteval.schema.task_records import Answer, TaskToolCall
 
