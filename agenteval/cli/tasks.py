@@ -1,6 +1,6 @@
 """`agenteval tasks ...`: coding tasks graded by what the finished project does.
 
-run, judge, gate, propose, report, controls and swebench. Thin: agenteval.benchmarks.tasks
+run, validate, judge, gate, propose, report, controls and swebench. Thin: agenteval.benchmarks.tasks
 does the work. Exit codes: 0 done (or the gate holds, or nothing to gate yet); 1 the gate or
 the judge controls fail, or a secret survived scrubbing; 2 invalid input or a harness that
 cannot run here (refused before any work); 3 stopped early and resumable, or expectations
@@ -195,6 +195,33 @@ def _run_swebench(
     if not no_evaluate:
         for verdict in swebench_run.grade_predictions(folder, folder.name):
             typer.echo(f"{verdict['instance_id']}: resolved {verdict['resolved']}")
+
+
+@app.command()
+def validate(
+    suite: Annotated[str, typer.Option(help="core | adversarial | full")] = "full",
+    tasks: Annotated[str | None, typer.Option("--tasks", help="Only these ids: a,b.")] = None,
+    set_: SetOption = None,
+    params_file: ParamsOption = DEFAULT_PARAMS,
+) -> None:
+    """Grade every coding task's reference solution (must pass) and its untouched project
+    (must fail) through the same grader; exit 2 with `tasks.json:line` when one does not."""
+    from agenteval.benchmarks.tasks.definitions import TaskFileError
+    from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
+    from agenteval.benchmarks.tasks.steps import step_validate
+
+    sets = list(set_ or []) + _options(suite, None, None, tasks, None, None)
+    params = load_params(params_file, sets)
+    try:
+        found = step_validate(params, Path.cwd().resolve())
+    except TaskFileError as exc:
+        fail(_problems(exc))
+    except (SandboxUnavailable, ValueError) as exc:
+        fail([f"refused: {exc}"])
+    if found:
+        fail([str(p) for p in found])
+    typer.echo(f"tasks of suite {suite!r}: every reference solution passes, every untouched "
+               "project fails")  # fmt: skip
 
 
 @app.command()

@@ -27,7 +27,7 @@ from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_param
 from agenteval.benchmarks.tasks.score import draws, machine, results
 from agenteval.benchmarks.tasks.secrets import SecretGuard
 from agenteval.benchmarks.tasks.setups import SetupError
-from agenteval.benchmarks.tasks.workspace import prepare
+from agenteval.benchmarks.tasks.workspace import prepare, remove_on_signals
 from agenteval.fileio import digest_of, read_json, sha256_text, write_json
 from agenteval.layout import Layout
 from agenteval.schema.problems import Problem
@@ -85,14 +85,35 @@ def preflight(params: Mapping[str, Any], root: Path) -> tuple[str, list[Task], H
     return toybox, tasks, harness
 
 
+def task_file_of(params: Mapping[str, Any], root: Path) -> tuple[Path, str]:
+    name = str((params.get("tasks") or {}).get("file", DEFAULT_FILE))
+    return root / name, name
+
+
+def step_validate(params: Mapping[str, Any], root: Path) -> list[Problem]:
+    """The chosen coding tasks graded with their reference solution (must pass) and the
+    untouched project (must fail): problems at their lines of the task file."""
+    from agenteval.benchmarks.tasks.validate import problems
+
+    toybox, tasks = chosen_tasks(params, root)
+    settings = RunSettings.from_params(params, root, toybox)
+    return problems(tasks, settings, *task_file_of(params, root))
+
+
 def step_run(
     params: dict[str, Any], layout: Layout, on_done: Callable[[TaskAttempt], None] | None = None
 ) -> list[TaskAttempt]:
     """Every chosen task x repeat through the harness; refused before any work when the
-    harness or the judge cannot run here."""
+    harness or the judge cannot run here, or (a harness other than the scripted one) when
+    a chosen coding task is broken (validate: TaskFileError)."""
     toybox, tasks, harness = preflight(params, layout.root)
     section = params.get("tasks") or {}
     repeats = int(section.get("repeats", 1))
+    if harness.participant.kind != "scripted":
+        found = step_validate(params, layout.root)
+        if found:
+            raise TaskFileError(found)
+    remove_on_signals()
     layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
     sealed = [layout.data, layout.reports]
     settings = RunSettings.from_params(params, layout.root, toybox, sealed)
