@@ -37,6 +37,11 @@ class TaskToolCall(_Strict):
     output: str = Field("", description="What the tool answered (long output cut in the middle).")
     exit_code: int | None = Field(None, description="Shell commands: the exit status.")
     timed_out: bool = Field(False, description="Killed at the command timeout.")
+    pytest_report: dict[str, int] | None = Field(
+        None,
+        description="Shell commands: the totals of the JUnit report pytest itself wrote, seen "
+        "by the evaluator (tests, failures, errors, skipped); None: no pytest ran.",
+    )
     error: str | None = None
     latency_ms: float | None = None
 
