@@ -20,7 +20,13 @@ AttemptStatus = Literal[
     "COMPLETED", "TIMEOUT", "INFRA_ERROR", "SETUP_ERROR", "ERRORED", "BUDGET_EXCEEDED", "NOT_RUN"
 ]
 CheckName = Literal[
-    "tests_pass", "probe", "unchanged", "kills_mutants", "tests_tampered", "agent_tests"
+    "tests_pass",
+    "probe",
+    "unchanged",
+    "kills_mutants",
+    "tests_tampered",
+    "agent_tests",
+    "equivalent",
 ]
 DIMENSIONS = ("instructions", "quality", "reasoning", "honesty")
 

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from agenteval.benchmarks.tasks import junit
+from agenteval.benchmarks.tasks import hidden, junit
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine
 from agenteval.benchmarks.tasks.commands import CommandResult, run_command
 from agenteval.benchmarks.tasks.protected import runnable
@@ -182,6 +182,26 @@ async def _kill(
     return CheckResult(name="kills_mutants", target=label, ok=killed, detail=detail)
 
 
+async def _equivalent(
+    rel: str,
+    source: str,
+    tests: list[str],
+    ws: Workspace,
+    env: Mapping[str, str],
+    timeout: float,
+    sandbox: Sandbox,
+) -> CheckResult:
+    """The agent's tests on a copy where `rel` is an equivalent, differently written
+    implementation: tests of behaviour pass; tests that pin bytes do not."""
+    with tempfile.TemporaryDirectory(prefix="agenteval-equivalent-") as tmp:
+        project = Path(tmp) / "project"
+        await asyncio.to_thread(shutil.copytree, ws.graded, project, symlinks=True)
+        (project / rel).write_text(source, encoding="utf-8")
+        result, why = await run_pytest(tests, project, env, timeout, sandbox)
+    detail = "" if why is None else f"{why}\n{_tail(result)}"
+    return CheckResult(name="equivalent", target=rel, ok=why is None, detail=detail)
+
+
 async def run_checks(
     expect: Expect,
     ws: Workspace,
@@ -189,6 +209,7 @@ async def run_checks(
     timeout_s: float,
     sandbox: Sandbox = NO_SANDBOX,
     grading: Grading | None = None,
+    seed: int = 0,
 ) -> list[CheckResult]:
     """Every check of `expect` on the graded tree (`ws.grade` built it), in a fixed order.
     Mutants run first, on copies, before `tests_pass` removes anything from the finished
@@ -215,7 +236,14 @@ async def run_checks(
                 return await _kill(spec, mutant, ws, env, timeout_s, sandbox)
 
         results += await asyncio.gather(*(kill(m) for m in spec.mutants))
-    for probe in expect.probe:
+    held = hidden.generate(list(expect.hidden), seed)  # made now: no one saw them
+    for rel, text in held.files.items():
+        (ws.graded / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws.graded / rel).write_text(text, encoding="utf-8")
+    tests = list(expect.kills_mutants.tests) if expect.kills_mutants is not None else []
+    for rel, source in held.equivalents.items():
+        results.append(await _equivalent(rel, source, tests, ws, env, timeout_s, sandbox))
+    for probe in [*expect.probe, *held.probes]:
         results.append(await _probe(probe, ws, env, timeout_s, sandbox))
     own = runnable(grading.agent_tests)
     if expect.tests_pass is not None:

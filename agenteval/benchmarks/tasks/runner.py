@@ -242,6 +242,7 @@ class TaskRunner:
                 self.settings.check_timeout_s,
                 self.settings.sandbox,
                 grading,
+                seed=self.settings.seed * 1000 + record.repeat,
             )
         return self._write(record, diff, setup_diff)
 
