@@ -13,6 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from hashlib import sha256
 from pathlib import Path
@@ -383,3 +387,28 @@ def test_a_probe_that_cannot_run_is_a_task_definition_error(tmp_path: Path) -> N
     assert path == str(task_file) and int(number) > line
     assert "reference solution does not pass" in message and "127" in message
     assert "Traceback" not in result.output
+
+
+def test_copies_and_snapshots_are_removed_when_the_run_is_terminated(tmp_path: Path) -> None:
+    """SIGTERM in the middle of a task (a suite that hangs): the run ends and leaves no copy
+    nor snapshot behind."""
+    work = tmp_path / "work"
+    work.mkdir()
+    argv = [sys.executable, "-m", "agenteval", "tasks", "run", "--suite", "adversarial",
+            "--tasks", "hanging-suite", "--no-judge", "--no-track", "--out", str(tmp_path / "run"),
+            "--set", f"tasks.work_root={work}", "--set", "tasks.command_timeout_s=120"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(600):  # the copy and the snapshot exist once the task started
+            if len(list(work.iterdir())) >= 2 or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None and len(list(work.iterdir())) >= 2
+        time.sleep(1.0)  # the agent's command (the hanging suite) is running
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code != 0
+    assert list(work.iterdir()) == []
