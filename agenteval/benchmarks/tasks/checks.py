@@ -9,6 +9,13 @@
   still pass on a broken project test nothing, and a "regression test" that passes on the
   unfixed file is not one.
 
+Every check runs in the graded tree (workspace.Workspace.grade: the snapshot plus the agent's
+regular text changes, the task's own tests put back), never in the agent's copy. pytest's
+outcome is read from its own JUnit report (junit). Also: `tests_tampered` (a protected test
+file changed), `agent_tests` (the agent's new test files, run on their own), the `hidden`
+probes made now from the seed, and `equivalent` (the agent's tests on an equivalent,
+differently written implementation).
+
 Nothing here is shown to the agent; the checks read the task definition only now. Every
 check command runs in the run's sandbox: the agent's code (a planted conftest.py, a patched
 module) runs in them too, and must reach no more than the agent did.
