@@ -1,10 +1,10 @@
 """`agenteval tasks ...`: coding tasks graded by what the finished project does.
 
-run, validate, judge, gate, propose, report, controls and swebench. Thin: agenteval.benchmarks.tasks
-does the work. Exit codes: 0 done (or the gate holds, or nothing to gate yet); 1 the gate or
-the judge controls fail, or a secret survived scrubbing; 2 invalid input or a harness that
-cannot run here (refused before any work); 3 stopped early and resumable, or expectations
-for another model, suite or judge (not comparable).
+run, validate, judge, gate, propose, report, controls, gateway and swebench. Thin:
+agenteval.benchmarks.tasks does the work. Exit codes: 0 done (or the gate holds, or nothing
+to gate yet); 1 the gate or the judge controls fail, or a secret survived scrubbing; 2 invalid
+input or a harness that cannot run here (refused before any work); 3 stopped early and
+resumable, or expectations for another model, suite or judge (not comparable).
 """
 
 from __future__ import annotations
@@ -349,6 +349,43 @@ def controls(
         write_json(out, found.to_json())
     if not found.passed:
         raise typer.Exit(EXIT_GATE_FAILED)
+
+
+@app.command()
+def gateway(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (1-65535).")],
+    ledger: Annotated[
+        Path | None, typer.Option(help="Append each call's token counts here (JSON lines).")
+    ] = None,
+    set_: SetOption = None,
+    params_file: ParamsOption = DEFAULT_PARAMS,
+) -> None:
+    """Run the model gateway in the foreground (for several runs sharing one): agents reach
+    target.base_url through it with a dummy key; it holds the key target.api_key_env names."""
+    import threading
+
+    from agenteval.benchmarks.tasks.gateway import (
+        GatewayConfigError,
+        Ledger,
+        Upstream,
+        running_gateway,
+    )
+
+    if not 1 <= port <= 65535:
+        fail([f"--port must be between 1 and 65535, got {port}"])
+    params = load_params(params_file, list(set_ or []))
+    try:
+        upstream = Upstream.from_params(params)
+    except GatewayConfigError as exc:
+        fail([f"refused: {exc}"])
+    try:
+        with running_gateway(upstream, Ledger(ledger), port) as running:
+            typer.echo(f"gateway: {running.url} -> {upstream.root} (Ctrl-C stops it)")
+            threading.Event().wait()
+    except OSError as exc:
+        fail([f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror or exc})"])
+    except KeyboardInterrupt:
+        typer.echo("gateway stopped")
 
 
 @app.command("swebench")
