@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from servers import AnthropicServer, OpenAIServer, Raw, Reply
 from typer.testing import CliRunner
 
 from agenteval.benchmarks.tasks.gateway import (
@@ -23,10 +24,11 @@ from agenteval.benchmarks.tasks.gateway import (
     Upstream,
     UsageReader,
     agent_endpoint,
+    gateway_for_run,
+    ledger_at,
     running_gateway,
 )
 from agenteval.cli import app
-from tests.servers import AnthropicServer, OpenAIServer, Raw, Reply
 
 REAL_KEY = "sk-gateway-test-0123456789abcdefREALKEY"
 KEY_ENV = "GATEWAY_TEST_PROVIDER_KEY"
@@ -265,3 +267,68 @@ def test_cli_refuses_a_bad_port_and_a_missing_upstream(monkeypatch: pytest.Monke
     no_key = runner.invoke(app, ["tasks", "gateway", "--port", "8799", *args])
     assert no_key.exit_code == 2 and KEY_ENV in no_key.output
     assert "Traceback" not in no_key.output
+
+
+# -- wired into a tasks run ----------------------------------------------------------------
+def _run_params(harness: str, base_url: str, **tasks: object) -> dict[str, object]:
+    target = {"model": "m-open", "base_url": base_url, "api_key_env": KEY_ENV}
+    prices = {"m-open": {"input_per_mtok": 1.0, "output_per_mtok": 2.0, "as_of": "2026-01-01"}}
+    return {
+        "target": {**target, "protocol": "anthropic"},
+        "tasks": {"harness": harness, **tasks},
+        "run": {"prices": prices, "cache": False},
+    }
+
+
+def test_a_run_starts_its_own_gateway_unless_one_is_named(key_env: str, tmp_path: Path) -> None:
+    params = _run_params("chat", "http://127.0.0.1:9")
+    with gateway_for_run(params, tmp_path / "gateway.jsonl") as routed:
+        url = routed["tasks"]["gateway_url"]  # type: ignore[index]
+        assert url.startswith("http://127.0.0.1:") and ledger_at(url) is not None
+    assert ledger_at(url) is None  # stopped with the run
+    named = _run_params("chat", "http://127.0.0.1:9", gateway_url="http://127.0.0.1:8000")
+    with gateway_for_run(named, tmp_path / "gateway.jsonl") as routed:
+        assert routed is named
+    with gateway_for_run(_run_params("scripted", ""), tmp_path / "g.jsonl") as routed:
+        assert "gateway_url" not in routed["tasks"]  # type: ignore[operator]
+
+
+def test_chat_harness_reaches_the_model_through_the_gateway_with_no_key(
+    key_env: str, tmp_path: Path
+) -> None:
+    from agenteval.benchmarks.tasks.chat import ChatHarness
+
+    direct = ChatHarness(_run_params("chat", "http://127.0.0.1:9"), tmp_path)
+    routed = ChatHarness(
+        _run_params("chat", "http://127.0.0.1:9", gateway_url="http://127.0.0.1:7777"), tmp_path
+    )
+    endpoint = routed.config.endpoint
+    assert endpoint.effective_base_url == "http://127.0.0.1:7777"
+    assert endpoint.api_key_env is None  # the client in this process sends no key at all
+    assert routed.key_env_names() == [KEY_ENV]  # still scrubbed from every record
+    # The same agent on the same model: the route does not change its identity.
+    assert routed.participant.config_digest == direct.participant.config_digest
+
+
+def test_claude_code_gets_the_gateway_and_its_counts_are_harness_counts(
+    anthropic_up: AnthropicServer, tmp_path: Path
+) -> None:
+    from agenteval.benchmarks.tasks.claude_code import ClaudeCodeHarness
+
+    anthropic_up.push(Reply(usage={"input": 1000, "output": 500}))
+    params = _run_params("claude-code", anthropic_up.base_url)
+    with gateway_for_run(params, tmp_path / "gateway.jsonl") as routed:
+        harness = ClaudeCodeHarness(routed)
+        env = harness.routed_env({"PATH": "/usr/bin"}, "t1-r1-abc")
+        assert env["ANTHROPIC_BASE_URL"].endswith("/t/t1-r1-abc")
+        assert env["ANTHROPIC_AUTH_TOKEN"] == DUMMY_KEY and REAL_KEY not in str(env)
+        body = {"model": "m-open", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+        headers = {"anthropic-version": "2023-06-01", "x-api-key": AGENT_CREDENTIAL}
+        httpx.post(env["ANTHROPIC_BASE_URL"] + "/v1/messages", json=body, headers=headers)
+        assert harness.gateway_usage("another-attempt") is None
+        usage = harness.gateway_usage("t1-r1-abc")
+    assert anthropic_up.requests[0].headers["x-api-key"] == REAL_KEY
+    assert usage is not None and usage.cost_source == "harness_counts"
+    assert (usage.model_calls, usage.input_tokens, usage.output_tokens) == (1, 1000, 500)
+    assert usage.cost_usd == pytest.approx(0.002)
+    assert "gateway" in (usage.cost_provenance or "")

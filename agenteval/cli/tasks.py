@@ -42,6 +42,7 @@ def _options(
     tasks: str | None,
     repeats: int | None,
     run_timeout: float | None,
+    gateway_url: str | None = None,
 ) -> list[str]:
     sets = []
     for key, value in (
@@ -50,6 +51,7 @@ def _options(
         ("target.model", model),
         ("tasks.repeats", repeats),
         ("tasks.run_timeout_s", run_timeout),
+        ("tasks.gateway_url", gateway_url),
     ):
         if value is not None:
             sets.append(f"{key}={value}")
@@ -70,6 +72,9 @@ def run(
         Path | None, typer.Option(help="Run folder (default runs/tasks-<time>).")
     ] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip judging.")] = False,
+    gateway_url: Annotated[
+        str | None, typer.Option(help="A running model gateway; else the run starts its own.")
+    ] = None,
     instances: Annotated[str | None, typer.Option(help="swebench: instance ids a,b.")] = None,
     no_evaluate: Annotated[
         bool, typer.Option("--no-evaluate", help="swebench: no grading.")
@@ -80,7 +85,9 @@ def run(
 ) -> None:
     """Run an agent on each task in a fresh copy; write scorecard.json, each attempt's
     record and diffs; then judge (unless --no-judge) and score."""
-    sets = list(set_ or []) + _options(suite, harness, model, tasks, repeats, run_timeout)
+    sets = list(set_ or []) + _options(
+        suite, harness, model, tasks, repeats, run_timeout, gateway_url
+    )
     params = load_params(params_file, sets)
     params["suite"]["kind"] = "tasks"
     folder = _out(out)

@@ -181,6 +181,11 @@ class TasksParams(_Section):
         description="Variables passed to the agent besides PATH, HOME, LANG, LC_ALL, LC_CTYPE, "
         "TERM, TMPDIR and TZ (an allow-list; a secret-looking name or value is still dropped).",
     )
+    gateway_url: str | None = Field(
+        None,
+        description="A model gateway already running (agenteval tasks gateway); null: a chat "
+        "or claude-code run whose target.base_url names an upstream starts its own.",
+    )
     judge: TasksJudgeParams = Field(default_factory=TasksJudgeParams)
     claude: ClaudeCodeParams = Field(default_factory=ClaudeCodeParams)
 

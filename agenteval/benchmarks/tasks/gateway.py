@@ -39,6 +39,7 @@ OPENAI_ROUTE = "/v1/chat/completions"
 ANTHROPIC_ROUTE = "/v1/messages"
 # Only these request headers reach the upstream; credentials and cookies never do.
 FORWARDED_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta")
+TAG_PATTERN = "[A-Za-z0-9_.-]{1,80}"
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 MAX_COUNTED_BODY_BYTES = 16 * 1024 * 1024  # a non-streamed reply larger than this is uncounted
 CONNECT_TIMEOUT_S = 30.0
@@ -205,9 +206,11 @@ class GatewayCall:
     status: int
     streamed: bool
     usage: Usage | None  # None: the upstream reported no usage (uncounted, not zero)
+    tag: str | None = None  # the attempt whose base URL carried it
 
     def record(self) -> dict[str, Any]:
         return {
+            "tag": self.tag,
             "route": self.route,
             "model": self.model,
             "status": self.status,
@@ -236,10 +239,13 @@ class Ledger:
                 with self.path.open("a", encoding="utf-8") as out:
                     out.write(json.dumps(call.record(), sort_keys=True) + "\n")
 
-    def total(self) -> Usage:
-        """The counted calls' tokens summed (empty when nothing was counted: n/a, not $0)."""
+    def tagged(self, tag: str | None) -> list[GatewayCall]:
         with self._lock:
-            counted = [c.usage for c in self.calls if c.usage is not None]
+            return [c for c in self.calls if tag is None or c.tag == tag]
+
+    def total(self, tag: str | None = None) -> Usage:
+        """The counted calls' tokens summed (empty when nothing was counted: n/a, not $0)."""
+        counted = [c.usage for c in self.tagged(tag) if c.usage is not None]
         return Usage(
             input_tokens=sum(u.input_tokens for u in counted),
             output_tokens=sum(u.output_tokens for u in counted),
@@ -247,9 +253,8 @@ class Ledger:
             cache_write_tokens=sum(u.cache_write_tokens for u in counted),
         )
 
-    def uncounted(self) -> int:
-        with self._lock:
-            return sum(1 for c in self.calls if c.usage is None or c.usage.is_empty())
+    def uncounted(self, tag: str | None = None) -> int:
+        return sum(1 for c in self.tagged(tag) if c.usage is None or c.usage.is_empty())
 
 
 # -- the server (aiohttp, imported lazily: the CLI starts fast) ------------------------------
@@ -272,8 +277,10 @@ class Gateway:
         from aiohttp import web
 
         app = web.Application(client_max_size=MAX_REQUEST_BYTES)
-        app.router.add_post(OPENAI_ROUTE, self.forward)
-        app.router.add_post(ANTHROPIC_ROUTE, self.forward)
+        for route in (OPENAI_ROUTE, ANTHROPIC_ROUTE):
+            app.router.add_post(route, self.forward)
+            # /t/<tag>/v1/...: an attempt's own base URL, so its calls are counted apart
+            app.router.add_post(f"/t/{{tag:{TAG_PATTERN}}}{route}", self.forward)
         app.on_cleanup.append(self._close)
         return app
 
@@ -294,7 +301,8 @@ class Gateway:
     async def forward(self, request: Any) -> Any:
         import aiohttp
 
-        route = request.path
+        tag = request.match_info.get("tag")
+        route = OPENAI_ROUTE if request.path.endswith(OPENAI_ROUTE) else ANTHROPIC_ROUTE
         try:
             body = json.loads(await request.read())
         except ValueError:
@@ -311,15 +319,15 @@ class Gateway:
             async with self._client().post(
                 self.upstream.root + route, data=json.dumps(body).encode(), headers=headers
             ) as reply:
-                return await self._relay(request, reply, route, model, streamed)
+                return await self._relay(
+                    request, reply, GatewayCall(route, model, 0, streamed, None, tag)
+                )
         except (aiohttp.ClientError, TimeoutError) as exc:
             # The exception names the URL at most, never a header: no key in the message.
-            self.ledger.add(GatewayCall(route, model, 502, streamed, None))
+            self.ledger.add(GatewayCall(route, model, 502, streamed, None, tag))
             return _error(502, f"upstream unreachable: {type(exc).__name__}")
 
-    async def _relay(
-        self, request: Any, reply: Any, route: str, model: str | None, streamed: bool
-    ) -> Any:
+    async def _relay(self, request: Any, reply: Any, call: GatewayCall) -> Any:
         from aiohttp import web
 
         out = web.StreamResponse(status=reply.status)
@@ -327,13 +335,14 @@ class Gateway:
             if name in reply.headers:
                 out.headers[name] = reply.headers[name]
         await out.prepare(request)
-        reader = UsageReader(route, streamed)
+        reader = UsageReader(call.route, call.streamed)
         async for chunk in reply.content.iter_any():
             reader.feed(chunk)
             await out.write(chunk)
         await out.write_eof()
-        usage = reader.finish() if reply.status == 200 else None
-        self.ledger.add(GatewayCall(route, model, reply.status, streamed, usage))
+        call.status = reply.status
+        call.usage = reader.finish() if reply.status == 200 else None
+        self.ledger.add(call)
         return out
 
 
@@ -372,6 +381,11 @@ class RunningGateway:
         self._loop.close()
 
 
+# The gateways this process runs, by URL: harnesses are built from params, so they find
+# their attempt's calls in the ledger of the gateway the URL names (none for an outside one).
+_RUNNING: dict[str, Ledger] = {}
+
+
 @contextlib.contextmanager
 def running_gateway(
     upstream: Upstream, ledger: Ledger | None = None, port: int = 0
@@ -379,12 +393,40 @@ def running_gateway(
     """A gateway on 127.0.0.1 for the duration of the block (port 0: any free port)."""
     running = RunningGateway(Gateway(upstream, ledger or Ledger()), port)
     try:
-        yield running.start()
+        running.start()
+        _RUNNING[running.url] = running.gateway.ledger
+        yield running
     finally:
+        _RUNNING.pop(running.url, None)
         running.stop()
 
 
-def agent_endpoint(gateway_url: str, route_protocol: str) -> tuple[str, str]:
-    """(base_url, key) an agent is given: the gateway's URL in its protocol's form, a dummy key."""
-    base = gateway_url.rstrip("/")
-    return (f"{base}/v1" if route_protocol == "openai" else base), DUMMY_KEY
+def ledger_at(gateway_url: str) -> Ledger | None:
+    """The ledger of a gateway this process runs at that URL; None for one run elsewhere."""
+    return _RUNNING.get(gateway_url.rstrip("/"))
+
+
+def needs_gateway(params: Mapping[str, Any]) -> bool:
+    """A chat or Claude Code run whose target names an upstream and no gateway of its own."""
+    section = params.get("tasks") or {}
+    if section.get("harness") not in ("chat", "claude-code") or section.get("gateway_url"):
+        return False
+    return bool((params.get("target") or {}).get("base_url"))
+
+
+@contextlib.contextmanager
+def gateway_for_run(params: dict[str, Any], ledger_path: Path) -> Iterator[dict[str, Any]]:
+    """The run's params with `tasks.gateway_url` naming the gateway its agents use: one
+    started here for the run when none is named (GatewayConfigError before any work)."""
+    if not needs_gateway(params):
+        yield params
+        return
+    with running_gateway(Upstream.from_params(params), Ledger(ledger_path)) as gateway:
+        yield {**params, "tasks": {**(params.get("tasks") or {}), "gateway_url": gateway.url}}
+
+
+def agent_endpoint(gateway_url: str, protocol: str, tag: str | None = None) -> tuple[str, str]:
+    """(base_url, key) an agent is given: the gateway's URL in its protocol's form (tagged
+    with its attempt when given), and a dummy key."""
+    base = gateway_url.rstrip("/") + (f"/t/{tag}" if tag else "")
+    return (f"{base}/v1" if protocol == "openai" else base), DUMMY_KEY

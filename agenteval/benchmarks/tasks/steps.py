@@ -37,6 +37,7 @@ from agenteval.schema.tasks import Task
 from agenteval.tracking.provenance import key_env_names
 
 KIND = "tasks"
+GATEWAY_LEDGER = "gateway.jsonl"  # each model call's token counts, in the sealed data folder
 PROJECT_FILE_CHARS = 6_000
 
 
@@ -105,7 +106,18 @@ def step_run(
 ) -> list[TaskAttempt]:
     """Every chosen task x repeat through the harness; refused before any work when the
     harness or the judge cannot run here, or (a harness other than the scripted one) when
-    a chosen coding task is broken (validate: TaskFileError)."""
+    a chosen coding task is broken (validate: TaskFileError). The agents reach their model
+    through the model gateway (one started for the run unless tasks.gateway_url names one)."""
+    from agenteval.benchmarks.tasks.gateway import gateway_for_run
+
+    layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
+    with gateway_for_run(params, layout.data / GATEWAY_LEDGER) as routed:
+        return _run_all(routed, layout, on_done)
+
+
+def _run_all(
+    params: dict[str, Any], layout: Layout, on_done: Callable[[TaskAttempt], None] | None
+) -> list[TaskAttempt]:
     toybox, tasks, harness = preflight(params, layout.root)
     section = params.get("tasks") or {}
     repeats = int(section.get("repeats", 1))
@@ -114,7 +126,6 @@ def step_run(
         if found:
             raise TaskFileError(found)
     remove_on_signals()
-    layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
     sealed = [layout.data, layout.reports]
     settings = RunSettings.from_params(params, layout.root, toybox, sealed)
     runner = TaskRunner(
