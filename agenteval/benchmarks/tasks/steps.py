@@ -110,7 +110,7 @@ def step_run(
     through the model gateway (one started for the run unless tasks.gateway_url names one)."""
     from agenteval.benchmarks.tasks.gateway import gateway_for_run
 
-    layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
+    # The ledger's folder is made at its first call: a refused run leaves nothing behind.
     with gateway_for_run(params, layout.data / GATEWAY_LEDGER) as routed:
         return _run_all(routed, layout, on_done)
 
@@ -126,6 +126,7 @@ def _run_all(
         if found:
             raise TaskFileError(found)
     remove_on_signals()
+    layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
     sealed = [layout.data, layout.reports]
     settings = RunSettings.from_params(params, layout.root, toybox, sealed)
     runner = TaskRunner(
