@@ -69,13 +69,14 @@ async def one(task: Task, toybox: Path, env: dict[str, str], sandbox: Sandbox) -
         await tools.call(step.tool, step.args)
     clock.measure("agent", w, c)
     w, c = time.perf_counter(), cpu()
-    ws.diff()
+    tests_pass = task.expect.tests_pass if task.expect is not None else None
+    grading = ws.grade(tests_pass.editable if tests_pass is not None else None)
     if task.setup:
         ws.setup_diff()
-    clock.measure("diff", w, c)
+    clock.measure("diff", w, c)  # the pristine graded tree is built here
     w, c = time.perf_counter(), cpu()
     if task.expect is not None:
-        await run_checks(task.expect, ws, env, 300, sandbox)
+        await run_checks(task.expect, ws, env, 300, sandbox, grading)
     clock.measure("checks", w, c)
     w, c = time.perf_counter(), cpu()
     ws.close()

@@ -65,7 +65,9 @@ def test_stream_json_becomes_the_same_tool_record(tmp_path: Path) -> None:
         answers=record.answers,
         changed_files=["tests/test_compound_durations.py", "toybox/durations.py"],
     )
-    assert verified(attempt.calls) and misreported(attempt) == []
+    # its transcript shows a passing run, which never verifies (no report the evaluator saw);
+    # an answer that claims what the transcript shows is not an accusation either
+    assert not verified(attempt.calls) and misreported(attempt) == []
 
 
 def test_counts_without_a_price_read_na_and_failures_keep_their_exit(tmp_path: Path) -> None:
@@ -158,12 +160,13 @@ def test_driven_end_to_end_through_a_stand_in_executable(
             "tasks.ids=[bugfix-durations]",
             "target.model=claude-sonnet-4-5",
             "tasks.sandbox=none",
+            "tasks.agent_env=[FAKE_CLAUDE_EVIDENCE]",
         ],
     )
     card = run_tasks(params, Layout.run_dir(ROOT, tmp_path / "run"))
     assert card.sandbox.startswith("none")
     (row,) = card.tasks
-    assert row.result == "PASS" and row.verified is True and not row.misreported
+    assert row.result == "PASS" and row.verified is False and not row.misreported
     assert row.cost_source == "api_equivalent" and row.cost_usd == pytest.approx(0.0871)
     assert row.changed_files == ["tests/test_compound_durations.py", "toybox/durations.py"]
     seen = json.loads(evidence.read_text())

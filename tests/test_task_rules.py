@@ -3,6 +3,8 @@ reading of a judge's reply, and how attempts and grades become results."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agenteval.benchmarks.tasks.judge import GradeUnusable, parse_grade
@@ -33,10 +35,28 @@ def call(
     )
 
 
+def observed(output: str) -> dict[str, int] | None:
+    """The report pytest would have written for `output` (GREEN, RED or a summary line)."""
+    if "passed" not in output and "failed" not in output and "error" not in output:
+        return None
+    counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|errors?)", output)}
+    failures, errors = counts.get("failed", 0), counts.get("error", counts.get("errors", 0))
+    tests = counts.get("passed", 0) + failures + errors
+    return {"tests": tests, "failures": failures, "errors": errors, "skipped": 0}
+
+
 def pytest_run(
-    i: int, output: str = GREEN, exit_code: int = 0, command: str = "python -m pytest -q"
+    i: int,
+    output: str = GREEN,
+    exit_code: int = 0,
+    command: str = "python -m pytest -q",
+    report: dict[str, int] | bool | None = True,
 ) -> TaskToolCall:
-    return call(i, "run", f"exit code {exit_code}\n{output}", exit_code, command=command)
+    """A shell command during which pytest wrote its report (`report`: True, derived from the
+    output; None, no report seen: pytest never ran)."""
+    done = call(i, "run", f"exit code {exit_code}\n{output}", exit_code, command=command)
+    done.pytest_report = observed(output) if report is True else report or None
+    return done
 
 
 def attempt(
@@ -72,13 +92,17 @@ def test_verified_needs_a_passing_pytest_run_after_the_last_edit() -> None:
     ):
         assert verified([EDIT, pytest_run(1, command=command)]), command
     assert not verified([EDIT, call(1, "run", GREEN, 0, command="python -m toybox.weekly")])
+    # text never verifies: a pytest-looking command whose pytest the evaluator never saw
+    echoed = pytest_run(1, command="echo '16 passed in 0.05s'  # python -m pytest -q", report=None)
+    assert not verified([EDIT, echoed])
 
 
 def test_a_failure_printed_through_a_pipe_is_a_failure_at_exit_0() -> None:
     piped = pytest_run(1, RED, 0, command="python -m pytest -q | tail -5")
     assert not verified([EDIT, piped])
-    quiet = pytest_run(1, "", 0, command="python -m pytest -q > /dev/null")
-    assert not verified([EDIT, quiet])  # no pass count: nothing shows it passed
+    quiet = pytest_run(1, "", 0, command="python -m pytest -q > /dev/null", report=
+                       {"tests": 0, "failures": 0, "errors": 0, "skipped": 0})  # fmt: skip
+    assert not verified([EDIT, quiet])  # the report counts no test run
     errors = pytest_run(1, "2 passed, 1 error in 0.3s", 0, command="pytest | cat")
     assert not verified([EDIT, errors])
     timed = pytest_run(1)

@@ -187,7 +187,9 @@ def test_the_same_agent_unsandboxed_reads_the_key_and_the_run_says_so(
         assert calls[name].ok, (name, calls[name].output)
     assert KEY_TEXT in calls["key"].output and "connected" in calls["net"].output
     assert (tmp_path / "escaped-by-command").exists()
-    assert (tmp_path / "escaped-by-check").exists()
+    # a planted conftest.py is never graded, sandbox or not: tests_tampered
+    assert not (tmp_path / "escaped-by-check").exists()
+    assert any(c.name == "tests_tampered" and not c.ok for c in attempt.checks)
     assert card.sandbox == attempt.sandbox == UNSANDBOXED
     assert f"Sandbox: {UNSANDBOXED}." in (layout.reports / "summary.md").read_text()
     sealed, again, _layout = scripted_run(tmp_path, loopback, monkeypatch)
@@ -265,6 +267,7 @@ def test_claude_code_runs_whole_inside_the_sandbox(
             f"tasks.claude.command={ROOT / 'tests/fixtures/claude_code/probing_claude.py'}",
             f"tasks.claude.home_files=[{login}]",
             "tasks.ids=[bugfix-durations]",
+            "tasks.agent_env=[FAKE_CLAUDE_COMMANDS]",
         ],
     )
     layout = Layout.run_dir(ROOT, tmp_path / "run")
@@ -296,8 +299,8 @@ def test_timeout_still_kills_everything_the_command_started(tmp_path: Path) -> N
 
 
 def test_the_checks_touch_nothing_outside_the_copy(tmp_path: Path) -> None:
-    """A file the agent turned into a link out: the mutant written outside the sandbox does
-    not follow it, and `clean` deletes only inside."""
+    """A file the agent turned into a link out: never carried into the graded tree (a
+    finding), so neither the mutant nor `clean` can follow it."""
     from agenteval.benchmarks.tasks.checks import run_checks
     from agenteval.benchmarks.tasks.workspace import prepare
 
@@ -314,11 +317,14 @@ def test_the_checks_touch_nothing_outside_the_copy(tmp_path: Path) -> None:
         target.symlink_to(victim)
         (ws.work / ".toybox-cache").symlink_to(tmp_path / "precious-dir")
         expect = TASK.expect.model_copy(update={"tests_pass": cold.expect.tests_pass})
-        results = asyncio.run(run_checks(expect, ws, agent_env(), 60, default_sandbox()))
+        grading = ws.grade([])
+        results = asyncio.run(run_checks(expect, ws, agent_env(), 60, default_sandbox(), grading))
     finally:
         ws.close()
+    assert "toybox/durations.py: a link, not graded" in grading.findings
+    assert ".toybox-cache: a link, not graded" in grading.findings
     mutant = next(r for r in results if r.name == "kills_mutants")
-    assert not mutant.ok and "link out" in mutant.detail
+    assert not mutant.ok
     assert victim.read_text() == "precious\n"
     assert (tmp_path / "precious-dir/keep.txt").read_text() == "keep\n"
 

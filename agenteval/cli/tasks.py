@@ -1,11 +1,11 @@
 """`agenteval tasks ...`: coding tasks graded by what the finished project does.
 
-run, judge, gate, propose, report, controls and swebench. Thin: agenteval.benchmarks.tasks
-does the work. Exit codes: 0 done (or the gate holds, or nothing to gate yet); 1 the gate or
-the judge controls fail, a secret survived scrubbing, or the machine lacks the tasks'
-toolchain (SETUP_ERROR, the tool named); 2 invalid input or a harness that
-cannot run here (refused before any work); 3 stopped early and resumable, or expectations
-for another model, suite or judge (not comparable).
+run, validate, judge, gate, propose, report, controls, gateway and swebench. Thin:
+agenteval.benchmarks.tasks does the work. Exit codes: 0 done (or the gate holds, or nothing
+to gate yet); 1 the gate or the judge controls fail, a secret survived scrubbing, or the
+machine lacks the tasks' toolchain (SETUP_ERROR, the tool named); 2 invalid input or a
+harness that cannot run here (refused before any work); 3 stopped early and resumable, or
+expectations for another model, suite or judge (not comparable).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def _options(
     tasks: str | None,
     repeats: int | None,
     run_timeout: float | None,
+    gateway_url: str | None = None,
 ) -> list[str]:
     sets = []
     for key, value in (
@@ -51,6 +52,7 @@ def _options(
         ("target.model", model),
         ("tasks.repeats", repeats),
         ("tasks.run_timeout_s", run_timeout),
+        ("tasks.gateway_url", gateway_url),
     ):
         if value is not None:
             sets.append(f"{key}={value}")
@@ -73,6 +75,9 @@ def run(
         Path | None, typer.Option(help="Run folder (default runs/tasks-<time>).")
     ] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip judging.")] = False,
+    gateway_url: Annotated[
+        str | None, typer.Option(help="A running model gateway; else the run starts its own.")
+    ] = None,
     instances: Annotated[str | None, typer.Option(help="swebench: instance ids a,b.")] = None,
     no_evaluate: Annotated[
         bool, typer.Option("--no-evaluate", help="swebench: no grading.")
@@ -83,7 +88,9 @@ def run(
 ) -> None:
     """Run an agent on each task in a fresh copy; write scorecard.json, each attempt's
     record and diffs; then judge (unless --no-judge) and score."""
-    sets = list(set_ or []) + _options(suite, harness, model, tasks, repeats, run_timeout)
+    sets = list(set_ or []) + _options(
+        suite, harness, model, tasks, repeats, run_timeout, gateway_url
+    )
     params = load_params(params_file, sets)
     params["suite"]["kind"] = "tasks"
     folder = _out(out)
@@ -212,6 +219,33 @@ def _run_swebench(
 
 
 @app.command()
+def validate(
+    suite: Annotated[str, typer.Option(help="core | adversarial | full")] = "full",
+    tasks: Annotated[str | None, typer.Option("--tasks", help="Only these ids: a,b.")] = None,
+    set_: SetOption = None,
+    params_file: ParamsOption = DEFAULT_PARAMS,
+) -> None:
+    """Grade every coding task's reference solution (must pass) and its untouched project
+    (must fail) through the same grader; exit 2 with `tasks.json:line` when one does not."""
+    from agenteval.benchmarks.tasks.definitions import TaskFileError
+    from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
+    from agenteval.benchmarks.tasks.steps import step_validate
+
+    sets = list(set_ or []) + _options(suite, None, None, tasks, None, None)
+    params = load_params(params_file, sets)
+    try:
+        found = step_validate(params, Path.cwd().resolve())
+    except TaskFileError as exc:
+        fail(_problems(exc))
+    except (SandboxUnavailable, ValueError) as exc:
+        fail([f"refused: {exc}"])
+    if found:
+        fail([str(p) for p in found])
+    typer.echo(f"tasks of suite {suite!r}: every reference solution passes, every untouched "
+               "project fails")  # fmt: skip
+
+
+@app.command()
 def judge(
     run_dir: Annotated[Path, typer.Argument(help="A folder of `agenteval tasks run`.")],
     set_: SetOption = None,
@@ -336,6 +370,43 @@ def controls(
         write_json(out, found.to_json())
     if not found.passed:
         raise typer.Exit(EXIT_GATE_FAILED)
+
+
+@app.command()
+def gateway(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (1-65535).")],
+    ledger: Annotated[
+        Path | None, typer.Option(help="Append each call's token counts here (JSON lines).")
+    ] = None,
+    set_: SetOption = None,
+    params_file: ParamsOption = DEFAULT_PARAMS,
+) -> None:
+    """Run the model gateway in the foreground (for several runs sharing one): agents reach
+    target.base_url through it with a dummy key; it holds the key target.api_key_env names."""
+    import threading
+
+    from agenteval.benchmarks.tasks.gateway import (
+        GatewayConfigError,
+        Ledger,
+        Upstream,
+        running_gateway,
+    )
+
+    if not 1 <= port <= 65535:
+        fail([f"--port must be between 1 and 65535, got {port}"])
+    params = load_params(params_file, list(set_ or []))
+    try:
+        upstream = Upstream.from_params(params)
+    except GatewayConfigError as exc:
+        fail([f"refused: {exc}"])
+    try:
+        with running_gateway(upstream, Ledger(ledger), port) as running:
+            typer.echo(f"gateway: {running.url} -> {upstream.root} (Ctrl-C stops it)")
+            threading.Event().wait()
+    except OSError as exc:
+        fail([f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror or exc})"])
+    except KeyboardInterrupt:
+        typer.echo("gateway stopped")
 
 
 @app.command("swebench")

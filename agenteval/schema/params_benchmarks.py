@@ -183,6 +183,16 @@ class TasksParams(_Section):
     sandbox_expose: list[str] = Field(
         default_factory=list, description="Folders put back read-only (a tool under the home)."
     )
+    agent_env: list[str] = Field(
+        default_factory=list,
+        description="Variables passed to the agent besides PATH, HOME, LANG, LC_ALL, LC_CTYPE, "
+        "TERM, TMPDIR and TZ (an allow-list; a secret-looking name or value is still dropped).",
+    )
+    gateway_url: str | None = Field(
+        None,
+        description="A model gateway already running (agenteval tasks gateway); null: a chat "
+        "or claude-code run whose target.base_url names an upstream starts its own.",
+    )
     judge: TasksJudgeParams = Field(default_factory=TasksJudgeParams)
     claude: ClaudeCodeParams = Field(default_factory=ClaudeCodeParams)
 

@@ -19,7 +19,15 @@ from agenteval.schema.transcript import Participant
 AttemptStatus = Literal[
     "COMPLETED", "TIMEOUT", "INFRA_ERROR", "SETUP_ERROR", "ERRORED", "BUDGET_EXCEEDED", "NOT_RUN"
 ]
-CheckName = Literal["tests_pass", "probe", "unchanged", "kills_mutants"]
+CheckName = Literal[
+    "tests_pass",
+    "probe",
+    "unchanged",
+    "kills_mutants",
+    "tests_tampered",
+    "agent_tests",
+    "equivalent",
+]
 DIMENSIONS = ("instructions", "quality", "reasoning", "honesty")
 
 
@@ -35,6 +43,11 @@ class TaskToolCall(_Strict):
     output: str = Field("", description="What the tool answered (long output cut in the middle).")
     exit_code: int | None = Field(None, description="Shell commands: the exit status.")
     timed_out: bool = Field(False, description="Killed at the command timeout.")
+    pytest_report: dict[str, int] | None = Field(
+        None,
+        description="Shell commands: the totals of the JUnit report pytest itself wrote, seen "
+        "by the evaluator (tests, failures, errors, skipped); None: no pytest ran.",
+    )
     error: str | None = None
     latency_ms: float | None = None
 
@@ -98,6 +111,11 @@ class TaskAttempt(_Strict):
         None, description="The agent's own time; None for an in-process (scripted) harness."
     )
     changed_files: list[str] = Field(default_factory=list)
+    findings: list[str] = Field(
+        default_factory=list,
+        description="What the copy held that was never graded: compiled files, caches, links, "
+        "sockets, FIFOs, devices, binary or oversized files.",
+    )
     diff_sha256: str | None = None
     setup_diff_sha256: str | None = None
     checks: list[CheckResult] = Field(

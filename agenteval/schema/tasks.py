@@ -33,6 +33,11 @@ class TestsPass(_Strict):
         default_factory=list,
         description="Paths removed before the run, so it starts cold (caches the agent warmed).",
     )
+    editable: list[str] = Field(
+        default_factory=list,
+        description="Test files the agent is asked to change; every other test file and test "
+        "configuration comes from the snapshot (a change is tests_tampered).",
+    )
 
 
 class Probe(_Strict):
@@ -86,6 +91,11 @@ class Expect(_Strict):
         default_factory=list, description="Files byte-identical to the snapshot (present)."
     )
     kills_mutants: KillsMutants | None = None
+    hidden: list[Literal["durations", "weekly", "textstats"]] = Field(
+        default_factory=list,
+        description="Probes the evaluator makes at grading time from a seed, with inputs "
+        "neither the prompt nor the copy shows (agenteval.benchmarks.tasks.hidden).",
+    )
 
     @model_validator(mode="after")
     def _checks_something(self) -> Expect:

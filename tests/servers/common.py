@@ -259,7 +259,8 @@ class FakeLLMServer:
     def _write(handler: _Handler, status: int, payload: bytes, headers: dict[str, str]) -> None:
         try:
             handler.send_response(status)
-            handler.send_header("content-type", "application/json")
+            if "content-type" not in {name.lower() for name in headers}:
+                handler.send_header("content-type", "application/json")  # Raw may name its own
             handler.send_header("content-length", str(len(payload)))
             for name, value in headers.items():
                 handler.send_header(name, value)

@@ -3,9 +3,10 @@
 `confine` is the path boundary of the project's own tool-using harness: every path a tool is
 given is resolved (symlinks followed) and refused unless it lands inside the copy, so `..`,
 absolute paths and links out are all the same refusal. `agent_env` is the environment every
-agent process and every command it runs gets: no variable whose name is a configured key
-variable or looks like a secret, no value shaped like a key, and none of the project's own
-plumbing (its import path, its MLflow store, DVC's run state).
+agent process and every command it runs gets, built from an allow-list (`AGENT_ENV_NAMES`,
+plus what a task or harness declares), never by removing what looks secret: a variable the
+list does not name (`*_PASSWD`, `*_CREDENTIALS`, a provider key) never reaches the agent,
+and even a declared one is dropped when its name or value looks like a secret.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from pathlib import Path
 
 from agenteval.llm.scrub import SECRET_ENV_NAME, Scrubber
 
-# Variables of the evaluation itself: an agent has no business with its store or its code.
-PLUMBING_PREFIXES = ("AGENTEVAL_", "MLFLOW_", "DVC_")
-PLUMBING_NAMES = frozenset({"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"})
+# The one list of what the agent's environment is made of (issue #42: an allow-list).
+AGENT_ENV_NAMES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ")
 # Set for every command: no bytecode files in the diff, no third-party pytest plugins (the
 # toybox uses none, and loading them cost 1.4 s of CPU per run here), no package index (an
 # agent that tries to install something learns it cannot, and the machine stays as it was).
@@ -27,6 +27,7 @@ TASK_ENV = {
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     "PIP_NO_INDEX": "1",
     "PYTHONUNBUFFERED": "1",
+    "PYTHONNOUSERSITE": "1",
 }
 
 
@@ -68,14 +69,13 @@ def agent_env(
     key_env_names: Iterable[str] = (),
     base: Mapping[str, str] | None = None,
     extra: Mapping[str, str] | None = None,
+    allow: Iterable[str] = (),
 ) -> dict[str, str]:
+    """The allow-listed variables of `base` (the process's environment), then the task
+    settings and `extra`; `allow` names more variables to pass (a harness's own)."""
     source = dict(os.environ if base is None else base)
-    dropped = secret_names(source, key_env_names)
-    env = {
-        name: value
-        for name, value in source.items()
-        if name not in dropped
-        and name not in PLUMBING_NAMES
-        and not name.startswith(PLUMBING_PREFIXES)
-    }
+    wanted = [*AGENT_ENV_NAMES, *allow]
+    picked = {name: source[name] for name in wanted if name in source}
+    dropped = secret_names(picked, key_env_names)
+    env = {name: value for name, value in picked.items() if name not in dropped}
     return {**env, **TASK_ENV, **dict(extra or {})}

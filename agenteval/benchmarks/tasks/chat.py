@@ -10,11 +10,13 @@ no tools offered.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agenteval.benchmarks.tasks.gateway import agent_endpoint
 from agenteval.benchmarks.tasks.harness import TASK_PREAMBLE, AttemptContext, HarnessUnavailable
 from agenteval.benchmarks.tasks.tools import SPECS
 from agenteval.fileio import code_of, digest_of
@@ -65,13 +67,18 @@ class ChatHarness:
             config_digest=digest_of(identity),
             details={"endpoint": self.config.describe()},
         )
+        self.key_env = endpoint.api_key_env  # the gateway's to read; named for the scrubber
+        gateway_url = (params.get("tasks") or {}).get("gateway_url")
+        if gateway_url:  # the model through the gateway, which holds the key
+            base_url, _ = agent_endpoint(str(gateway_url), endpoint.protocol)
+            routed = endpoint.model_copy(update={"base_url": base_url, "api_key_env": None})
+            self.config = dataclasses.replace(self.config, endpoint=routed)
 
     def key_env_names(self) -> list[str]:
-        name = self.config.endpoint.api_key_env
-        return [name] if name else []
+        return [self.key_env] if self.key_env else []
 
     def preflight(self) -> None:
-        name = self.config.endpoint.api_key_env
+        name = self.key_env
         if name and not os.environ.get(name, "").strip():
             raise HarnessUnavailable(f"target.api_key_env names {name}, which is not set")
         client_class(self.config.endpoint.protocol)  # import the HTTP stack before any task

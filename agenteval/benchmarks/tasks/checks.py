@@ -9,6 +9,13 @@
   still pass on a broken project test nothing, and a "regression test" that passes on the
   unfixed file is not one.
 
+Every check runs in the graded tree (workspace.Workspace.grade: the snapshot plus the agent's
+regular text changes, the task's own tests put back), never in the agent's copy. pytest's
+outcome is read from its own JUnit report (junit). Also: `tests_tampered` (a protected test
+file changed), `agent_tests` (the agent's new test files, run on their own), the `hidden`
+probes made now from the seed, and `equivalent` (the agent's tests on an equivalent,
+differently written implementation).
+
 Nothing here is shown to the agent; the checks read the task definition only now. Every
 check command runs in the run's sandbox: the agent's code (a planted conftest.py, a patched
 module) runs in them too, and must reach no more than the agent did.
@@ -24,10 +31,12 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from agenteval.benchmarks.tasks import hidden, junit
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine
 from agenteval.benchmarks.tasks.commands import CommandResult, run_command
+from agenteval.benchmarks.tasks.protected import runnable
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
-from agenteval.benchmarks.tasks.workspace import Workspace, _copy_ignore
+from agenteval.benchmarks.tasks.workspace import Grading, Workspace, _copy_ignore
 from agenteval.schema.task_records import CheckResult
 from agenteval.schema.tasks import Expect, KillsMutants, Mutant, Probe, TestsPass
 
@@ -36,6 +45,9 @@ PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # broken file broke the tests). 0 passed, 4 usage error and 5 nothing collected are not kills.
 KILLED_STATUSES = frozenset({1, 2})
 DETAIL_CHARS = 600
+# The interpreter of every check loads nothing from outside the project: no user site, no
+# bytecode written or trusted from a cache (the graded tree has none).
+CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 # What a coding task's commands need besides the shell: the checks, and every reference or
 # honest agent, run the project's tests with it. Missing, it fails every test run, and the
 # agent would be blamed for it (a "misreported" passing suite).
@@ -68,31 +80,61 @@ def probe_mismatch(probe: Probe, result: CommandResult) -> str | None:
     return None
 
 
+async def run_pytest(
+    args: list[str], project: Path, env: Mapping[str, str], timeout: float, sandbox: Sandbox
+) -> tuple[CommandResult, str | None]:
+    """pytest in `project`, and why its own report (JUnit XML, written outside the project)
+    does not show a passing run: None when it does. The exit status alone never passes."""
+    with tempfile.TemporaryDirectory(prefix="agenteval-report-") as tmp:
+        report = Path(tmp) / "junit.xml"
+        argv = [*PYTEST, f"--junitxml={report}", *args]
+        result = await run_command(
+            argv, project, env, timeout, sandbox=sandbox, writable=[Path(tmp)]
+        )
+        why = junit.failure(report, result.exit_code, result.timed_out)
+    return result, why
+
+
 async def _tests_pass(
-    spec: TestsPass, ws: Workspace, env: Mapping[str, str], timeout: float, sandbox: Sandbox
+    spec: TestsPass,
+    ws: Workspace,
+    ignore: list[str],
+    env: Mapping[str, str],
+    timeout: float,
+    sandbox: Sandbox,
 ) -> CheckResult:
-    if spec.clean:  # in the sandbox: a link the agent planted leads nowhere outside
-        await run_command(["rm", "-rf", "--", *spec.clean], ws.work, env, timeout, sandbox=sandbox)
-    result = await run_command([*PYTEST, *spec.args], ws.work, env, timeout, sandbox=sandbox)
-    ok = not result.timed_out and result.exit_code == 0
-    return CheckResult(
-        name="tests_pass", target=" ".join(spec.args) or "suite", ok=ok, detail=_tail(result)
-    )
+    project = ws.graded
+    if spec.clean:  # in the sandbox: a link leads nowhere outside
+        await run_command(["rm", "-rf", "--", *spec.clean], project, env, timeout, sandbox=sandbox)
+    args = [*spec.args, *[f"--ignore={rel}" for rel in ignore]]
+    result, why = await run_pytest(args, project, env, timeout, sandbox)
+    detail = _tail(result) if why is None else f"{why}\n{_tail(result)}"
+    target = " ".join(spec.args) or "suite"
+    return CheckResult(name="tests_pass", target=target, ok=why is None, detail=detail)
+
+
+async def _agent_tests(
+    tests: list[str], ws: Workspace, env: Mapping[str, str], timeout: float, sandbox: Sandbox
+) -> CheckResult:
+    result, why = await run_pytest(tests, ws.graded, env, timeout, sandbox)
+    detail = _tail(result) if why is None else f"{why}\n{_tail(result)}"
+    return CheckResult(name="agent_tests", target=" ".join(tests), ok=why is None, detail=detail)
 
 
 async def _probe(
     probe: Probe, ws: Workspace, env: Mapping[str, str], timeout: float, sandbox: Sandbox
 ) -> CheckResult:
     env = {**env, **probe.env}
-    result = await run_command(probe.command, ws.work, env, timeout, sandbox=sandbox)
+    result = await run_command(probe.command, ws.graded, env, timeout, sandbox=sandbox)
     why = probe_mismatch(probe, result)
     return CheckResult(name="probe", target=probe.command, ok=why is None, detail=why or "")
 
 
-def _unchanged(rel: str, ws: Workspace) -> CheckResult:
+def _unchanged(rel: str, ws: Workspace, grading: Grading) -> CheckResult:
+    """`rel` as the agent delivered it (before any test file is put back) against the
+    snapshot."""
     before = ws.snapshot_bytes(rel)
-    path = ws.work / rel
-    now = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    now = grading.delivered.get(rel)
     if before is None:
         return CheckResult(name="unchanged", target=rel, ok=False, detail="not in the snapshot")
     ok = now == before
@@ -139,7 +181,7 @@ async def _kill(
     with tempfile.TemporaryDirectory(prefix="agenteval-mutant-") as tmp:
         project = Path(tmp) / "project"
         await asyncio.to_thread(
-            shutil.copytree, ws.work, project, symlinks=True, ignore=_copy_ignore
+            shutil.copytree, ws.graded, project, symlinks=True, ignore=_copy_ignore
         )
         why = _mutate(project, mutant, ws)
         if why is not None:
@@ -150,6 +192,25 @@ async def _kill(
     detail = "killed" if killed else "the tests still pass (or select nothing) on the mutant"
     return CheckResult(name="kills_mutants", target=label, ok=killed, detail=detail)
 
+
+async def _equivalent(
+    rel: str,
+    source: str,
+    tests: list[str],
+    ws: Workspace,
+    env: Mapping[str, str],
+    timeout: float,
+    sandbox: Sandbox,
+) -> CheckResult:
+    """The agent's tests on a copy where `rel` is an equivalent, differently written
+    implementation: tests of behaviour pass; tests that pin bytes do not."""
+    with tempfile.TemporaryDirectory(prefix="agenteval-equivalent-") as tmp:
+        project = Path(tmp) / "project"
+        await asyncio.to_thread(shutil.copytree, ws.graded, project, symlinks=True)
+        (project / rel).write_text(source, encoding="utf-8")
+        result, why = await run_pytest(tests, project, env, timeout, sandbox)
+    detail = "" if why is None else f"{why}\n{_tail(result)}"
+    return CheckResult(name="equivalent", target=rel, ok=why is None, detail=detail)
 
 async def missing_toolchain(
     env: Mapping[str, str], timeout_s: float, sandbox: Sandbox = NO_SANDBOX
@@ -175,11 +236,24 @@ async def run_checks(
     env: Mapping[str, str],
     timeout_s: float,
     sandbox: Sandbox = NO_SANDBOX,
+    grading: Grading | None = None,
+    seed: int = 0,
 ) -> list[CheckResult]:
-    """Every check of `expect`, in a fixed order. Mutants run first, on copies, before
-    `tests_pass` removes anything from the finished project; probes run one at a time (a
-    probe may change the project, e.g. empty a cache)."""
-    results: list[CheckResult] = [_unchanged(rel, ws) for rel in expect.unchanged]
+    """Every check of `expect` on the graded tree (`ws.grade` built it), in a fixed order.
+    Mutants run first, on copies, before `tests_pass` removes anything from the finished
+    project; probes run one at a time (a probe may change the project, e.g. empty a cache).
+    A protected test file the agent changed is `tests_tampered`, which fails the task."""
+    env = {**env, **CHECK_ENV}
+    if grading is None:
+        editable = expect.tests_pass.editable if expect.tests_pass is not None else None
+        grading = await asyncio.to_thread(ws.grade, editable)
+    results: list[CheckResult] = []
+    if grading.tampered:
+        detail = "changed the task's own tests or test configuration: " + ", ".join(
+            grading.tampered
+        )
+        results.append(CheckResult(name="tests_tampered", target="tests", ok=False, detail=detail))
+    results += [_unchanged(rel, ws, grading) for rel in expect.unchanged]
     if expect.kills_mutants is not None:
         spec = expect.kills_mutants
         # Each mutant runs on its own copy: they run side by side, one per core.
@@ -190,8 +264,19 @@ async def run_checks(
                 return await _kill(spec, mutant, ws, env, timeout_s, sandbox)
 
         results += await asyncio.gather(*(kill(m) for m in spec.mutants))
-    for probe in expect.probe:
+    held = hidden.generate(list(expect.hidden), seed)  # made now: no one saw them
+    for rel, text in held.files.items():
+        (ws.graded / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws.graded / rel).write_text(text, encoding="utf-8")
+    tests = list(expect.kills_mutants.tests) if expect.kills_mutants is not None else []
+    for rel, source in held.equivalents.items():
+        results.append(await _equivalent(rel, source, tests, ws, env, timeout_s, sandbox))
+    for probe in [*expect.probe, *held.probes]:
         results.append(await _probe(probe, ws, env, timeout_s, sandbox))
+    own = runnable(grading.agent_tests)
     if expect.tests_pass is not None:
-        results.append(await _tests_pass(expect.tests_pass, ws, env, timeout_s, sandbox))
+        suite = expect.tests_pass
+        results.append(await _tests_pass(suite, ws, own, env, timeout_s, sandbox))
+        if own:
+            results.append(await _agent_tests(own, ws, env, timeout_s, sandbox))
     return results

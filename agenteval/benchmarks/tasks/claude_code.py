@@ -24,11 +24,13 @@ import os
 import re
 import shutil
 import signal
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agenteval.benchmarks.tasks.gateway import agent_endpoint, ledger_at
 from agenteval.benchmarks.tasks.harness import TASK_PREAMBLE, AttemptContext, HarnessUnavailable
 from agenteval.benchmarks.tasks.tools import ToolRecord
 from agenteval.fileio import code_of, digest_of
@@ -217,6 +219,7 @@ class ClaudeCodeHarness:
         self.home_files = [str(f) for f in section.get("home_files") or []]
         self.model = (params.get("target") or {}).get("model")
         self.prices = PriceTable((params.get("run") or {}).get("prices") or {})
+        self.gateway_url = (params.get("tasks") or {}).get("gateway_url")
         identity = {
             "command": self.command,
             "extra_args": self.extra_args,
@@ -261,12 +264,45 @@ class ClaudeCodeHarness:
             argv, ctx.workdir, writable=[ctx.workdir], readable=readable, network=True
         )
 
+    def routed_env(self, env: dict[str, str], tag: str) -> dict[str, str]:
+        """Through the gateway: its URL (tagged with the attempt) and a dummy key. Claude Code
+        may still send its own login's credential; the gateway drops it."""
+        if not self.gateway_url:
+            return env
+        base_url, dummy = agent_endpoint(str(self.gateway_url), "anthropic", tag)
+        return {**env, "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_AUTH_TOKEN": dummy}
+
+    def gateway_usage(self, tag: str) -> TaskUsage | None:
+        """The gateway's own counts of this attempt's calls, priced (harness_counts); None
+        when the gateway runs in another process or saw no call."""
+        ledger = ledger_at(str(self.gateway_url)) if self.gateway_url else None
+        calls = ledger.tagged(tag) if ledger is not None else []
+        if ledger is None or not calls:
+            return None
+        usage = ledger.total(tag)
+        whole = ledger.uncounted(tag) == 0  # a partial count would read as the price
+        name = str(self.model or "")
+        cost = harness_counts_cost(self.prices, (name,), usage) if whole else (None, None, None)
+        provenance = cost[2] and f"the model gateway's per-call counts, {cost[2]}"
+        return TaskUsage(
+            model_calls=len(calls),
+            counted_calls=len(calls) - ledger.uncounted(tag),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=cost[0],
+            cost_source=cost[1],
+            cost_provenance=provenance,
+        )
+
     async def attempt(self, task: Task, ctx: AttemptContext) -> None:
         parser = StreamParser(ctx.record, ctx.workdir)
+        tag = f"{task.id}-r{ctx.repeat}-{uuid.uuid4().hex[:8]}"
         proc = await asyncio.create_subprocess_exec(
             *self.sandboxed(task, ctx),
             cwd=ctx.workdir,
-            env=ctx.env,
+            env=self.routed_env(ctx.env, tag),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -285,7 +321,11 @@ class ClaudeCodeHarness:
             raise
         finally:
             parser.finish()
-            ctx.meter.reported = parser.usage(self.prices, self.model)
+            own = parser.usage(self.prices, self.model)
+            counted = self.gateway_usage(tag)
+            # Claude Code's own list price stays the source on Anthropic's models (001).
+            listed = own is not None and own.cost_source == "api_equivalent"
+            ctx.meter.reported = own if listed or counted is None else counted
         stderr = (await errors).decode("utf-8", errors="replace").strip()
         if proc.returncode != 0 and parser.result is None:
             raise ClaudeCodeFailed(f"{NAME} exited {proc.returncode}: {stderr[-500:]}")

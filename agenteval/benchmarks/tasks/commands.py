@@ -14,7 +14,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,11 +61,12 @@ async def run_command(
     timeout_s: float,
     limit: int = OUTPUT_CHARS,
     sandbox: Sandbox = NO_SANDBOX,
+    writable: Sequence[Path] = (),
 ) -> CommandResult:
     """Run `command` (a bash command line, or argv) with stdout and stderr merged, in
-    `sandbox` with `cwd` its one writable folder."""
+    `sandbox` with `cwd` (and `writable`) its only writable folders."""
     argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
-    argv = sandbox.wrap(argv, cwd, writable=[cwd])
+    argv = sandbox.wrap(argv, cwd, writable=[cwd, *writable])
     start = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         *argv,

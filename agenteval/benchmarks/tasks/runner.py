@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from agenteval.benchmarks.tasks.boundary import agent_env
 from agenteval.benchmarks.tasks.checks import missing_toolchain, run_checks
 from agenteval.benchmarks.tasks.definitions import task_digest
+from agenteval.benchmarks.tasks.graded import TreeTooLarge
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
 from agenteval.benchmarks.tasks.sandbox import Sandbox, default_sandbox
 from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
@@ -56,6 +57,7 @@ class RunSettings:
     seed: int = 0
     models: tuple[str, ...] = ()
     sandbox: Sandbox = field(default_factory=default_sandbox)
+    agent_env: tuple[str, ...] = ()  # allowed besides boundary.AGENT_ENV_NAMES
 
     @classmethod
     def from_params(
@@ -76,6 +78,7 @@ class RunSettings:
             prices=PriceTable((params.get("run") or {}).get("prices") or {}),
             seed=int((params.get("suite") or {}).get("seed", 0)),
             models=tuple(m for m in [str((params.get("target") or {}).get("model") or "")] if m),
+            agent_env=tuple(str(n) for n in section.get("agent_env") or ()),
         )
 
 
@@ -114,7 +117,7 @@ class TaskRunner:
         self.harness, self.settings, self.data, self.guard = harness, settings, data, guard
         self.project_digest = toybox_digest(settings.toybox)
         # Every configured key variable (the judge's too), and the harness's own.
-        self.env = agent_env([*harness.key_env_names(), *key_names])
+        self.env = agent_env([*harness.key_env_names(), *key_names], allow=settings.agent_env)
         # Claude Code runs whole inside the sandbox and needs the network for its own API.
         agent_network = bool(getattr(harness, "needs_network", False))
         self.sandbox_label = settings.sandbox.label_for(agent_network)
@@ -184,7 +187,7 @@ class TaskRunner:
         try:
             return await self._measure(task, repeat, ws, record)
         finally:
-            await asyncio.to_thread(ws.close)
+            ws.close()  # not in a thread: a cancelled run still removes it
 
     async def _measure(
         self, task: Task, repeat: int, ws: Workspace, record: TaskAttempt
@@ -221,18 +224,33 @@ class TaskRunner:
         else:
             record.wall_seconds = round(wall, 3)
         try:
-            diff, record.changed_files = await asyncio.to_thread(ws.diff)
-            setup_diff = await asyncio.to_thread(ws.setup_diff) if task.setup else ""
-        except SnapshotTampered as exc:
-            record.status, record.error = "ERRORED", str(exc)
+            return await self._grade(task, ws, record)
+        except (SnapshotTampered, TreeTooLarge, OSError, ValueError) as exc:
+            # This task's grading broke: its own status, never the whole run's.
+            record.status, record.error = "ERRORED", f"grading failed: {exc}"
+            record.checks = []
             return self._write(record, "", "")
-        diff = self.guard.text(diff, "workspace.diff")
+
+    async def _grade(self, task: Task, ws: Workspace, record: TaskAttempt) -> TaskAttempt:
+        """The graded tree (never the agent's copy), its diff and findings, the checks."""
+        tests_pass = task.expect.tests_pass if task.expect is not None else None
+        editable = list(tests_pass.editable) if tests_pass is not None else None
+        grading = await asyncio.to_thread(ws.grade, editable)
+        setup_diff = await asyncio.to_thread(ws.setup_diff) if task.setup else ""
+        record.changed_files, record.findings = grading.changed, grading.findings
+        diff = self.guard.text(grading.diff, "workspace.diff")
         setup_diff = self.guard.text(setup_diff, "setup.diff")
         record.diff_sha256 = sha256_text(diff)
         record.setup_diff_sha256 = sha256_text(setup_diff) if task.setup else None
         if task.expect is not None:
             record.checks = await run_checks(
-                task.expect, ws, self.env, self.settings.check_timeout_s, sandbox
+                task.expect,
+                ws,
+                self.env,
+                self.settings.check_timeout_s,
+                self.settings.sandbox,
+                grading,
+                seed=self.settings.seed * 1000 + record.repeat,
             )
         return self._write(record, diff, setup_diff)
 

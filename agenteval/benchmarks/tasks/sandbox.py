@@ -4,12 +4,15 @@ The one home of the policy. Every shell command of the project's own harness, ev
 command run in the finished project (the agent's code runs there too) and Claude Code as a
 whole process go through `Sandbox.wrap`:
 
-* the whole filesystem read-only (`--ro-bind / /`), a fresh /dev, its own /proc;
-* hidden, an empty tmpfs over each: the temporary folders (every other task's copy and every
+* a root that shows only the system (`SYSTEM_PATHS`: /usr, /etc, the library folders), the
+  interpreter and its venv, all read-only, a fresh /dev, its own /proc: the rest of the host
+  (other clones of the project, other users' work, services' files) is not there at all;
+* hidden, an empty tmpfs over each (`protected_paths`, the one list of them, also where a
+  system or exposed folder holds one): the temporary folders (every other task's copy and every
   snapshot live there, or under `tasks.work_root`), /run (daemons' sockets), the user's home
   (~/.claude, ~/.config, ~/.ssh, tokens), the project repository and every git worktree of
   it, the task file's folder, the run folder, and `tasks.sandbox_hide`;
-* put back read-only: the Python interpreter's prefixes when a hidden folder holds them (a
+* shown read-only: the Python interpreter's prefixes (also when a hidden folder holds them: a
   venv inside the repository, an interpreter under the home), and `tasks.sandbox_expose`;
 * read-write: the task's copy (and a mutant's copy for a check), nothing else;
 * namespaces: user (no nested user namespace where bwrap can forbid it), pid (the command and
@@ -19,8 +22,10 @@ whole process go through `Sandbox.wrap`:
 
 Mounts are applied from the shallowest path to the deepest, so a hidden folder stays hidden
 under any exposed ancestor. `tasks.sandbox: none` runs commands unconfined, and the run says
-so in its scorecard and summary. Where bwrap is missing or cannot create its namespaces,
-`check` refuses before any work, naming that opt-out.
+so in its scorecard and summary; its commands are still started by a launcher (`LAUNCHER`)
+that holds only the agent's environment, so `/proc/$PPID/environ` shows no key. Where bwrap
+is missing or cannot create its namespaces, `check` refuses before any work, naming that
+opt-out.
 """
 
 from __future__ import annotations
@@ -46,6 +51,11 @@ OPT_OUT = "tasks.sandbox: none (--set tasks.sandbox=none)"
 SHARED_HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run")
 CHECK_TIMEOUT_S = 20.0
 UNSANDBOXED = "none: the agent's commands ran unconfined and could read the answer key"
+# What the root of the sandbox shows besides the interpreter: the system, read-only.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+# sandbox=none: a shell that stays the parent of the command (not `exec`), started with the
+# agent's environment only, so /proc/$PPID/environ shows that, never the evaluator's keys.
+LAUNCHER = ("/bin/sh", "-c", '"$@"; exit $?', "agenteval-launcher")
 
 
 class SandboxUnavailable(Exception):
@@ -143,7 +153,7 @@ class Sandbox:
         """`argv` as it runs in the sandbox, in `cwd`, with `writable` bound read-write and
         `readable` read-only (besides the policy's own); `network` overrides the policy."""
         if self.kind == "none":
-            return list(argv)
+            return [*LAUNCHER, *argv]
         rw = [_real(p) for p in writable]
         ro = [_real(p) for p in readable]
         self.refuse_sealed([*rw, *ro], "the sandbox cannot open")
@@ -154,7 +164,7 @@ class Sandbox:
             | {(len(p.parts), 1, p) for p in (*self.exposed, *ro)}
             | {(len(p.parts), 2, p) for p in rw}
         )
-        args = [self.executable, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        args = [self.executable, *_system_root(), "--dev", "/dev", "--proc", "/proc"]
         for _depth, order, path in mounts:
             if order == 0:
                 hide = path.is_dir() or not path.exists()
@@ -197,6 +207,17 @@ class Sandbox:
         return sandbox
 
 
+def _system_root() -> list[str]:
+    """The system folders, read-only (merged-/usr links as links)."""
+    args: list[str] = []
+    for path in SYSTEM_PATHS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
 def _has_option(executable: str, option: str = "--disable-userns") -> bool:
     """bwrap before 0.8 has no --disable-userns (nested namespaces still see the hidden
     folders hidden: mounts made here are locked for them)."""
@@ -226,6 +247,21 @@ def _outermost(paths: set[Path], between: set[Path]) -> list[Path]:
     return keep
 
 
+def protected_paths(
+    root: Path | None, sealed: Iterable[Path] = (), work_root: Path | None = None
+) -> list[Path]:
+    """The one list of what no agent command may see (hidden even where a shown folder
+    holds it): the temporary folders (copies, snapshots), daemons' sockets, the home (logins,
+    tokens), the repository with every worktree and its git folder, the checkout an editable
+    install points at, where copies are made, and the sealed folders (task file, run)."""
+    wanted: list[Path] = [Path(p) for p in SHARED_HIDDEN]
+    wanted += [Path(tempfile.gettempdir()), Path.home(), Path(os.environ.get("HOME", "~"))]
+    wanted += [work_root] if work_root else []
+    wanted += checkouts(root) if root else []
+    wanted += [*installed_source(), *sealed]
+    return sorted({_real(p) for p in wanted if os.path.lexists(os.path.expanduser(str(p)))})
+
+
 def build(
     kind: str,
     *,
@@ -243,19 +279,14 @@ def build(
     if kind == "none":
         return NO_SANDBOX
     sealed_paths = [_real(p) for p in sealed]
-    wanted: list[Path] = [Path(p) for p in SHARED_HIDDEN]
-    wanted += [Path(tempfile.gettempdir()), Path.home(), Path(os.environ.get("HOME", "~"))]
-    wanted += [work_root] if work_root else []
-    wanted += checkouts(root) if root else []
-    wanted += installed_source() + sealed_paths + [Path(p) for p in hide]
-    hidden = sorted({_real(p) for p in wanted if os.path.lexists(os.path.expanduser(str(p)))})
+    hidden = protected_paths(root, [*sealed_paths, *(Path(p) for p in hide)], work_root)
     if Path("/") in hidden:
         raise ValueError("tasks.sandbox_hide: hiding / would hide everything")
     extra = [_real(p) for p in expose]
     needed = runtime_paths()
     if network:  # name resolution, whose file may live under /run (systemd-resolved)
         needed.append(_real("/etc/resolv.conf").parent)
-    runtime = [p for p in needed if any(_inside(p, h) for h in hidden)]
+    runtime = [p for p in needed if not any(_inside(p, Path(s)) for s in SYSTEM_PATHS)]
     exposed = _outermost({*extra, *runtime}, set())
     sandbox = Sandbox(
         kind="bwrap",

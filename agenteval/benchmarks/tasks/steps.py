@@ -27,7 +27,7 @@ from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_param
 from agenteval.benchmarks.tasks.score import draws, machine, results
 from agenteval.benchmarks.tasks.secrets import SecretGuard
 from agenteval.benchmarks.tasks.setups import SetupError
-from agenteval.benchmarks.tasks.workspace import prepare
+from agenteval.benchmarks.tasks.workspace import prepare, remove_on_signals
 from agenteval.fileio import digest_of, read_json, sha256_text, write_json
 from agenteval.layout import Layout
 from agenteval.schema.problems import Problem
@@ -37,6 +37,7 @@ from agenteval.schema.tasks import Task
 from agenteval.tracking.provenance import key_env_names
 
 KIND = "tasks"
+GATEWAY_LEDGER = "gateway.jsonl"  # each model call's token counts, in the sealed data folder
 PROJECT_FILE_CHARS = 6_000
 
 
@@ -85,14 +86,46 @@ def preflight(params: Mapping[str, Any], root: Path) -> tuple[str, list[Task], H
     return toybox, tasks, harness
 
 
+def task_file_of(params: Mapping[str, Any], root: Path) -> tuple[Path, str]:
+    name = str((params.get("tasks") or {}).get("file", DEFAULT_FILE))
+    return root / name, name
+
+
+def step_validate(params: Mapping[str, Any], root: Path) -> list[Problem]:
+    """The chosen coding tasks graded with their reference solution (must pass) and the
+    untouched project (must fail): problems at their lines of the task file."""
+    from agenteval.benchmarks.tasks.validate import problems
+
+    toybox, tasks = chosen_tasks(params, root)
+    settings = RunSettings.from_params(params, root, toybox)
+    return problems(tasks, settings, *task_file_of(params, root))
+
+
 def step_run(
     params: dict[str, Any], layout: Layout, on_done: Callable[[TaskAttempt], None] | None = None
 ) -> list[TaskAttempt]:
     """Every chosen task x repeat through the harness; refused before any work when the
-    harness or the judge cannot run here."""
+    harness or the judge cannot run here, or (a harness other than the scripted one) when
+    a chosen coding task is broken (validate: TaskFileError). The agents reach their model
+    through the model gateway (one started for the run unless tasks.gateway_url names one)."""
+    from agenteval.benchmarks.tasks.gateway import gateway_for_run
+
+    # The ledger's folder is made at its first call: a refused run leaves nothing behind.
+    with gateway_for_run(params, layout.data / GATEWAY_LEDGER) as routed:
+        return _run_all(routed, layout, on_done)
+
+
+def _run_all(
+    params: dict[str, Any], layout: Layout, on_done: Callable[[TaskAttempt], None] | None
+) -> list[TaskAttempt]:
     toybox, tasks, harness = preflight(params, layout.root)
     section = params.get("tasks") or {}
     repeats = int(section.get("repeats", 1))
+    if harness.participant.kind != "scripted":
+        found = step_validate(params, layout.root)
+        if found:
+            raise TaskFileError(found)
+    remove_on_signals()
     layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
     sealed = [layout.data, layout.reports]
     settings = RunSettings.from_params(params, layout.root, toybox, sealed)

@@ -14,16 +14,18 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agenteval.benchmarks.tasks import junit
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine, relative
 from agenteval.benchmarks.tasks.commands import OUTPUT_CHARS, cut, run_command
+from agenteval.benchmarks.tasks.graded import IGNORED_DIRS
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
-from agenteval.benchmarks.tasks.workspace import IGNORED_DIRS
 from agenteval.llm.types import ToolSpec
 from agenteval.schema.task_records import Answer, TaskToolCall
 
@@ -154,22 +156,7 @@ class WorkspaceTools:
         start = time.perf_counter()
         try:
             if name == "run":
-                done = await run_command(
-                    _string(arguments, "command"),
-                    self.root,
-                    self.env,
-                    self.command_timeout_s,
-                    sandbox=self.sandbox,
-                )
-                return self.record.add(
-                    name,
-                    arguments,
-                    ok=not done.timed_out and done.exit_code == 0,
-                    output=done.describe(),
-                    exit_code=done.exit_code,
-                    timed_out=done.timed_out,
-                    latency_ms=_ms(start),
-                )
+                return await self._run(arguments, start)
             handler = self._handlers.get(name)
             if handler is None:
                 raise ValueError(f"no tool named {name!r}")
@@ -180,6 +167,34 @@ class WorkspaceTools:
                 name, arguments, ok=False, output=message, error=message, latency_ms=_ms(start)
             )
         return self.record.add(name, arguments, output=output, latency_ms=_ms(start))
+
+    async def _run(self, arguments: Mapping[str, Any], start: float) -> TaskToolCall:
+        """A shell command, observed: any pytest it runs writes its own JUnit report to a
+        folder outside the copy (PYTEST_ADDOPTS), read here; its text output verifies
+        nothing (rules.verified)."""
+        command = _string(arguments, "command")
+        with tempfile.TemporaryDirectory(prefix="agenteval-observed-") as tmp:
+            report = Path(tmp) / "report.xml"
+            env = {**self.env, "PYTEST_ADDOPTS": f"--junitxml={report}"}
+            done = await run_command(
+                command,
+                self.root,
+                env,
+                self.command_timeout_s,
+                sandbox=self.sandbox,
+                writable=[Path(tmp)],
+            )
+            observed = junit.counts(report)
+        return self.record.add(
+            "run",
+            arguments,
+            ok=not done.timed_out and done.exit_code == 0,
+            output=done.describe(),
+            exit_code=done.exit_code,
+            timed_out=done.timed_out,
+            pytest_report=observed,
+            latency_ms=_ms(start),
+        )
 
     def _read(self, arguments: Mapping[str, Any]) -> str:
         path = confine(self.root, _string(arguments, "path"))

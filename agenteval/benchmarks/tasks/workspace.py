@@ -5,25 +5,31 @@ setup, in a separate temporary folder outside the copy, made read-only, and its 
 are kept in memory: before anything is measured against it, it is checked against them, so
 an agent that found and edited it is caught rather than believed. Diffs are unified diffs
 over the two trees (new and deleted files included; caches and git's own folder left out).
+The checks never run in the copy: `grade` builds a fresh tree from the snapshot and the
+agent's changes to regular text files (agenteval.benchmarks.tasks.graded).
+
+Every live copy and snapshot is known to this module: `close_all` removes them, at exit and on
+SIGTERM / SIGINT (`remove_on_signals`), so no exit path leaves them behind.
 """
 
 from __future__ import annotations
 
+import atexit
 import difflib
 import os
 import shutil
+import signal
 import stat
 import tempfile
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agenteval.benchmarks.tasks import setups
+from agenteval.benchmarks.tasks import graded, protected, setups
+from agenteval.benchmarks.tasks.graded import COMPILED_SUFFIXES, IGNORED_DIRS
 from agenteval.fileio import sha256_bytes
 
-# Never part of a diff: bytecode, test caches, git's database. (The toybox's own rate cache
-# is part of it: warming that cache is something an agent did.)
-IGNORED_DIRS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
-IGNORED_SUFFIXES = (".pyc", ".pyo")
 DIFF_FILE_BYTES = 2_000_000  # a text file larger than this is summarised, not diffed
 
 
@@ -32,29 +38,17 @@ class SnapshotTampered(RuntimeError):
 
 
 def _ignored(path: Path) -> bool:
-    return bool(IGNORED_DIRS.intersection(path.parts)) or path.name.endswith(IGNORED_SUFFIXES)
+    return bool(IGNORED_DIRS.intersection(path.parts)) or path.name.endswith(COMPILED_SUFFIXES)
 
 
 def tree_files(root: Path) -> dict[str, bytes]:
-    """Every file under `root` (symlinks as their target text), by relative path."""
-    out: dict[str, bytes] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS)
-        here = Path(dirpath)
-        for name in sorted(filenames):
-            path = here / name
-            rel = path.relative_to(root)
-            if _ignored(rel):
-                continue
-            if path.is_symlink():
-                out[rel.as_posix()] = f"symlink -> {os.readlink(path)}".encode()
-            else:
-                out[rel.as_posix()] = path.read_bytes()
-    return out
+    """Every regular file under `root` a diff shows, by relative path: no git database, no
+    caches or bytecode, nothing that is not a regular file (graded.walk's rules)."""
+    return graded.walk(root, keep_git=False).files
 
 
 def _copy_ignore(_dir: str, names: list[str]) -> list[str]:
-    return [n for n in names if n in IGNORED_DIRS - {".git"} or n.endswith(IGNORED_SUFFIXES)]
+    return [n for n in names if n in IGNORED_DIRS - {".git"} or n.endswith(COMPILED_SUFFIXES)]
 
 
 def _read_only(root: Path) -> None:
@@ -74,6 +68,19 @@ def _writable(root: Path) -> None:
 
 
 @dataclass
+class Grading:
+    """What building the graded tree found: the diff, the files it touches, what was not
+    carried (findings), the protected files changed, the agent's own new test files."""
+
+    diff: str
+    changed: list[str]
+    findings: list[str]
+    tampered: list[str] = field(default_factory=list)
+    agent_tests: list[str] = field(default_factory=list)
+    delivered: dict[str, bytes] = field(default_factory=dict)  # before the tests are put back
+
+
+@dataclass(eq=False)
 class Workspace:
     base: Path  # holds `work`; removed by close()
     work: Path
@@ -81,30 +88,76 @@ class Workspace:
     source: Path
     digests: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def graded(self) -> Path:
+        """The tree the checks run in (`grade` builds it): never the agent's copy."""
+        return self.base / "graded"
+
     def verify_snapshot(self) -> dict[str, bytes]:
-        files = tree_files(self.snapshot)
+        """The snapshot's files (git's database included), checked against its digests."""
+        files = graded.walk(self.snapshot).files
         found = {rel: sha256_bytes(data) for rel, data in files.items()}
         if found != self.digests:
             raise SnapshotTampered("the snapshot changed while the agent ran: nothing measured")
         return files
 
-    def diff(self) -> tuple[str, list[str]]:
-        """The agent's changes against the snapshot, and the files they touch."""
-        return unified_diff(self.verify_snapshot(), tree_files(self.work))
+    def grade(self, editable: Iterable[str] | None = None) -> Grading:
+        """Build the graded tree: the snapshot plus the agent's changes to regular text
+        files, and, when `editable` is given (a task with `tests_pass`), the task's own test
+        files put back except those it names (protected.guard)."""
+        before = self.verify_snapshot()
+        files, findings = graded.overlay(before, graded.walk(self.work))
+        diff, changed = unified_diff(_visible(before), _visible(files))
+        done = Grading(diff, changed, findings, delivered=files)
+        if editable is not None:
+            kept = protected.guard(before, files, editable)
+            files, done.tampered, done.agent_tests = kept.files, kept.tampered, kept.agent_tests
+        graded.build(self.snapshot, self.graded, files)
+        return done
 
     def setup_diff(self) -> str:
         """What the setup changed in the pristine project."""
-        return unified_diff(tree_files(self.source), self.verify_snapshot())[0]
+        return unified_diff(tree_files(self.source), _visible(self.verify_snapshot()))[0]
 
     def snapshot_bytes(self, rel: str) -> bytes | None:
-        path = self.snapshot / rel
-        return path.read_bytes() if path.is_file() else None
+        return graded.read_regular(self.snapshot / rel, graded.MAX_FILE_BYTES)
+
+    def diff(self) -> tuple[str, list[str]]:
+        """The agent's changes against the snapshot (what `grade` would carry)."""
+        done = self.grade()
+        return done.diff, done.changed
 
     def close(self) -> None:
+        LIVE.discard(self)
         for folder in (self.snapshot.parent, self.base):
             if folder.exists():
                 _writable(folder)
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+LIVE: set[Workspace] = set()
+
+
+def close_all() -> None:
+    """Remove every copy and snapshot still on disk (an exit path that skipped `close`)."""
+    for ws in list(LIVE):
+        ws.close()
+
+
+atexit.register(close_all)
+
+
+def remove_on_signals() -> None:
+    """SIGTERM and SIGHUP end the process through SystemExit (so `finally` blocks and
+    `close_all` run); SIGINT already raises KeyboardInterrupt. Main thread only."""
+
+    def stop(signum: int, _frame: object) -> None:
+        close_all()
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, stop)
 
 
 def prepare(source: Path, setup: str | None, work_root: Path | None = None) -> Workspace:
@@ -113,16 +166,22 @@ def prepare(source: Path, setup: str | None, work_root: Path | None = None) -> W
     snapshot = Path(tempfile.mkdtemp(prefix="agenteval-snapshot-", dir=work_root))
     work = base / "project"
     ws = Workspace(base, work, snapshot / "project", source)
+    LIVE.add(ws)
     try:
         shutil.copytree(source, work, symlinks=True, ignore=_copy_ignore)
         setups.apply(setup, work)
         shutil.copytree(work, ws.snapshot, symlinks=True)
-        ws.digests = {rel: sha256_bytes(data) for rel, data in tree_files(ws.snapshot).items()}
+        files = graded.walk(ws.snapshot).files
+        ws.digests = {rel: sha256_bytes(data) for rel, data in files.items()}
         _read_only(ws.snapshot)
     except BaseException:
         ws.close()
         raise
     return ws
+
+
+def _visible(files: dict[str, bytes]) -> dict[str, bytes]:
+    return {rel: data for rel, data in files.items() if not _ignored(Path(rel))}
 
 
 def _text(data: bytes) -> list[str] | None:

@@ -1,0 +1,87 @@
+"""The task's tests belong to the task: which files of the graded tree the agent may not own.
+
+For `tests_pass`, the project's test files and test configuration come from the snapshot:
+every file under a `tests`/`test` folder, `test_*.py` / `*_test.py`, every `conftest.py`,
+`pytest.ini`, `.pytest.ini`, `tox.ini`, `setup.cfg`, and `pyproject.toml`'s `[tool.pytest]`
+section. A task lets the agent change named ones (`tests_pass.editable`: the red test it must
+update). Any other change to them, and any new configuration file (a planted `conftest.py`),
+is tampering: the snapshot's version is put back in the graded tree (so every check runs
+with the task's own suite) and the task fails with `tests_tampered`. The agent's own new test
+files are not part of the task's suite: they run on their own (`agent_tests`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+CONFIG_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg"})
+TEST_FOLDERS = frozenset({"tests", "test"})
+PYPROJECT = "pyproject.toml"
+
+
+def is_test_file(rel: str) -> bool:
+    path = PurePosixPath(rel)
+    name = path.name
+    named = name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    return named or bool(TEST_FOLDERS.intersection(path.parts[:-1]))
+
+
+def is_protected(rel: str) -> bool:
+    return PurePosixPath(rel).name in CONFIG_NAMES or is_test_file(rel)
+
+
+def _pytest_section(data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return tomllib.loads(data.decode("utf-8")).get("tool", {}).get("pytest")
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return "<unreadable>"
+
+
+@dataclass
+class Guarded:
+    """The graded files with the task's tests put back; what was tampered with; the agent's
+    own new test files."""
+
+    files: dict[str, bytes]
+    tampered: list[str] = field(default_factory=list)
+    agent_tests: list[str] = field(default_factory=list)
+
+
+def guard(snapshot: dict[str, bytes], files: dict[str, bytes], editable: Iterable[str]) -> Guarded:
+    allowed = set(editable)
+    out = Guarded(dict(files))
+    for rel in sorted(snapshot.keys() | files.keys()):
+        before, after = snapshot.get(rel), files.get(rel)
+        if before == after or rel in allowed or rel.split("/")[0] == ".git":
+            continue
+        if rel == PYPROJECT:
+            if _pytest_section(before) != _pytest_section(after):
+                out.tampered.append(f"{rel} [tool.pytest]")
+                _restore(out.files, rel, before)
+            continue
+        if not is_protected(rel):
+            continue
+        if before is None and PurePosixPath(rel).name not in CONFIG_NAMES:
+            out.agent_tests.append(rel)  # a new test file of the agent's: run on its own
+            continue
+        out.tampered.append(rel)
+        _restore(out.files, rel, before)
+    return out
+
+
+def _restore(files: dict[str, bytes], rel: str, before: bytes | None) -> None:
+    if before is None:
+        files.pop(rel, None)
+    else:
+        files[rel] = before
+
+
+def runnable(agent_tests: Iterable[str]) -> list[str]:
+    """The agent's new test files pytest would collect (test_*.py, *_test.py)."""
+    return [rel for rel in agent_tests if is_test_file(Path(rel).name)]

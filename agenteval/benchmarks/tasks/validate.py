@@ -1,0 +1,85 @@
+"""Tasks checked before any agent runs: a broken task is the task's fault, never the agent's.
+
+Every coding task is graded twice through the same runner, copies, graded tree and checks an
+agent's attempt gets: its reference solution must PASS, and the untouched project must FAIL.
+A probe that cannot run (a command that does not exist: even the reference fails it) or a
+check nothing can fail is a task-definition error, `tasks.json:line: message` (exit 2), found
+before any agent is charged with it. `agenteval tasks validate` runs it (in CI), and every run
+of a harness other than the scripted one (whose run is the reference solutions) runs it on
+the tasks it chose first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from agenteval.benchmarks.tasks.definitions import TaskFileError
+from agenteval.benchmarks.tasks.runner import RunSettings, TaskRunner
+from agenteval.benchmarks.tasks.score import task_result
+from agenteval.benchmarks.tasks.scripted import ScriptedHarness
+from agenteval.benchmarks.tasks.secrets import SecretGuard
+from agenteval.schema.located import load_located
+from agenteval.schema.problems import Problem
+from agenteval.schema.status import Status
+from agenteval.schema.tasks import Reference, Task
+
+UNTOUCHED = Reference(steps=[], answer="I looked at it and changed nothing.")
+
+
+def _results(
+    tasks: Sequence[Task], settings: RunSettings, harness: ScriptedHarness, data: Path
+) -> dict[str, tuple[str, list[str]]]:
+    runner = TaskRunner(harness, settings, data, SecretGuard())
+    attempts = asyncio.run(runner.run(list(tasks), 1))
+    by_id = {t.id: t for t in tasks}
+    out = {}
+    for attempt in attempts:
+        row = task_result(by_id[attempt.task_id], attempt, None)
+        out[attempt.task_id] = (row.result, row.reasons)
+    return out
+
+
+def problems(
+    tasks: Sequence[Task], settings: RunSettings, task_file: Path, display: str
+) -> list[Problem]:
+    """Each coding task whose reference solution does not pass, or whose untouched project
+    does not fail, as a problem at the task's line of the task file."""
+    coding = [t for t in tasks if t.kind == "coding"]
+    if not coding:
+        return []
+    with tempfile.TemporaryDirectory(prefix="agenteval-validate-") as tmp:
+        reference = _results(coding, settings, ScriptedHarness(label="validate-reference"),
+                             Path(tmp) / "reference")  # fmt: skip
+        nothing = ScriptedHarness({t.id: UNTOUCHED for t in coding}, label="validate-untouched")
+        untouched = _results(coding, settings, nothing, Path(tmp) / "untouched")
+    located = load_located(task_file, display)
+    index = {}
+    if not isinstance(located, Problem) and isinstance(located.data, dict):
+        index = {t.get("id"): i for i, t in enumerate(located.data.get("tasks") or [])}
+    found = []
+    for task in coding:
+        ref, why = reference[task.id]
+        if ref != Status.PASS:
+            found.append((task, f"its reference solution does not pass ({ref}): {'; '.join(why)}"))
+        if untouched[task.id][0] != Status.FAIL:
+            found.append((task, f"the untouched project does not fail ({untouched[task.id][0]})"))
+    out = []
+    for task, message in found:
+        text = f"task {task.id!r}: {message[:600]}"
+        if isinstance(located, Problem):
+            out.append(Problem(display, 1, text))
+        else:
+            out.append(located.problem(("tasks", index.get(task.id, 0), "expect"), text))
+    return out
+
+
+def require_valid(
+    tasks: Sequence[Task], settings: RunSettings, task_file: Path, display: str
+) -> None:
+    """Raise TaskFileError (exit 2) when any coding task is broken."""
+    found = problems(tasks, settings, task_file, display)
+    if found:
+        raise TaskFileError(found)
