@@ -169,14 +169,23 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
     # The lookbehinds/boundaries are dropped for generation; what the rule's core matches
     # must still pass the prefilter.
     cores = [
-        r"x://user:pass@", r"Bearer [A-Za-z0-9._~+/\-]{8,12}", r"Basic [A-Za-z0-9]{8,12}",
-        r"(?i:api[_-]?key|access[_-]?token|auth[_-]?token|secret|passwd?)[:=][A-Za-z0-9]{8,12}",
+        r"-----BEGIN RSA PRIVATE KEY-----", r"x://user:pass@", r"x://:pass@",
+        r"\?(?:token|sig|key|code)=[A-Za-z0-9]{4,8}", r"hooks\.slack\.com/services/[A-Z0-9]{8}",
+        r"Bearer [A-Za-z0-9._~+/\-]{8,12}", r"Basic [A-Za-z0-9]{8,12}",
+        r"Token [A-Za-z0-9]{8,12}", r" -u [a-z]{1,5}:[A-Za-z0-9]{4,8}",
+        r"mysql -u x -p[A-Za-z0-9]{4,8}", r"sshpass -p [A-Za-z0-9]{4,8}",
+        r" --(?:db-)?(?:password|pass|token|secret)=[A-Za-z0-9]{4,8}",
+        r"(?i:[A-Z_]{0,6}(?:api[_-]?key|access[_-]?token|auth|secret|passwd?|pwd|sig|creds?))"
+        r"[:=][A-Za-z0-9]{8,12}",
         r"sk-ant-[A-Za-z0-9_\-]{8,12}", r"sk-[A-Za-z0-9_\-]{16,20}",
-        r"gh[pousr]_[A-Za-z0-9]{20,24}",
+        r"(?:sk|rk)_live_[A-Za-z0-9]{10,14}", r"npm_[A-Za-z0-9]{30,34}",
+        r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9]{20,24}", r"SG\.[A-Za-z0-9]{16}\.[A-Za-z0-9]{16}",
+        r"ya29\.[A-Za-z0-9]{20,24}", r"gh[pousr]_[A-Za-z0-9]{20,24}",
         r"github_pat_\w{20,24}", r"hf_[A-Za-z0-9]{20,24}", r"AIza[0-9A-Za-z_\-]{30,34}",
         r"(?:AKIA|ASIA)[0-9A-Z]{16}", r"xox[abposr]-[A-Za-z0-9\-]{10,14}",
         r"(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-][A-Za-z0-9]{20,24}",
         r"eyJ[A-Za-z0-9_\-]{8,10}\.[A-Za-z0-9_\-]{8,10}\.[A-Za-z0-9_\-]{8,10}",
+        r"[a-z]{1,6} ?[:=] ?[A-Za-z0-9+/_\-.]{16,20}",
         r"[0-9a-fA-F]{32,40}", r"[A-Za-z0-9+/]{32,40}={0,2}",
     ]  # fmt: skip
     assert len(cores) >= len(rules)

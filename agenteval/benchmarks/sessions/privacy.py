@@ -54,7 +54,7 @@ class SessionScrubber:
     """Secrets, emails and home folders out of every string (`scrub`, `scrub_text`)."""
 
     def __init__(self, key_envs: list[str] | None = None, env: Mapping[str, str] | None = None):
-        self.secrets = Scrubber.from_environment(key_envs or [], env=env)
+        self.secrets = Scrubber.from_environment(key_envs or [], env=env, personal=True)
         self.emails: dict[str, str] = {}
         self._done: dict[str, str] = {}
         self.users: set[str] = set()
