@@ -72,6 +72,11 @@ class SessionScrubber:
         words = "|".join(re.escape(u) for u in sorted(self.users, key=len, reverse=True))
         self._user_words = re.compile(rf"(?<![A-Za-z0-9])(?:{words})(?![A-Za-z0-9])", re.I)
 
+    def learn(self, text: str) -> None:
+        """The user names of every home folder in `text`, before anything is scrubbed."""
+        for match in HOME.finditer(text.replace("\\\\", "\\")):  # JSON-escaped C:\\Users
+            self._home(match)
+
     def _home(self, match: re.Match[str]) -> str:
         name = match.group("posix") or match.group("windows")
         if name:

@@ -28,9 +28,11 @@ from agenteval.benchmarks.sessions.privacy import (
     private_files,
     write_private,
 )
+from agenteval.benchmarks.sessions.transcript import MAX_LINE_BYTES
 from agenteval.fileio import digest_of, sha256_file
 from agenteval.schema.sessions import (
     DatasetSource,
+    SessionCase,
     SessionDataset,
     SessionResults,
     SessionScorecard,
@@ -105,6 +107,7 @@ def options_of(params: dict[str, Any]) -> Options:
         project=section.get("project") or None,
         since=parse_since(section.get("since")),
         limit=None if limit is None else int(limit),
+        max_line_bytes=int(section.get("max_line_bytes") or MAX_LINE_BYTES),
     )
 
 
@@ -121,6 +124,26 @@ def write_model(path: Path, model: BaseModel, scrubber: SessionScrubber) -> Base
     return type(model).model_validate(clean)
 
 
+RESIDUE = "private data left after scrubbing"
+
+
+def private_cases(
+    cases: list[SessionCase], scrubber: SessionScrubber
+) -> tuple[list[SessionCase], int]:
+    """The cases scrubbed, less those that still hold private data (the count of those):
+    one case's residue costs that case, never the dataset."""
+    raw = [case.model_dump(mode="json") for case in cases]
+    for value in raw:  # every home folder's user name first: a name may come before its path
+        scrubber.learn(orjson.dumps(value).decode())
+    cleaned = [scrubber.scrub(value) for value in raw]
+    kept = [
+        SessionCase.model_validate(clean)
+        for clean in cleaned
+        if not scrubber.leaks(orjson.dumps(clean).decode())
+    ]
+    return kept, len(cases) - len(kept)
+
+
 def prepare(out: Path, root: Path) -> Paths:
     check_private_folder(out, root)
     make_private_folder(out)
@@ -133,6 +156,12 @@ def step_dataset(params: dict[str, Any], root: Path, out: Path) -> SessionDatase
     options = options_of(params)
     source = transcripts_root(params)
     found = extract(source, options)
+    scrubber = scrubber_for(params)
+    cases, residue = private_cases([f.case for f in found.cases], scrubber)
+    summary = found.summary()
+    if residue:
+        summary.dropped[RESIDUE] = summary.dropped.get(RESIDUE, 0) + residue
+        summary.cases = len(cases)
     dataset = SessionDataset(
         source=DatasetSource(
             root=str(source),
@@ -140,11 +169,11 @@ def step_dataset(params: dict[str, Any], root: Path, out: Path) -> SessionDatase
             since=None if options.since is None else options.since.isoformat(),
             limit=options.limit,
         ),
-        summary=found.summary(),
-        cases=[f.case for f in found.cases],
+        summary=summary,
+        cases=cases,
         dropped=found.dropped_lines(),
     )
-    written = write_model(paths.dataset, dataset, scrubber_for(params))
+    written = write_model(paths.dataset, dataset, scrubber)
     assert isinstance(written, SessionDataset)
     return written
 
