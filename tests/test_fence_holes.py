@@ -81,6 +81,36 @@ def test_folders_inside_a_protected_folder_are_refused_and_the_fetched_corpus_is
     assert tools.call("read_document", path="data/suite.json").fenced
 
 
+def test_agenteval_run_refuses_a_library_inside_the_scenarios_before_any_work(
+    tmp_path: Path,
+) -> None:
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
+
+    root = Path(__file__).resolve().parents[1]
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--out",
+                str(tmp_path / "run"),
+                "--set",
+                "target.library=[eval/scenarios/rag_quality]",
+            ],
+        )
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 2, result.output
+    assert "target.library: 'eval/scenarios/rag_quality' is or lies inside eval/scenarios" in (
+        result.output
+    )
+    assert not (tmp_path / "run" / "data" / "transcripts").exists()
+
+
 def test_one_list_protects_every_answer_bearing_folder() -> None:
     for folder in ("eval/tasks", "eval/memory/scenarios", "eval/sessions", "eval/qa",
                    "eval/code_retrieval", "eval/baselines", "eval/climb", "reports", "data",

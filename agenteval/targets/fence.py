@@ -142,8 +142,8 @@ def build_fence(
         ]  # fmt: skip
         if within:
             raise FenceError(
-                f"{setting}: {folder!r} lies inside {_relative(within[0], base)}, which holds "
-                "answers or results; name the document folders instead"
+                f"{setting}: {folder!r} is or lies inside {_relative(within[0], base)}, which "
+                "holds answers or results; name the document folders instead"
             )
         exposed = [_relative(g, base) for g in guarded if g.is_relative_to(resolved)]
         if exposed:
