@@ -169,3 +169,40 @@ def test_residue_costs_its_case_and_home_folders_of_anyone_become_tilde(tmp_path
     for private in ("carol", "/Users/", "/home/deploy", "Users\\\\bob", "bob"):
         assert private not in text, private
     assert "~/notes/queue.md" in text and "~/app/run.sh" in text
+
+
+def test_planted_secrets_of_every_kind_leave_no_trace_in_the_dataset(tmp_path: Path) -> None:
+    """The held corpus's planted secrets, typed into requests and said in answers, through
+    `agenteval sessions --dataset-only`: not one value reaches dataset.json."""
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
+
+    corpus = Path(__file__).resolve().parents[1] / "eval/scrub/held.jsonl"
+    planted = [json.loads(line) for line in corpus.read_text().splitlines()]
+    planted = [r for r in planted if "secrets" in r]
+    w = Writer()
+    for n, record in enumerate(planted):
+        w.user(f"Request {n}: why does this config fail to load?\n{record['text']}")
+        w.assistant(f"Answer {n}: the loader rejects it. You wrote:\n{record['text']}")
+    w.write(project(tmp_path) / "a.jsonl")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        [
+            "sessions",
+            "--dataset-only",
+            "--transcripts",
+            str(tmp_path / "projects"),
+            "--limit",
+            "1000",
+            "--out",
+            str(out),
+            "--no-track",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    dataset = (out / "dataset.json").read_text()
+    assert json.loads(dataset)["summary"]["cases"] >= len(planted) - 2
+    leaked = [r["id"] for r in planted for v in r["secrets"] if v in dataset]
+    assert leaked == []

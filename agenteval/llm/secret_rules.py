@@ -184,6 +184,25 @@ SHAPE_PREFILTER = re.compile(
 )
 
 
+# Provider key formats, each redacted whole wherever it appears.
+PROVIDER_KEYS = {
+    "anthropic_key": r"\bsk-ant-[A-Za-z0-9_\-]{8,}",
+    "openai_key": r"\bsk-[A-Za-z0-9_\-]{16,}",
+    "stripe_key": r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|\bwhsec_\w{16,}",
+    "npm_token": r"\bnpm_[A-Za-z0-9]{30,}",
+    "pypi_token": r"\bpypi-AgEIcHlwaS5vcmc[\w\-]{20,}",
+    "sendgrid_key": r"\bSG\.[\w\-]{16,}\.[\w\-]{16,}",
+    "google_oauth": r"\bya29\.[\w\-]{20,}",
+    "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})",
+    "huggingface_token": r"\bhf_[A-Za-z0-9]{20,}",
+    "google_key": r"\bAIza[0-9A-Za-z_\-]{30,}",
+    "aws_key_id": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    "slack_token": r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
+    "prefixed_key": r"\b(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-][A-Za-z0-9]{20,}",
+    "jwt": r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+}
+
+
 def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
     boundary_l = r"(?<![A-Za-z0-9+/=_\-])"
     boundary_r = r"(?![A-Za-z0-9+/=_\-])"
@@ -250,36 +269,7 @@ def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
             ),
             _named_value,
         ),
-        ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{8,}"), _whole),
-        ("openai_key", re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), _whole),
-        (
-            "stripe_key",
-            re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|\bwhsec_\w{16,}"),
-            _whole,
-        ),
-        ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{30,}"), _whole),
-        ("pypi_token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[\w\-]{20,}"), _whole),
-        ("sendgrid_key", re.compile(r"\bSG\.[\w\-]{16,}\.[\w\-]{16,}"), _whole),
-        ("google_oauth", re.compile(r"\bya29\.[\w\-]{20,}"), _whole),
-        (
-            "github_token",
-            re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})"),
-            _whole,
-        ),
-        ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{20,}"), _whole),
-        ("google_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), _whole),
-        ("aws_key_id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _whole),
-        ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), _whole),
-        (
-            "prefixed_key",
-            re.compile(r"\b(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-][A-Za-z0-9]{20,}"),
-            _whole,
-        ),
-        (
-            "jwt",
-            re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-            _whole,
-        ),
+        *((name, re.compile(pattern), _whole) for name, pattern in PROVIDER_KEYS.items()),
         (
             "assigned_random",
             re.compile(

@@ -137,9 +137,13 @@ class SessionScrubber:
         return found
 
 
-def write_private(path: Path, text: str, scrubber: SessionScrubber) -> None:
-    """Write already-scrubbed `text`, mode 0600, unless anything private survived in it."""
-    leaks = scrubber.leaks(text)
+def write_private(
+    path: Path, text: str, scrubber: SessionScrubber, unchecked: str | None = None
+) -> None:
+    """Write already-scrubbed `text`, mode 0600, unless anything private survived in it;
+    `unchecked` is the part of `text` not yet checked when its other parts were (a
+    dataset's cases, checked one by one, see `steps.private_cases`)."""
+    leaks = scrubber.leaks(text if unchecked is None else unchecked)
     if leaks:
         raise PrivacyError(f"{path.name}: not written, it would still hold: {', '.join(leaks)}")
     with private_files():

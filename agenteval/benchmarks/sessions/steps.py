@@ -173,9 +173,14 @@ def step_dataset(params: dict[str, Any], root: Path, out: Path) -> SessionDatase
         cases=cases,
         dropped=found.dropped_lines(),
     )
-    written = write_model(paths.dataset, dataset, scrubber)
-    assert isinstance(written, SessionDataset)
-    return written
+    # The cases were scrubbed and checked one by one: the rest is scrubbed and checked here.
+    head = scrubber.scrub(dataset.model_dump(mode="json", exclude={"cases"}))
+    cases_json = [case.model_dump(mode="json") for case in cases]
+    merged = {**head, "cases": cases_json}
+    value = {name: merged[name] for name in SessionDataset.model_fields}  # the file's order
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
+    write_private(paths.dataset, text, scrubber, unchecked=orjson.dumps(head).decode())
+    return SessionDataset.model_validate(value)
 
 
 def load_dataset(path: Path, pin: str | None = None) -> SessionDataset:
