@@ -136,12 +136,26 @@ def private_cases(
     for value in raw:  # every home folder's user name first: a name may come before its path
         scrubber.learn(orjson.dumps(value).decode())
     cleaned = [scrubber.scrub(value) for value in raw]
+    # String by string, not the case's JSON: texts repeat across cases (a follow-up's
+    # context), and JSON quoting would show detect-secrets every field as a quoted string.
     kept = [
         SessionCase.model_validate(clean)
         for clean in cleaned
-        if not scrubber.leaks(orjson.dumps(clean).decode())
+        if not any(scrubber.leaks(text) for text in _strings(clean))
     ]
     return kept, len(cases) - len(kept)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def prepare(out: Path, root: Path) -> Paths:
