@@ -117,3 +117,30 @@ def test_one_list_protects_every_answer_bearing_folder() -> None:
                    ".git", ".dvc"):  # fmt: skip
         assert folder in ANSWER_BEARING
     assert PROTECTED is ANSWER_BEARING
+
+
+def test_a_hard_link_to_an_answer_key_file_outside_the_protected_folders_is_refused(
+    repo: Path,
+) -> None:
+    from agenteval.targets.fence import corpus_fence
+
+    (repo / "eval/corpus/manifest.json").write_text('{"facts": {"leave": "SIXTEEN WEEKS"}}\n')
+    (repo / "bench").mkdir()
+    (repo / "bench/gaia.jsonl").write_text('{"q": "leave?", "answer": "SIXTEEN WEEKS"}\n')
+    (repo / "bench/hits.jsonl").write_text('{"q": "leave?", "relevant": "SIXTEEN WEEKS"}\n')
+    os.link(repo / "eval/corpus/manifest.json", repo / DOCS / "index.md")
+    os.link(repo / "bench/gaia.jsonl", repo / DOCS / "gaia.md")
+    os.link(repo / "bench/hits.jsonl", repo / DOCS / "hits.md")
+    params = {
+        "target": {"library": [DOCS]},
+        "qa": {"tasks": "bench/gaia.jsonl"},
+        "retrieval": {"questions": "bench/hits.jsonl"},
+    }
+    fence = corpus_fence(params, repo)
+    tools = DocumentTools(repo, [DOCS], 400, fence=fence)
+    for name in ("index.md", "gaia.md", "hits.md"):
+        assert tools.call("read_document", path=f"{DOCS}/{name}").fenced
+        assert tools.call("index_document", path=name).fenced
+    assert tools.call("list_documents").result["available"] == [f"{DOCS}/leave.md"]
+    assert "SIXTEEN" not in str([c.result for c in tools.calls])
+

@@ -85,11 +85,13 @@ class Fence:
 
     def links_protected(self, stat: os.stat_result) -> bool:
         """Whether a file with more than one name is also a protected file (a hard link to
-        the key): the protected folders are walked afresh, only for such files."""
+        the key): the answer-key files (the manifest, a benchmark's question file, which may
+        lie outside every protected folder) and the protected folders, walked afresh, only
+        for such files."""
         if stat.st_nlink < 2:
             return False
         wanted = (stat.st_dev, stat.st_ino)
-        for path in self.protected:
+        for path in (*self.keys, *self.protected):
             for found in _files(path):
                 if found.path.startswith(self._readable):
                     continue  # the fetched corpus: documents, not keys
