@@ -39,7 +39,16 @@ ANSWER_BEARING = (
     "data",
     ".git",
     ".dvc",
+    # The tracking store: runs' params, metrics and reports (expected answers among them),
+    # in the SQL store, its artifact folder, or the file store of an older setup.
     "mlflow.db",
+    "mlflow.db-journal",
+    "mlflow.db-wal",
+    "mlflow.db-shm",
+    "mlartifacts",
+    "mlruns",
+    # The response cache (llm.cache_dir): the judge's and the simulated user's replies.
+    ".cache",
 )
 # Documents inside a protected folder that the agent may read: the fetched corpus.
 READABLE_INSIDE = ("data/corpora",)

@@ -144,3 +144,23 @@ def test_a_hard_link_to_an_answer_key_file_outside_the_protected_folders_is_refu
     assert tools.call("list_documents").result["available"] == [f"{DOCS}/leave.md"]
     assert "SIXTEEN" not in str([c.result for c in tools.calls])
 
+
+def test_the_tracking_store_and_the_response_cache_are_answer_bearing(repo: Path) -> None:
+    # MLflow's artifact folder holds reports with expected answers; the response cache
+    # holds the judge's replies; SQLite keeps recent writes beside mlflow.db.
+    for folder in ("mlartifacts", "mlruns", ".cache", "mlflow.db-wal", "mlflow.db-journal"):
+        assert folder in ANSWER_BEARING
+    (repo / "mlartifacts/1/abc/artifacts").mkdir(parents=True)
+    (repo / "mlartifacts/1/abc/artifacts/report.md").write_text("expected: SIXTEEN WEEKS\n")
+    (repo / ".cache/agenteval/llm").mkdir(parents=True)
+    (repo / ".cache/agenteval/llm/ab.json").write_text('{"reply": "SIXTEEN WEEKS"}\n')
+    for folder in ("mlartifacts/1", ".cache/agenteval"):
+        with pytest.raises(FenceError, match="lies inside"):
+            build_fence(repo, [(folder, "target.library")], (), PROTECTED)
+    os.link(repo / "mlartifacts/1/abc/artifacts/report.md", repo / DOCS / "report.md")
+    os.link(repo / ".cache/agenteval/llm/ab.json", repo / DOCS / "cached.md")
+    tools = tools_of(repo, DOCS)
+    for name in ("report.md", "cached.md"):
+        assert tools.call("read_document", path=f"{DOCS}/{name}").fenced
+    assert tools.call("read_document", path="mlartifacts/1/abc/artifacts/report.md").fenced
+    assert "SIXTEEN" not in str([c.result for c in tools.calls])
