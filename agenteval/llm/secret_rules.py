@@ -177,7 +177,7 @@ def _card(match: re.Match[str]) -> str | None:
 # start (tests/test_llm_scrub.py generates each rule's core and checks it passes).
 SHAPE_PREFILTER = re.compile(
     r"(?i:://|hooks\.|webhook|bearer|basic|pass|pwd|secret|token|key|cred|auth|sig"
-    r"|-p\S|-u\s|--user|PRIVATE)"
+    r"|-p\S|-u\s|--user|PRIVATE|[?&]code=)"
     r"|sk-|gh[pousr]_|github_pat_|hf_|AIza|AKIA|ASIA|xox[abposr]-|npm_|[sr]k_|whsec_|SG\."
     r"|ya29\.|pypi-|(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-]|eyJ|[A-Za-z0-9+/]{32}"
     r"|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
