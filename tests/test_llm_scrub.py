@@ -196,3 +196,22 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
         assert SHAPE_PREFILTER.search(text), text
 
     check()
+
+
+def test_a_value_found_in_context_is_redacted_where_it_stands_bare_too() -> None:
+    # The red team's case: the request pastes `STRIPE_SECRET_KEY=...`, the reference answer
+    # and a tool result repeat the value alone, where no rule can tell it is a key.
+    key = "Rk7vQ2mXw9Lp4TzN8sBf"
+    case = {
+        "request": f"my .env has DB_PASSWORD={key}, why does login fail?",
+        "reference": f"The password {key} is wrong; rotate it.",
+        "steps": [{"tool_result": f"{key}\n"}, {"note": "nothing here"}],
+    }
+    clean = Scrubber().scrub(case)
+    assert key not in json.dumps(clean)
+    assert clean["steps"][1] == {"note": "nothing here"}
+    assert clean["reference"] == f"The password {REDACTED} is wrong; rotate it."
+    # Within one text as well; and a separate value is a separate unit.
+    text = Scrubber().scrub_text(f"export DB_PASSWORD={key}\necho {key}")
+    assert key not in text
+    assert Scrubber().scrub({"other": f"echo {key}"}) == {"other": f"echo {key}"}

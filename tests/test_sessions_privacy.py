@@ -109,3 +109,18 @@ def test_an_output_folder_git_or_dvc_would_pick_up_is_refused() -> None:
     check_private_folder(ROOT / "runs/sessions-x", ROOT)  # both ignore it
     with pytest.raises(PrivacyError, match=r"not in \.dvcignore"):
         check_private_folder(ROOT / "runs/other-x", ROOT)
+
+
+def test_a_secret_pasted_once_in_context_is_scrubbed_from_the_whole_case() -> None:
+    from agenteval.benchmarks.sessions.privacy import SessionScrubber
+
+    key = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
+    case = {
+        "request": f"AWS_SECRET_ACCESS_KEY={key} fails, why?",
+        "context": [f"do we reference {key} anywhere else?"],
+        "reference": f"Yes: config/prod.env holds {key}.",
+    }
+    scrubber = SessionScrubber([], env={})
+    clean = scrubber.scrub(case)
+    assert key not in json.dumps(clean)
+    assert scrubber.scrub({"other": f"is {key} used?"}) == {"other": f"is {key} used?"}

@@ -38,7 +38,14 @@ from agenteval.llm.secret_rules import (
     shape_rules,
 )
 
-__all__ = ["REDACTED", "SHAPE_PREFILTER", "Scrubbed", "Scrubber", "scrub_text"]
+__all__ = [
+    "REDACTED",
+    "SHAPE_PREFILTER",
+    "Scrubbed",
+    "Scrubber",
+    "replace_everywhere",
+    "scrub_text",
+]
 
 # Environment variable names whose values are treated as secrets.
 SECRET_ENV_NAME = re.compile(
@@ -104,7 +111,10 @@ class Scrubber:
         self._known: re.Pattern[str] | None = None
         # Results per string: a run writes the same strings (tool names, endpoint details,
         # retrieved passages) into thousands of files. Cleared whenever the secrets change.
-        self._memo: dict[str, tuple[str, tuple[str, ...]]] = {}
+        # With each, the values it redacted: `scrub` replaces them in every other string of
+        # the value it scrubs (a key found after `KEY=` in a request, bare in the answer).
+        self._memo: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {}
+        self._redacted: set[str] | None = None  # values redacted during one `scrub`
         self._compile_known()
 
     @classmethod
@@ -145,16 +155,32 @@ class Scrubber:
         self._compile_known()
 
     def _apply(self, text: str) -> tuple[str, list[str]]:
-        found = self._memo.get(text)
-        if found is None:
-            clean, hits = self._scan(text)
-            found = (clean, tuple(hits))
-            if len(self._memo) >= MEMO_STRINGS:
-                self._memo = {}
-            self._memo[text] = found
+        found = self._memo.get(text) or self._remember(text)
+        if self._redacted is not None:
+            self._redacted |= found[2]
         return found[0], list(found[1])
 
-    def _scan(self, text: str) -> tuple[str, list[str]]:
+    def _remember(self, text: str) -> tuple[str, tuple[str, ...], frozenset[str]]:
+        values: set[str] = set()
+        clean, hits = self._scan(text, values)
+        # Once found anywhere in the text, a value is redacted wherever else it stands.
+        values = {v for v in values if len(v.strip()) >= MIN_SECRET_LEN and REDACTED not in v}
+        for value in sorted(values, key=len, reverse=True):
+            if value in clean:
+                hits += [f"repeated:{_first_kind(hits)}"] * clean.count(value)
+                clean = clean.replace(value, REDACTED)
+        found = (clean, tuple(hits), frozenset(values))
+        if len(self._memo) >= MEMO_STRINGS:
+            self._memo = {}
+        self._memo[text] = found
+        return found
+
+    def redacted_values(self, text: str) -> frozenset[str]:
+        """The values (secrets found by a rule or detector) `scrub_text(text)` redacted:
+        for a caller that scrubs its own way (`SessionScrubber`), to redact them elsewhere."""
+        return (self._memo.get(text) or self._remember(text))[2]
+
+    def _scan(self, text: str, values: set[str]) -> tuple[str, list[str]]:
         hits: list[str] = []
         if self._known is not None:
             known = self._known
@@ -179,17 +205,17 @@ class Scrubber:
 
             text = SET_ASIDE.sub(set_aside, text)
         if shaped:
-            text = self._rules_pass(text, self._rules, hits)
-            text = self._detected(text, secrets_in(text), "detect_secrets", hits)
+            text = self._rules_pass(text, self._rules, hits, values)
+            text = self._detected(text, secrets_in(text), "detect_secrets", hits, values)
         if personal:
-            text = self._rules_pass(text, self._personal_rules, hits)
-            text = self._detected(text, personal_in(text), "personal", hits)
+            text = self._rules_pass(text, self._personal_rules, hits, values)
+            text = self._detected(text, personal_in(text), "personal", hits, values)
         for i, original in enumerate(stash):
             text = text.replace(_STASH.format(i), original)
         return text, hits
 
     @staticmethod
-    def _rules_pass(text: str, rules: list[Rule], hits: list[str]) -> str:
+    def _rules_pass(text: str, rules: list[Rule], hits: list[str], values: set[str]) -> str:
         for name, pattern, decide in rules:
 
             def replace_shape(match: re.Match[str], name: str = name, decide: Any = decide) -> str:
@@ -197,30 +223,46 @@ class Scrubber:
                 if result is None:
                     return match.group(0)
                 hits.append(f"shape:{name}")
+                values.add(_removed(match.group(0), result))
                 return result
 
             text = pattern.sub(replace_shape, text)
         return text
 
     @staticmethod
-    def _detected(text: str, found: Iterable[tuple[str, str]], layer: str, hits: list[str]) -> str:
+    def _detected(
+        text: str, found: Iterable[tuple[str, str]], layer: str, hits: list[str], values: set[str]
+    ) -> str:
         """Every occurrence of each value a detector found, longest first, redacted."""
-        values: dict[str, str] = {}
+        kinds: dict[str, str] = {}
         for kind, value in found:
             if REDACTED not in value and len(value.strip()) >= 4:
-                values.setdefault(value, kind)
-        for value in sorted(values, key=len, reverse=True):
+                kinds.setdefault(value, kind)
+        for value in sorted(kinds, key=len, reverse=True):
             if value in text:
-                hits += [f"{layer}:{values[value]}"] * text.count(value)
+                hits += [f"{layer}:{kinds[value]}"] * text.count(value)
                 text = text.replace(value, REDACTED)
+                values.add(value)
         return text
 
     def scrub_text(self, text: str) -> str:
         return self._apply(text)[0]
 
     def scrub(self, obj: Any) -> Any:
-        """Scrubbed copy of str / dict / list / tuple structures; other values pass through."""
-        return self._clean(obj, None)
+        """Scrubbed copy of str / dict / list / tuple structures; other values pass through.
+        The value is one unit: a secret found in one of its strings is redacted in all."""
+        outer = self._redacted is None
+        if outer:
+            self._redacted = set()
+        try:
+            clean = self._clean(obj, None)
+            values = self._redacted
+        finally:
+            if outer:
+                self._redacted = None
+        if not outer or not values:
+            return clean
+        return replace_everywhere(clean, values)
 
     def _clean(self, obj: Any, field: str | None) -> Any:
         # `_walk` without collecting hit labels: every file written passes through here, so
@@ -231,9 +273,13 @@ class Scrubber:
             return obj
         if kind is str or isinstance(obj, str):
             if field is not None and len(obj) >= MIN_SECRET_LEN and SECRET_FIELD_NAME.search(field):
+                if self._redacted is not None and obj != REDACTED:
+                    self._redacted.add(obj)
                 return obj if obj == REDACTED else REDACTED
-            found = self._memo.get(obj)
-            return found[0] if found is not None else self._apply(obj)[0]
+            found = self._memo.get(obj) or self._remember(obj)
+            if self._redacted is not None and found[2]:
+                self._redacted |= found[2]
+            return found[0]
         clean = self._clean
         if kind is dict or isinstance(obj, Mapping):
             return {
@@ -274,6 +320,41 @@ class Scrubber:
             flat = [h for _, hs in items for h in hs]
             return (values if isinstance(obj, list) else tuple(values)), flat
         return obj, []
+
+
+def _removed(matched: str, replaced: str) -> str:
+    """The part of `matched` a rule's replacement put [REDACTED] for (`DB_PASSWORD=pw1`
+    -> `DB_PASSWORD=[REDACTED]`: `pw1`)."""
+    head, sep, tail = replaced.partition(REDACTED)
+    if not sep or not matched.startswith(head) or not matched.endswith(tail):
+        return matched
+    return matched[len(head) : len(matched) - len(tail)]
+
+
+def _first_kind(hits: list[str]) -> str:
+    return hits[0].split(":", 1)[-1] if hits else "value"
+
+
+def replace_everywhere(obj: Any, values: Iterable[str]) -> Any:
+    """`obj` with every occurrence of each value (longest first) in any of its strings,
+    keys included, replaced by [REDACTED]: the second pass over a unit being scrubbed."""
+    wanted = sorted({v for v in values if len(v.strip()) >= MIN_SECRET_LEN}, key=len, reverse=True)
+    if not wanted:
+        return obj
+    pattern = re.compile("|".join(re.escape(v) for v in wanted))
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub(REDACTED, value) if value != REDACTED else value
+        if isinstance(value, Mapping):
+            return {walk(k): walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(walk(v) for v in value)
+        return value
+
+    return walk(obj)
 
 
 _DEFAULT: dict[bool, Scrubber] = {}

@@ -23,7 +23,13 @@ from typing import Any
 
 from agenteval.fileio import write_atomic
 from agenteval.health.redact import FIXTURES, GENERIC_USERS
-from agenteval.llm.scrub import MIN_SECRET_LEN, REDACTED, SECRET_FIELD_NAME, Scrubber
+from agenteval.llm.scrub import (
+    MIN_SECRET_LEN,
+    REDACTED,
+    SECRET_FIELD_NAME,
+    Scrubber,
+    replace_everywhere,
+)
 
 EMAIL = re.compile(
     r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
@@ -56,7 +62,9 @@ class SessionScrubber:
     def __init__(self, key_envs: list[str] | None = None, env: Mapping[str, str] | None = None):
         self.secrets = Scrubber.from_environment(key_envs or [], env=env, personal=True)
         self.emails: dict[str, str] = {}
-        self._done: dict[str, str] = {}
+        # Each text scrubbed, with the secret values redacted from it (see `scrub`).
+        self._done: dict[str, tuple[str, frozenset[str]]] = {}
+        self._redacted: set[str] | None = None
         self.users: set[str] = set()
         self._user_words: re.Pattern[str] | None = None
         self.learn_user(getpass.getuser())
@@ -96,11 +104,13 @@ class SessionScrubber:
         # Texts repeat (a follow-up's context repeats earlier answers): each is scrubbed once.
         done = self._done.get(text)
         if done is None:
-            done = self._scrub_text(text)
+            done = (self._scrub_text(text), self.secrets.redacted_values(text))
             if len(self._done) >= MEMO_TEXTS:
                 self._done.clear()
             self._done[text] = done
-        return done
+        if self._redacted is not None:
+            self._redacted |= done[1]
+        return done[0]
 
     def _scrub_text(self, text: str) -> str:
         text = self.secrets.scrub_text(text)
@@ -111,17 +121,29 @@ class SessionScrubber:
             text = self._user_words.sub("user", text)
         return text
 
-    def scrub(self, obj: Any, field: str | None = None) -> Any:
+    def scrub(self, obj: Any) -> Any:
         """A scrubbed copy of a JSON-like value; a secret-named key's string value (an
-        api_key, a password) is redacted whatever it looks like."""
+        api_key, a password) is redacted whatever it looks like. The value is one unit (a
+        case, a results file): a secret found in one of its strings is redacted in all."""
+        self._redacted = set()
+        try:
+            clean = self._scrub(obj, None)
+            values = self._redacted
+        finally:
+            self._redacted = None
+        return replace_everywhere(clean, values) if values else clean
+
+    def _scrub(self, obj: Any, field: str | None) -> Any:
         if isinstance(obj, str):
             if field and len(obj) >= MIN_SECRET_LEN and SECRET_FIELD_NAME.search(field):
+                if self._redacted is not None and obj != REDACTED:
+                    self._redacted.add(obj)
                 return REDACTED
             return self.scrub_text(obj)
         if isinstance(obj, Mapping):
-            return {self.scrub_text(str(k)): self.scrub(v, str(k)) for k, v in obj.items()}
+            return {self.scrub_text(str(k)): self._scrub(v, str(k)) for k, v in obj.items()}
         if isinstance(obj, list | tuple):
-            return [self.scrub(v) for v in obj]
+            return [self._scrub(v, None) for v in obj]
         return obj
 
     def leaks(self, text: str) -> list[str]:
