@@ -206,3 +206,49 @@ def test_planted_secrets_of_every_kind_leave_no_trace_in_the_dataset(tmp_path: P
     assert json.loads(dataset)["summary"]["cases"] >= len(planted) - 2
     leaked = [r["id"] for r in planted for v in r["secrets"] if v in dataset]
     assert leaked == []
+
+
+def test_a_clean_macos_transcript_is_kept_whatever_its_file_is_named(tmp_path: Path) -> None:
+    # Quoted in JSON, `"-Users-bob-src-api/<uuid>.jsonl"` once read as a random value after
+    # a colon and refused the whole dataset; the check now reads the strings scrubbed.
+    from agenteval.benchmarks.sessions.steps import step_dataset
+
+    session = "3f2a9c1e-7b4d-4e8a-9c2f-1d5e6a7b8c9d"
+    w = Writer()
+    w.user("Why does GET /orders?page=0 return the first page twice?", cwd="/Users/bob/src/api")
+    w.assistant("page=0 and page=1 both map to offset 0; treat page as 1-based.")
+    w.write(tmp_path / "projects" / "-Users-bob-src-api" / f"{session}.jsonl")
+    params = {"sessions": {"transcripts": str(tmp_path / "projects")}}
+    dataset = step_dataset(params, tmp_path / "repo", tmp_path / "out")
+    assert [c.request for c in dataset.cases] == [
+        "Why does GET /orders?page=0 return the first page twice?"
+    ]
+    written = (tmp_path / "out" / "dataset.json").read_text()
+    assert "bob" not in written and "[REDACTED]" not in written
+
+
+def test_a_judge_rationale_is_checked_as_the_text_it_is_not_as_escaped_json(
+    tmp_path: Path,
+) -> None:
+    from pydantic import BaseModel
+
+    from agenteval.benchmarks.sessions.privacy import withhold
+    from agenteval.benchmarks.sessions.steps import write_model
+
+    class Verdict(BaseModel):
+        case: str
+        rationale: str
+
+    scrubber = SessionScrubber(env={})
+    # JSON writes the newline as `\n`: `password\n```` read as a password's value and
+    # refused results.json after every request (the red team's judge rationale).
+    honest = Verdict(case="c1", rationale=(
+        "The reference is:\n\n```\nsecretKeyRef: name: orders-db-credentials key: password\n"
+        "```\n\nThe value `orders-db-credentials` is what the service reads."
+    ))  # fmt: skip
+    assert write_model(tmp_path / "results.json", honest, scrubber) == honest
+    assert json.loads((tmp_path / "results.json").read_text())["rationale"] == honest.rationale
+    # A string still holding a secret costs that string, never the file.
+    value = {"case": "c2", "rationale": "it printed sk-ant-api03-" + "Q" * 40}
+    kept, kinds = withhold(value, scrubber)
+    assert kept == {"case": "c2", "rationale": "[REDACTED]"} and kinds

@@ -3,8 +3,11 @@
 Every text a session run writes passes `SessionScrubber` first: values of secret-named
 environment variables and secret-shaped strings (agenteval.llm.scrub), email addresses
 (each replaced by a stable example.com fixture), and home folders (`/home/alice/repo` becomes
-`~/repo`; the user names found in them are replaced wherever they appear). Then `leaks()`
-looks again and a write that would still hold one is refused, not made. Files are written
+`~/repo`; the user names found in them are replaced wherever they appear). A value found
+anywhere in a unit (a case, a results file) is redacted everywhere in it. Then `leaks()`
+looks again at the very strings scrubbed (not the JSON they become), and a string that
+still holds one is withheld and counted: it costs that string (a case, in the dataset;
+`steps.private_cases`), never the file. Files are written
 with mode 0600 in folders of mode 0700 (`private_files`), and the output folder must be one
 git and DVC ignore (`check_private_folder`): the results never reach a commit, a DVC cache
 or a remote.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import logging
 import os
 import re
 import subprocess
@@ -46,6 +50,7 @@ COMMON_NAMES = GENERIC_USERS | {"dev", "developer", "test", "git", "build", "ci"
 MIN_USER_CHARS = 3
 FILE_MODE, FOLDER_MODE = 0o600, 0o700
 MEMO_TEXTS = 20_000
+log = logging.getLogger(__name__)
 
 
 class PrivacyError(ValueError):
@@ -159,18 +164,49 @@ class SessionScrubber:
         return found
 
 
-def write_private(
-    path: Path, text: str, scrubber: SessionScrubber, unchecked: str | None = None
-) -> None:
-    """Write already-scrubbed `text`, mode 0600, unless anything private survived in it;
-    `unchecked` is the part of `text` not yet checked when its other parts were (a
-    dataset's cases, checked one by one, see `steps.private_cases`)."""
-    leaks = scrubber.leaks(text if unchecked is None else unchecked)
-    if leaks:
-        raise PrivacyError(f"{path.name}: not written, it would still hold: {', '.join(leaks)}")
+def withhold(value: Any, scrubber: SessionScrubber) -> tuple[Any, list[str]]:
+    """`value` (already scrubbed, JSON-like) with every string that still holds private data
+    replaced by [REDACTED], and the kinds found (never the values). The check reads the
+    strings the scrubber read, not the JSON they become: quoting and escapes (`"x":"…"`,
+    `password\\n…`) would show it shapes no text has; and a residue costs its string, not
+    the file all the work went into."""
+    kinds: list[str] = []
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            found = scrubber.leaks(item) if item != REDACTED else []
+            kinds.extend(found)
+            return REDACTED if found else item
+        if isinstance(item, Mapping):
+            return {walk(k): walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value), kinds
+
+
+def write_private(path: Path, text: str, scrubber: SessionScrubber | None) -> None:
+    """Write already-scrubbed `text`, mode 0600; with a `scrubber`, a line that still holds
+    private data is withheld ([REDACTED]) and counted in a warning. None: the caller
+    checked what `text` is made of (`withhold`)."""
+    if scrubber is not None:
+        lines, kinds = withhold(text.split("\n"), scrubber)
+        text = "\n".join(lines)
+        warn_withheld(path, kinds)
     with private_files():
         write_atomic(path, text)
     path.chmod(FILE_MODE)
+
+
+def warn_withheld(path: Path, kinds: list[str]) -> None:
+    if kinds:
+        log.warning(
+            "%s: %d text(s) withheld, still holding after scrubbing: %s",
+            path.name,
+            len(kinds),
+            ", ".join(sorted(set(kinds))),
+        )
 
 
 @contextlib.contextmanager

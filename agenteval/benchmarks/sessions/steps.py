@@ -26,6 +26,8 @@ from agenteval.benchmarks.sessions.privacy import (
     check_private_folder,
     make_private_folder,
     private_files,
+    warn_withheld,
+    withhold,
     write_private,
 )
 from agenteval.benchmarks.sessions.transcript import MAX_LINE_BYTES
@@ -117,10 +119,12 @@ def pass_grade(params: dict[str, Any]) -> int:
 
 
 def write_model(path: Path, model: BaseModel, scrubber: SessionScrubber) -> BaseModel:
-    """Write `model` scrubbed (and checked) as JSON; the model as written."""
-    clean = scrubber.scrub(model.model_dump(mode="json"))
+    """Write `model` scrubbed and checked string by string as JSON (a string still holding
+    private data is withheld, never the file); the model as written."""
+    clean, kinds = withhold(scrubber.scrub(model.model_dump(mode="json")), scrubber)
     text = orjson.dumps(clean, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
-    write_private(path, text, scrubber)
+    warn_withheld(path, kinds)
+    write_private(path, text, None)
     return type(model).model_validate(clean)
 
 
@@ -187,13 +191,16 @@ def step_dataset(params: dict[str, Any], root: Path, out: Path) -> SessionDatase
         cases=cases,
         dropped=found.dropped_lines(),
     )
-    # The cases were scrubbed and checked one by one: the rest is scrubbed and checked here.
-    head = scrubber.scrub(dataset.model_dump(mode="json", exclude={"cases"}))
+    # The cases were scrubbed and checked one by one: the rest is scrubbed and checked here,
+    # string by string as well (a file name that quoted in JSON looks like `"x":"<random>`).
+    head, kinds = withhold(scrubber.scrub(dataset.model_dump(mode="json", exclude={"cases"})),
+                           scrubber)  # fmt: skip
+    warn_withheld(paths.dataset, kinds)
     cases_json = [case.model_dump(mode="json") for case in cases]
     merged = {**head, "cases": cases_json}
     value = {name: merged[name] for name in SessionDataset.model_fields}  # the file's order
     text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
-    write_private(paths.dataset, text, scrubber, unchecked=orjson.dumps(head).decode())
+    write_private(paths.dataset, text, None)
     return SessionDataset.model_validate(value)
 
 
