@@ -215,3 +215,14 @@ def test_a_value_found_in_context_is_redacted_where_it_stands_bare_too() -> None
     text = Scrubber().scrub_text(f"export DB_PASSWORD={key}\necho {key}")
     assert key not in text
     assert Scrubber().scrub({"other": f"echo {key}"}) == {"other": f"echo {key}"}
+
+
+def test_go_sum_hashes_and_ssh_fingerprints_are_look_alikes_left_alone() -> None:
+    go_sum = "golang.org/x/sys v0.15.0 h1:h48lPFYpsTvQJZF4EKyI4aLHaev3CxivZmv7yZig9pc="
+    fingerprint = "256 SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s ci@build (ED25519)"
+    scrubber = Scrubber(personal=True)
+    for text in (go_sum, fingerprint, f"{go_sum}\n{fingerprint}"):
+        assert scrubber.scrub_text(text) == text
+    # The shape is set aside, not whatever stands next to it.
+    key = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vW7"
+    assert key not in scrubber.scrub_text(f"{go_sum} OPENAI_API_KEY={key}")

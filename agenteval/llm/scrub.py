@@ -31,6 +31,7 @@ from agenteval.llm.secret_rules import (
     PERSONAL_PREFILTER,
     REDACTED,
     SET_ASIDE,
+    SET_ASIDE_HINT,
     SHAPE_PREFILTER,
     Rule,
     personal_rules,
@@ -197,7 +198,7 @@ class Scrubber:
         if self._digest is not None and self._digest.fullmatch(text):
             return text, hits
         stash: list[str] = []
-        if "base64," in text or "sha" in text:
+        if SET_ASIDE_HINT.search(text):
 
             def set_aside(match: re.Match[str]) -> str:
                 stash.append(match.group(0))

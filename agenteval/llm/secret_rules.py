@@ -47,12 +47,17 @@ _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _NUMBER = re.compile(r"^[0-9][0-9.,_]*[a-z%]{0,3}$")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
-# Data URIs (inline images) and subresource-integrity hashes (package locks) are base64 by
-# design: the scrubber sets them aside first.
+# Data URIs (inline images), subresource-integrity hashes (package locks), go.sum's module
+# hashes (`h1:` + base64 SHA-256) and SSH key fingerprints (`SHA256:` + unpadded base64)
+# are base64 by design: the scrubber sets them aside first. `SET_ASIDE_HINT` says whether
+# a text may hold one.
 SET_ASIDE = re.compile(
     r"data:[\w.+\-]+/[\w.+\-]+;base64,[A-Za-z0-9+/=\s]{16,}"
     r"|\bsha(?:256|384|512)-[A-Za-z0-9+/]{40,}={0,2}"
+    r"|(?<![\w:])h1:[A-Za-z0-9+/]{43}=(?![\w+/=])"
+    r"|(?<![\w:])SHA256:[A-Za-z0-9+/]{43}(?![\w+/=])"
 )
+SET_ASIDE_HINT = re.compile(r"base64,|sha|SHA256:|h1:")
 
 
 def shannon_bits(text: str) -> float:
