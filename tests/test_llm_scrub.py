@@ -226,3 +226,21 @@ def test_go_sum_hashes_and_ssh_fingerprints_are_look_alikes_left_alone() -> None
     # The shape is set aside, not whatever stands next to it.
     key = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vW7"
     assert key not in scrubber.scrub_text(f"{go_sum} OPENAI_API_KEY={key}")
+
+
+@pytest.mark.parametrize(
+    ("in_context", "value"),
+    [
+        ("git clone https://jsmith:B1tbuck3t-AppPw-77@bitbucket.org/acme/infra.git",
+         "B1tbuck3t-AppPw-77"),
+        ("url=jdbc:sqlserver://db:1433;user=sa;password=Mang0!Tree42;encrypt=true",
+         "Mang0!Tree42"),
+        ("line 3: `jdbc:postgresql://pg:5432/l?user=app&password=Pl4typus.Bay`) and more",
+         "Pl4typus.Bay"),
+    ],
+)  # fmt: skip
+def test_the_value_a_rule_redacts_with_its_surroundings_goes_where_it_stands_alone(
+    in_context: str, value: str
+) -> None:
+    clean = Scrubber().scrub({"request": f"do we use {value} elsewhere?", "answer": in_context})
+    assert value not in json.dumps(clean)

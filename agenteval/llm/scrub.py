@@ -224,7 +224,7 @@ class Scrubber:
                 if result is None:
                     return match.group(0)
                 hits.append(f"shape:{name}")
-                values.add(_removed(match.group(0), result))
+                values.update(_parts(_removed(match.group(0), result)))
                 return result
 
             text = pattern.sub(replace_shape, text)
@@ -330,6 +330,20 @@ def _removed(matched: str, replaced: str) -> str:
     if not sep or not matched.startswith(head) or not matched.endswith(tail):
         return matched
     return matched[len(head) : len(matched) - len(tail)]
+
+
+def _parts(removed: str) -> set[str]:
+    """The value a rule removed and the forms it may stand in alone elsewhere: a URL's
+    `user:password` goes whole (the password alone), a connection string's value runs on
+    (`pw;encrypt=true`, `pw&ssl=1`), quotes and brackets cling to it (`pw`)`)."""
+    found = {removed, removed.partition(":")[2]}
+    for value in list(found):
+        first = re.split(r"[;&]", value, maxsplit=1)[0]
+        found |= {first, value.strip(_CLINGING), first.strip(_CLINGING)}
+    return found
+
+
+_CLINGING = "`'\"()[]{}<>,;. "
 
 
 def _first_kind(hits: list[str]) -> str:
