@@ -15,6 +15,44 @@ from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
 
+# What holds an answer or a measurement: scenarios and their expected answers, every
+# benchmark's questions, tasks, labels and baselines, the judge's controls, the climb's
+# ledger, the run's results and reports, version control and DVC state, the tracking store.
+# The one list the corpus fence (targets.fence), the climb's guard and the tasks sandbox
+# protect; a corpus folder may lie neither in nor around one of them.
+ANSWER_BEARING = (
+    "eval/scenarios",
+    "eval/judge_controls",
+    "eval/climb",
+    "eval/tasks",
+    "eval/memory/scenarios",
+    "eval/memory/baselines",
+    "eval/sessions",
+    "eval/qa",
+    "eval/retrieval",
+    "eval/code_retrieval",
+    "eval/throughput",
+    "eval/baselines",
+    "pipelines",
+    "reports",
+    "runs",
+    "data",
+    ".git",
+    ".dvc",
+    # The tracking store: runs' params, metrics and reports (expected answers among them),
+    # in the SQL store, its artifact folder, or the file store of an older setup.
+    "mlflow.db",
+    "mlflow.db-journal",
+    "mlflow.db-wal",
+    "mlflow.db-shm",
+    "mlartifacts",
+    "mlruns",
+    # The response cache (llm.cache_dir): the judge's and the simulated user's replies.
+    ".cache",
+)
+# Documents inside a protected folder that the agent may read: the fetched corpus.
+READABLE_INSIDE = ("data/corpora",)
+
 
 @dataclass(frozen=True)
 class Layout:

@@ -181,11 +181,23 @@ def test_the_tools_read_the_corpus_and_refuse_everything_else(repo: Path) -> Non
 
 def test_a_library_that_would_hold_the_key_is_refused_naming_the_setting(repo: Path) -> None:
     for library, exposed in [
-        (".", "data/suite.json"),
+        (".", "data"),
         ("eval", "eval/scenarios"),
-        ("data", "data/suite.json"),
+        ("data", "data"),
         ("runs", "runs"),
         ("eval/climb", "eval/climb"),
+        # inside a protected folder (the check once refused only folders around one)
+        ("eval/scenarios/rag_quality", "lies inside eval/scenarios"),
+        ("reports/sub", "lies inside reports"),
+        ("data/transcripts/x", "lies inside data"),
+        (".git/objects/88", "lies inside .git"),
+        # answer-bearing folders the fence did not protect at all
+        ("eval/tasks", "eval/tasks"),
+        ("eval/memory/scenarios", "eval/memory/scenarios"),
+        ("eval/sessions/x", "eval/sessions"),
+        ("eval/qa", "eval/qa"),
+        ("eval/code_retrieval", "eval/code_retrieval"),
+        ("eval/baselines", "eval/baselines"),
     ]:
         with pytest.raises(FenceError, match=f"target.library: '{library}'.*{exposed}"):
             corpus_fence(params_of(repo, [], f"target.library=[{library}]"), repo)

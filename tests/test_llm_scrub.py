@@ -169,14 +169,23 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
     # The lookbehinds/boundaries are dropped for generation; what the rule's core matches
     # must still pass the prefilter.
     cores = [
-        r"x://user:pass@", r"Bearer [A-Za-z0-9._~+/\-]{8,12}", r"Basic [A-Za-z0-9]{8,12}",
-        r"(?i:api[_-]?key|access[_-]?token|auth[_-]?token|secret|passwd?)[:=][A-Za-z0-9]{8,12}",
+        r"-----BEGIN RSA PRIVATE KEY-----", r"x://user:pass@", r"x://:pass@",
+        r"\?(?:token|sig|key|code)=[A-Za-z0-9]{4,8}", r"hooks\.slack\.com/services/[A-Z0-9]{8}",
+        r"Bearer [A-Za-z0-9._~+/\-]{8,12}", r"Basic [A-Za-z0-9]{8,12}",
+        r"Token [A-Za-z0-9]{8,12}", r" -u [a-z]{1,5}:[A-Za-z0-9]{4,8}",
+        r"mysql -u x -p[A-Za-z0-9]{4,8}", r"sshpass -p [A-Za-z0-9]{4,8}",
+        r" --(?:db-)?(?:password|pass|token|secret)=[A-Za-z0-9]{4,8}",
+        r"(?i:[A-Z_]{0,6}(?:api[_-]?key|access[_-]?token|auth|secret|passwd?|pwd|sig|creds?))"
+        r"[:=][A-Za-z0-9]{8,12}",
         r"sk-ant-[A-Za-z0-9_\-]{8,12}", r"sk-[A-Za-z0-9_\-]{16,20}",
-        r"gh[pousr]_[A-Za-z0-9]{20,24}",
+        r"(?:sk|rk)_live_[A-Za-z0-9]{10,14}", r"npm_[A-Za-z0-9]{30,34}",
+        r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9]{20,24}", r"SG\.[A-Za-z0-9]{16}\.[A-Za-z0-9]{16}",
+        r"ya29\.[A-Za-z0-9]{20,24}", r"gh[pousr]_[A-Za-z0-9]{20,24}",
         r"github_pat_\w{20,24}", r"hf_[A-Za-z0-9]{20,24}", r"AIza[0-9A-Za-z_\-]{30,34}",
         r"(?:AKIA|ASIA)[0-9A-Z]{16}", r"xox[abposr]-[A-Za-z0-9\-]{10,14}",
         r"(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-][A-Za-z0-9]{20,24}",
         r"eyJ[A-Za-z0-9_\-]{8,10}\.[A-Za-z0-9_\-]{8,10}\.[A-Za-z0-9_\-]{8,10}",
+        r"[a-z]{1,6} ?[:=] ?[A-Za-z0-9+/_\-.]{16,20}",
         r"[0-9a-fA-F]{32,40}", r"[A-Za-z0-9+/]{32,40}={0,2}",
     ]  # fmt: skip
     assert len(cores) >= len(rules)
@@ -187,3 +196,51 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
         assert SHAPE_PREFILTER.search(text), text
 
     check()
+
+
+def test_a_value_found_in_context_is_redacted_where_it_stands_bare_too() -> None:
+    # The red team's case: the request pastes `STRIPE_SECRET_KEY=...`, the reference answer
+    # and a tool result repeat the value alone, where no rule can tell it is a key.
+    key = "Rk7vQ2mXw9Lp4TzN8sBf"
+    case = {
+        "request": f"my .env has DB_PASSWORD={key}, why does login fail?",
+        "reference": f"The password {key} is wrong; rotate it.",
+        "steps": [{"tool_result": f"{key}\n"}, {"note": "nothing here"}],
+    }
+    clean = Scrubber().scrub(case)
+    assert key not in json.dumps(clean)
+    assert clean["steps"][1] == {"note": "nothing here"}
+    assert clean["reference"] == f"The password {REDACTED} is wrong; rotate it."
+    # Within one text as well; and a separate value is a separate unit.
+    text = Scrubber().scrub_text(f"export DB_PASSWORD={key}\necho {key}")
+    assert key not in text
+    assert Scrubber().scrub({"other": f"echo {key}"}) == {"other": f"echo {key}"}
+
+
+def test_go_sum_hashes_and_ssh_fingerprints_are_look_alikes_left_alone() -> None:
+    go_sum = "golang.org/x/sys v0.15.0 h1:h48lPFYpsTvQJZF4EKyI4aLHaev3CxivZmv7yZig9pc="
+    fingerprint = "256 SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s ci@build (ED25519)"
+    scrubber = Scrubber(personal=True)
+    for text in (go_sum, fingerprint, f"{go_sum}\n{fingerprint}"):
+        assert scrubber.scrub_text(text) == text
+    # The shape is set aside, not whatever stands next to it.
+    key = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vW7"
+    assert key not in scrubber.scrub_text(f"{go_sum} OPENAI_API_KEY={key}")
+
+
+@pytest.mark.parametrize(
+    ("in_context", "value"),
+    [
+        ("git clone https://jsmith:B1tbuck3t-AppPw-77@bitbucket.org/acme/infra.git",
+         "B1tbuck3t-AppPw-77"),
+        ("url=jdbc:sqlserver://db:1433;user=sa;password=Mang0!Tree42;encrypt=true",
+         "Mang0!Tree42"),
+        ("line 3: `jdbc:postgresql://pg:5432/l?user=app&password=Pl4typus.Bay`) and more",
+         "Pl4typus.Bay"),
+    ],
+)  # fmt: skip
+def test_the_value_a_rule_redacts_with_its_surroundings_goes_where_it_stands_alone(
+    in_context: str, value: str
+) -> None:
+    clean = Scrubber().scrub({"request": f"do we use {value} elsewhere?", "answer": in_context})
+    assert value not in json.dumps(clean)

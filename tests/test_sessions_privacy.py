@@ -93,13 +93,12 @@ def test_a_planted_secret_is_written_nowhere(
     assert (b"Which of our endpoints" in db) is log_text
 
 
-def test_a_write_that_would_leak_is_refused(tmp_path: Path) -> None:
+def test_a_line_that_would_leak_is_withheld_not_written(tmp_path: Path) -> None:
     scrubber = SessionScrubber(env={"X_API_KEY": "abcd1234efgh5678"})
     text = scrubber.scrub_text("key abcd1234efgh5678 at /home/jdoe/x, mail a.b@corp.example")
     assert text == "key [REDACTED] at ~/x, mail person1@example.com"
-    with pytest.raises(PrivacyError, match="would still hold: env:X_API_KEY"):
-        write_private(tmp_path / "f.json", "raw abcd1234efgh5678", scrubber)
-    assert not (tmp_path / "f.json").exists()
+    write_private(tmp_path / "f.md", "# Report\nraw abcd1234efgh5678\nend\n", scrubber)
+    assert (tmp_path / "f.md").read_text() == "# Report\n[REDACTED]\nend\n"
     assert scrubber.scrub_text("jdoe wrote it") == "user wrote it"  # learned from the path
 
 
@@ -109,3 +108,18 @@ def test_an_output_folder_git_or_dvc_would_pick_up_is_refused() -> None:
     check_private_folder(ROOT / "runs/sessions-x", ROOT)  # both ignore it
     with pytest.raises(PrivacyError, match=r"not in \.dvcignore"):
         check_private_folder(ROOT / "runs/other-x", ROOT)
+
+
+def test_a_secret_pasted_once_in_context_is_scrubbed_from_the_whole_case() -> None:
+    from agenteval.benchmarks.sessions.privacy import SessionScrubber
+
+    key = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
+    case = {
+        "request": f"AWS_SECRET_ACCESS_KEY={key} fails, why?",
+        "context": [f"do we reference {key} anywhere else?"],
+        "reference": f"Yes: config/prod.env holds {key}.",
+    }
+    scrubber = SessionScrubber([], env={})
+    clean = scrubber.scrub(case)
+    assert key not in json.dumps(clean)
+    assert scrubber.scrub({"other": f"is {key} used?"}) == {"other": f"is {key} used?"}

@@ -31,15 +31,17 @@ import yaml
 from agenteval.climb.artifacts import PARAMS_FILE, Change, Spec
 from agenteval.climb.ledger import LEDGER
 from agenteval.climb.meaning import Hit, Questions, Similar, Truth, Values
+from agenteval.layout import ANSWER_BEARING
 from agenteval.params import DEFAULTS, flatten
 from agenteval.schema.suite import Suite
 
 LEAKED = ("held", "test")  # splits whose material in an edit is a leak, not a special case
 CORPUS_ROOTS = ("eval/corpus", "data/corpora")
 # Where the answers and the results live. The agent's documents (eval/corpus) are not here.
+_OUTSIDE_EVAL = "|".join(re.escape(p) for p in ANSWER_BEARING if not p.startswith("eval/"))
 ANSWER_FILES = re.compile(
-    r"(?<![\w.-])(?:\./)?(?:data|runs|reports|\.dvc|\.git)/"
-    r"|(?<![\w.-])(?:\./)?eval/(?!corpus\b)"
+    rf"(?<![\w.-])(?:\./)?(?:{_OUTSIDE_EVAL})/"  # layout.ANSWER_BEARING, the fence's list
+    r"|(?<![\w.-])(?:\./)?eval/(?!corpus\b)"  # every eval/ folder of it, and more
     r"|\b(?:suite|scorecard|metrics|climb|noise|decision)\.json\b|\bdvc\.lock\b|\bmlflow\.db\b"
     r"|\bparams\.ya?ml\b|\bscenario\s+(?:files?|folders?|definitions?|ya?ml)\b"
     r"|\banswer\s+(?:key|files?|sheet)\b|\bground[\s-]truths?\b|\bexpected\s+answers?\b"

@@ -1,26 +1,58 @@
-"""Credential scrubbing for everything the evaluation writes to disk.
+"""The one scrubber for everything that leaves: files, reports, MLflow, caches, requests.
 
-Results are meant to be shared, and agents with shells print their environment, so every
-written file goes through a Scrubber. Two layers: exact known secret values (taken from the
-environment) and secret-shaped strings (provider key prefixes, bearer headers, labelled
-assignments, long random-looking tokens). Known values catch keys of any shape; shapes
-catch keys this process was never told about.
+Results are meant to be shared, agents with shells print their environment, and session
+replay reads the user's own transcripts, so every text that leaves goes through a Scrubber.
+Layers, in order:
+
+1. exact known secret values (taken from the environment): keys of any shape;
+2. the project's rules (`llm.secret_rules`): provider prefixes, a value after a secret's
+   NAME, credentials in URLs and CLI flags, random-looking values after `=` or `:`;
+3. detect-secrets' plugins and keyword detector (`llm.detectors`);
+4. with `personal=True` (the user's own text: sessions, drafts, issues), phone, social
+   security and card numbers (scrubadub, a Luhn check).
+
+Inline base64 images are set aside before and put back after. Measured on the labelled
+corpus `eval/scrub/` (recall and false-scrub rate on its held split: docs/privacy.md).
+
+    text, counts = scrub_text("DB_PASSWORD=hunter22 and call 415-555-0132")
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
-REDACTED = "[REDACTED]"
+from agenteval.llm.detectors import personal_in, secrets_in
+from agenteval.llm.secret_rules import (
+    DIGEST_HEX_LENGTHS,
+    PERSONAL_PREFILTER,
+    REDACTED,
+    SET_ASIDE,
+    SET_ASIDE_HINT,
+    SHAPE_PREFILTER,
+    Rule,
+    personal_rules,
+    random_looking,
+    shape_rules,
+)
+
+__all__ = [
+    "REDACTED",
+    "SHAPE_PREFILTER",
+    "Scrubbed",
+    "Scrubber",
+    "replace_everywhere",
+    "scrub_text",
+]
 
 # Environment variable names whose values are treated as secrets.
 SECRET_ENV_NAME = re.compile(
-    r"(^|_)API_KEY$|(^|_)TOKEN$|SECRET|PASSWORD|(^|_)ACCESS_KEY(_|$)", re.IGNORECASE
+    r"(^|_)API_KEY$|(^|_)TOKEN$|SECRET|PASSWORD|PASSWD|(^|_)PASS$|CREDENTIALS?$"
+    r"|(^|_)ACCESS_KEY(_|$)|(^|_)(APP|PRIVATE)_KEY$",
+    re.IGNORECASE,
 )
 # Mapping keys whose string values are secrets whatever they look like.
 SECRET_FIELD_NAME = re.compile(
@@ -30,115 +62,24 @@ SECRET_FIELD_NAME = re.compile(
 )
 # Shorter values would redact ordinary words and numbers all over the output.
 MIN_SECRET_LEN = 8
-# Hex strings of these lengths are far more often digests the project writes on purpose
-# (uuid4().hex, git SHA-1, sha256 pins) than keys; known key values are still redacted.
-DIGEST_HEX_LENGTHS = (32, 40, 64)
-
-_LOWER_RUN = re.compile(r"[a-z]{8,}")
 MEMO_STRINGS = 8192  # scrubbed strings remembered per Scrubber
 _SCALARS = frozenset({int, float, bool, type(None)})  # values no rule can apply to
-
-_Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], str | None]]
-
-
-def _whole(_: re.Match[str]) -> str:
-    return REDACTED
-
-
-def _keep_group1(match: re.Match[str]) -> str:
-    return match.group(1) + REDACTED
-
-
-def _shannon_bits(text: str) -> float:
-    counts = Counter(text)
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
+_STASH = "\x00stash{}\x00"
 
 
 def _random_looking(match: re.Match[str]) -> str | None:
-    token = match.group(0).rstrip("=")
-    upper = sum(ch.isupper() for ch in token)
-    lower = sum(ch.islower() for ch in token)
-    digits = sum(ch.isdigit() for ch in token)
-    # All three character classes, high entropy and no word-length lowercase run keep
-    # CamelCase identifiers out, while about 95% of random 32-character base62 keys (and
-    # more of longer ones) still qualify; known values cover the rest.
-    if min(upper, lower, digits) < 2 or _LOWER_RUN.search(token):
-        return None
-    return REDACTED if _shannon_bits(token) >= 4.2 else None
+    return REDACTED if random_looking(match.group(0)) else None
 
 
-def _hex_key(exempt: tuple[int, ...]) -> Callable[[re.Match[str]], str | None]:
-    def check(match: re.Match[str]) -> str | None:
-        token = match.group(0)
-        if len(token) in exempt:
-            return None
-        has_digit = any(ch.isdigit() for ch in token)
-        has_letter = any(ch.isalpha() for ch in token)
-        return REDACTED if has_digit and has_letter else None
-
-    return check
+def _shape_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
+    return shape_rules(exempt_hex)
 
 
-# A necessary condition for any shape rule below to match: one cheap scan rejects most strings
-# (tool names, statuses, prose) instead of fourteen. Keep it a superset of every rule's start.
-SHAPE_PREFILTER = re.compile(
-    r"(?i:://|bearer|basic|api[_-]?key|access[_-]?token|auth[_-]?token|secret|passw)"
-    r"|sk-|gh[pousr]_|github_pat_|hf_|AIza|AKIA|ASIA|xox[abposr]-"
-    r"|(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-]|eyJ|[A-Za-z0-9+/]{32}"
-)
+class Scrubbed(NamedTuple):
+    """A scrubbed text and how many of each kind were removed (never the values)."""
 
-
-def _shape_rules(exempt_hex: tuple[int, ...]) -> list[_Rule]:
-    boundary_l = r"(?<![A-Za-z0-9+/=_\-])"
-    boundary_r = r"(?![A-Za-z0-9+/=_\-])"
-    return [
-        ("url_credentials", re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"), _whole),
-        (
-            "auth_header",
-            re.compile(r"(?i)\b((?:Bearer|Basic)\s+)[A-Za-z0-9._~+/\-]{8,}=*"),
-            _keep_group1,
-        ),
-        (
-            "labelled_secret",
-            re.compile(
-                r"(?i)\b((?:x-)?(?:api[_-]?key|access[_-]?token|auth[_-]?token|secret"
-                r"|password|passwd)[\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED\])[^\s\"',;]{8,}"
-            ),
-            _keep_group1,
-        ),
-        ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{8,}"), _whole),
-        ("openai_key", re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), _whole),
-        (
-            "github_token",
-            re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})"),
-            _whole,
-        ),
-        ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{20,}"), _whole),
-        ("google_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), _whole),
-        ("aws_key_id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _whole),
-        ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), _whole),
-        (
-            "prefixed_key",
-            re.compile(r"\b(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-][A-Za-z0-9]{20,}"),
-            _whole,
-        ),
-        (
-            "jwt",
-            re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-            _whole,
-        ),
-        (
-            "hex_key",
-            re.compile(boundary_l + r"[0-9a-fA-F]{32,}" + boundary_r),
-            _hex_key(exempt_hex),
-        ),
-        (
-            "random_token",
-            re.compile(boundary_l + r"[A-Za-z0-9+/]{32,}={0,2}" + boundary_r),
-            _random_looking,
-        ),
-    ]
+    text: str
+    counts: dict[str, int]
 
 
 class Scrubber:
@@ -149,7 +90,11 @@ class Scrubber:
         *,
         secret_values: Mapping[str, str] | Iterable[str] = (),
         exempt_hex_lengths: tuple[int, ...] = DIGEST_HEX_LENGTHS,
+        personal: bool = False,
     ) -> None:
+        # Personal data (phone, SSN, card numbers) only where the text is a person's own:
+        # an evaluation's transcripts quote corpus documents whose numbers are answers.
+        self.personal = personal
         if isinstance(secret_values, Mapping):
             labelled = list(secret_values.items())
         else:
@@ -158,6 +103,7 @@ class Scrubber:
         for label, value in labelled:
             self._add(label, value)
         self._rules = _shape_rules(exempt_hex_lengths)
+        self._personal_rules = personal_rules()
         # A lowercase hex string of an exempt length is a digest no shape rule redacts (hex_key
         # exempts it, random_token needs capitals): one match instead of fourteen, for the
         # digests every transcript and verdict carries.
@@ -166,7 +112,10 @@ class Scrubber:
         self._known: re.Pattern[str] | None = None
         # Results per string: a run writes the same strings (tool names, endpoint details,
         # retrieved passages) into thousands of files. Cleared whenever the secrets change.
-        self._memo: dict[str, tuple[str, tuple[str, ...]]] = {}
+        # With each, the values it redacted: `scrub` replaces them in every other string of
+        # the value it scrubs (a key found after `KEY=` in a request, bare in the answer).
+        self._memo: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {}
+        self._redacted: set[str] | None = None  # values redacted during one `scrub`
         self._compile_known()
 
     @classmethod
@@ -176,6 +125,7 @@ class Scrubber:
         *,
         env: Mapping[str, str] | None = None,
         exempt_hex_lengths: tuple[int, ...] = DIGEST_HEX_LENGTHS,
+        personal: bool = False,
     ) -> Scrubber:
         """Known values: the named key variables plus any secret-looking variable name."""
         source = os.environ if env is None else env
@@ -185,7 +135,7 @@ class Scrubber:
             for name, value in source.items()
             if name in wanted or SECRET_ENV_NAME.search(name)
         }
-        return cls(secret_values=values, exempt_hex_lengths=exempt_hex_lengths)
+        return cls(secret_values=values, exempt_hex_lengths=exempt_hex_lengths, personal=personal)
 
     def _add(self, label: str, value: str) -> None:
         value = value.strip()
@@ -206,16 +156,32 @@ class Scrubber:
         self._compile_known()
 
     def _apply(self, text: str) -> tuple[str, list[str]]:
-        found = self._memo.get(text)
-        if found is None:
-            clean, hits = self._scan(text)
-            found = (clean, tuple(hits))
-            if len(self._memo) >= MEMO_STRINGS:
-                self._memo = {}
-            self._memo[text] = found
+        found = self._memo.get(text) or self._remember(text)
+        if self._redacted is not None:
+            self._redacted |= found[2]
         return found[0], list(found[1])
 
-    def _scan(self, text: str) -> tuple[str, list[str]]:
+    def _remember(self, text: str) -> tuple[str, tuple[str, ...], frozenset[str]]:
+        values: set[str] = set()
+        clean, hits = self._scan(text, values)
+        # Once found anywhere in the text, a value is redacted wherever else it stands.
+        values = {v for v in values if len(v.strip()) >= MIN_SECRET_LEN and REDACTED not in v}
+        for value in sorted(values, key=len, reverse=True):
+            if value in clean:
+                hits += [f"repeated:{_first_kind(hits)}"] * clean.count(value)
+                clean = clean.replace(value, REDACTED)
+        found = (clean, tuple(hits), frozenset(values))
+        if len(self._memo) >= MEMO_STRINGS:
+            self._memo = {}
+        self._memo[text] = found
+        return found
+
+    def redacted_values(self, text: str) -> frozenset[str]:
+        """The values (secrets found by a rule or detector) `scrub_text(text)` redacted:
+        for a caller that scrubs its own way (`SessionScrubber`), to redact them elsewhere."""
+        return (self._memo.get(text) or self._remember(text))[2]
+
+    def _scan(self, text: str, values: set[str]) -> tuple[str, list[str]]:
         hits: list[str] = []
         if self._known is not None:
             known = self._known
@@ -225,28 +191,79 @@ class Scrubber:
                 return REDACTED
 
             text = known.sub(replace_known, text)
-        if SHAPE_PREFILTER.search(text) is None:
+        shaped = SHAPE_PREFILTER.search(text) is not None
+        personal = self.personal and PERSONAL_PREFILTER.search(text) is not None
+        if not (shaped or personal):
             return text, hits
         if self._digest is not None and self._digest.fullmatch(text):
             return text, hits
-        for name, pattern, decide in self._rules:
+        stash: list[str] = []
+        if SET_ASIDE_HINT.search(text):
+
+            def set_aside(match: re.Match[str]) -> str:
+                stash.append(match.group(0))
+                return _STASH.format(len(stash) - 1)
+
+            text = SET_ASIDE.sub(set_aside, text)
+        if shaped:
+            text = self._rules_pass(text, self._rules, hits, values)
+            text = self._detected(text, secrets_in(text), "detect_secrets", hits, values)
+        if personal:
+            text = self._rules_pass(text, self._personal_rules, hits, values)
+            text = self._detected(text, personal_in(text), "personal", hits, values)
+        for i, original in enumerate(stash):
+            text = text.replace(_STASH.format(i), original)
+        return text, hits
+
+    @staticmethod
+    def _rules_pass(text: str, rules: list[Rule], hits: list[str], values: set[str]) -> str:
+        for name, pattern, decide in rules:
 
             def replace_shape(match: re.Match[str], name: str = name, decide: Any = decide) -> str:
                 result: str | None = decide(match)
                 if result is None:
                     return match.group(0)
                 hits.append(f"shape:{name}")
+                values.update(_parts(_removed(match.group(0), result)))
                 return result
 
             text = pattern.sub(replace_shape, text)
-        return text, hits
+        return text
+
+    @staticmethod
+    def _detected(
+        text: str, found: Iterable[tuple[str, str]], layer: str, hits: list[str], values: set[str]
+    ) -> str:
+        """Every occurrence of each value a detector found, longest first, redacted."""
+        kinds: dict[str, str] = {}
+        for kind, value in found:
+            if REDACTED not in value and len(value.strip()) >= 4:
+                kinds.setdefault(value, kind)
+        for value in sorted(kinds, key=len, reverse=True):
+            if value in text:
+                hits += [f"{layer}:{kinds[value]}"] * text.count(value)
+                text = text.replace(value, REDACTED)
+                values.add(value)
+        return text
 
     def scrub_text(self, text: str) -> str:
         return self._apply(text)[0]
 
     def scrub(self, obj: Any) -> Any:
-        """Scrubbed copy of str / dict / list / tuple structures; other values pass through."""
-        return self._clean(obj, None)
+        """Scrubbed copy of str / dict / list / tuple structures; other values pass through.
+        The value is one unit: a secret found in one of its strings is redacted in all."""
+        outer = self._redacted is None
+        if outer:
+            self._redacted = set()
+        try:
+            clean = self._clean(obj, None)
+            values = self._redacted
+        finally:
+            if outer:
+                self._redacted = None
+        if not outer or not values:
+            return clean
+        return replace_everywhere(clean, values)
 
     def _clean(self, obj: Any, field: str | None) -> Any:
         # `_walk` without collecting hit labels: every file written passes through here, so
@@ -257,9 +274,13 @@ class Scrubber:
             return obj
         if kind is str or isinstance(obj, str):
             if field is not None and len(obj) >= MIN_SECRET_LEN and SECRET_FIELD_NAME.search(field):
+                if self._redacted is not None and obj != REDACTED:
+                    self._redacted.add(obj)
                 return obj if obj == REDACTED else REDACTED
-            found = self._memo.get(obj)
-            return found[0] if found is not None else self._apply(obj)[0]
+            found = self._memo.get(obj) or self._remember(obj)
+            if self._redacted is not None and found[2]:
+                self._redacted |= found[2]
+            return found[0]
         clean = self._clean
         if kind is dict or isinstance(obj, Mapping):
             return {
@@ -300,3 +321,66 @@ class Scrubber:
             flat = [h for _, hs in items for h in hs]
             return (values if isinstance(obj, list) else tuple(values)), flat
         return obj, []
+
+
+def _removed(matched: str, replaced: str) -> str:
+    """The part of `matched` a rule's replacement put [REDACTED] for (`DB_PASSWORD=pw1`
+    -> `DB_PASSWORD=[REDACTED]`: `pw1`)."""
+    head, sep, tail = replaced.partition(REDACTED)
+    if not sep or not matched.startswith(head) or not matched.endswith(tail):
+        return matched
+    return matched[len(head) : len(matched) - len(tail)]
+
+
+def _parts(removed: str) -> set[str]:
+    """The value a rule removed and the forms it may stand in alone elsewhere: a URL's
+    `user:password` goes whole (the password alone), a connection string's value runs on
+    (`pw;encrypt=true`, `pw&ssl=1`), quotes and brackets cling to it (`pw`)`)."""
+    found = {removed, removed.partition(":")[2]}
+    for value in list(found):
+        first = re.split(r"[;&]", value, maxsplit=1)[0]
+        found |= {first, value.strip(_CLINGING), first.strip(_CLINGING)}
+    return found
+
+
+_CLINGING = "`'\"()[]{}<>,;. "
+
+
+def _first_kind(hits: list[str]) -> str:
+    return hits[0].split(":", 1)[-1] if hits else "value"
+
+
+def replace_everywhere(obj: Any, values: Iterable[str]) -> Any:
+    """`obj` with every occurrence of each value (longest first) in any of its strings,
+    keys included, replaced by [REDACTED]: the second pass over a unit being scrubbed."""
+    wanted = sorted({v for v in values if len(v.strip()) >= MIN_SECRET_LEN}, key=len, reverse=True)
+    if not wanted:
+        return obj
+    pattern = re.compile("|".join(re.escape(v) for v in wanted))
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub(REDACTED, value) if value != REDACTED else value
+        if isinstance(value, Mapping):
+            return {walk(k): walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(walk(v) for v in value)
+        return value
+
+    return walk(obj)
+
+
+_DEFAULT: dict[bool, Scrubber] = {}
+
+
+def scrub_text(text: str, *, personal: bool = True) -> Scrubbed:
+    """`text` with every secret (and, by default, personal number) replaced by [REDACTED],
+    with the count of each kind removed: the one call for text about to leave the machine.
+    Values of secret-named environment variables of this process count as known secrets."""
+    scrubber = _DEFAULT.get(personal)
+    if scrubber is None:
+        scrubber = _DEFAULT[personal] = Scrubber.from_environment(personal=personal)
+    clean, hits = scrubber._apply(text)
+    return Scrubbed(clean, dict(Counter(hits)))

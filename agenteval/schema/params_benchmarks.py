@@ -111,6 +111,9 @@ class SessionsParams(_Section):
     project: str | None = Field(None, description="Only this project folder (or repository).")
     since: str | None = Field(None, description="Only requests on or after this date (ISO).")
     limit: int | None = Field(10, ge=1, description="The most recent cases kept; null: all.")
+    max_line_bytes: int = Field(
+        1_000_000, ge=1, description="A transcript line longer than this drops its case."
+    )
     dataset: str | None = Field(
         None, description="A pinned dataset.json to replay instead of reading transcripts."
     )

@@ -8,9 +8,12 @@ a benchmark's task or question file). Anything else that exists, named by a rela
 absolute one, `..` or a symlink that resolves out, is refused with `Fenced`, and the tools
 record the call as fenced: the transcript, the scorecard and the summary count the attempts.
 
-A root that would hold what the fence protects (the repository itself, `data/`, `eval/`, the
-scenarios, run results, reports, the climb's ledger, `.dvc/`, `mlflow.db`) is refused when the
-target is built, naming the setting, so no configuration can open the key to the agent.
+A root that would hold, or lies inside, what the fence protects (`layout.ANSWER_BEARING`: the
+scenarios, every benchmark's questions and labels, run results, reports, the climb's ledger,
+`.git/`, `.dvc/`, `mlflow.db`; the fetched corpus `data/corpora` excepted) is refused when the
+target is built, naming the setting, so no configuration can open the key to the agent. Each
+call resolves its path afresh (a file swapped for a symlink after a first read is resolved
+again), and a file that is a hard link to a protected file is refused like the file itself.
 """
 
 from __future__ import annotations
@@ -24,26 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.corpus.pins import EXTERNAL_DIR, documents, rebased, sub_manifests
+from agenteval.layout import ANSWER_BEARING, READABLE_INSIDE
 from agenteval.schema.corpus import Manifest
 
 DEFAULT_LIBRARY = ("eval/corpus/documents",)
 DEFAULT_MANIFEST = "eval/corpus/manifest.json"
 DEFAULT_SCENARIOS = "eval/scenarios"
-# What a corpus root may never contain: the resolved suite (every ground truth), the
-# measurements and their history, the version-control and DVC state, the tracking store.
-PROTECTED = (
-    "data/suite.json",
-    "data/transcripts",
-    "data/verdicts",
-    "data/controls",
-    "reports",
-    "runs",
-    ".dvc",
-    ".git",
-    "mlflow.db",
-    "eval/judge_controls",
-    "eval/climb",  # the held ledger (climb.ledger.LEDGER) and the guard's labelled edits
-)
+# What a corpus root may never contain nor lie in: one list, `layout.ANSWER_BEARING`.
+PROTECTED = ANSWER_BEARING
 # Params naming a benchmark's own answer file, refused even where it lies beside documents
 # (GAIA ships attachments next to metadata.jsonl).
 KEY_FILES = (("qa", "tasks"), ("retrieval", "questions"))
@@ -59,23 +50,58 @@ class FenceError(ValueError):
 
 @dataclass(frozen=True)
 class Fence:
-    """Resolved corpus roots and the answer-key files refused inside them."""
+    """Resolved corpus roots, the answer-key files refused inside them, and the protected
+    paths refused wherever a root would reach them (`READABLE_INSIDE` excepted)."""
 
     root: Path
     roots: tuple[Path, ...]
     keys: frozenset[Path]
+    protected: tuple[Path, ...] = ()
+    readable_inside: tuple[Path, ...] = ()
 
     def admits(self, resolved: Path) -> bool:
-        """Whether a resolved path lies inside a corpus root and is not an answer-key file."""
+        """Whether a resolved path lies inside a corpus root, is not an answer-key file and is
+        not at or inside a protected path."""
         # By string prefix: every tool call asks, and Path.is_relative_to costs microseconds.
         # A root itself is admitted too: naming the library folder is no attempt at the key.
         text = str(resolved)
         inside = text.startswith(self._prefixes) or resolved in self.roots
-        return inside and resolved not in self.keys
+        if not inside or resolved in self.keys:
+            return False
+        guarded = resolved in self.protected or text.startswith(self._guarded)
+        return not guarded or text.startswith(self._readable)
 
     @functools.cached_property
     def _prefixes(self) -> tuple[str, ...]:
         return tuple(f"{root}{os.sep}" for root in self.roots)
+
+    @functools.cached_property
+    def _guarded(self) -> tuple[str, ...]:
+        return tuple(f"{path}{os.sep}" for path in self.protected)
+
+    @functools.cached_property
+    def _readable(self) -> tuple[str, ...]:
+        return tuple(f"{path}{os.sep}" for path in self.readable_inside)
+
+    def links_protected(self, stat: os.stat_result) -> bool:
+        """Whether a file with more than one name is also a protected file (a hard link to
+        the key): the answer-key files (the manifest, a benchmark's question file, which may
+        lie outside every protected folder) and the protected folders, walked afresh, only
+        for such files."""
+        if stat.st_nlink < 2:
+            return False
+        wanted = (stat.st_dev, stat.st_ino)
+        for path in (*self.keys, *self.protected):
+            for found in _files(path):
+                if found.path.startswith(self._readable):
+                    continue  # the fetched corpus: documents, not keys
+                try:
+                    other = found.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if (other.st_dev, other.st_ino) == wanted:
+                    return True
+        return False
 
     def shown(self) -> list[str]:
         """The roots as repository-relative names, for messages and identities."""
@@ -106,11 +132,21 @@ def build_fence(
     a folder resolving outside the repository or holding a protected path is a FenceError."""
     base = root.resolve()
     guarded = [(base / p).resolve() for p in protected]
+    readable = [(base / p).resolve() for p in READABLE_INSIDE]
     roots: list[Path] = []
     for folder, setting in folders:
         resolved = (base / folder).resolve()
         if not resolved.is_relative_to(base):
             raise FenceError(f"{setting}: {folder!r} resolves outside the repository")
+        within = [
+            g for g in guarded
+            if resolved.is_relative_to(g) and not any(resolved.is_relative_to(r) for r in readable)
+        ]  # fmt: skip
+        if within:
+            raise FenceError(
+                f"{setting}: {folder!r} is or lies inside {_relative(within[0], base)}, which "
+                "holds answers or results; name the document folders instead"
+            )
         exposed = [_relative(g, base) for g in guarded if g.is_relative_to(resolved)]
         if exposed:
             raise FenceError(
@@ -122,7 +158,32 @@ def build_fence(
     outer = [
         r for r in dict.fromkeys(roots) if not any(r != o and r.is_relative_to(o) for o in roots)
     ]
-    return Fence(base, tuple(outer), frozenset((base / k).resolve() for k in keys))
+    return Fence(
+        base,
+        tuple(outer),
+        frozenset((base / k).resolve() for k in keys),
+        tuple(guarded),
+        tuple(readable),
+    )
+
+
+def _files(path: Path) -> list[os.DirEntry[str]]:
+    """Every entry under `path` (or the file itself), symlinks not followed."""
+    if not path.is_dir():
+        return [e for e in os.scandir(path.parent) if e.name == path.name] if path.exists() else []
+    found: list[os.DirEntry[str]] = []
+    stack = [path]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            else:
+                found.append(entry)
+    return found
 
 
 def corpus_fence(params: Mapping[str, Any], root: Path) -> Fence:
@@ -141,7 +202,7 @@ def corpus_fence(params: Mapping[str, Any], root: Path) -> Fence:
     protected = [str(p) for p in (*PROTECTED, *([scenarios] if isinstance(scenarios, str)
                                                   else scenarios))]  # fmt: skip
     folders += _corpus_home(root, manifest, protected)
-    return build_fence(root, folders, keys, protected)
+    return build_fence(root, folders, keys, list(dict.fromkeys(protected)))
 
 
 def _corpus_home(root: Path, manifest: str, protected: list[str]) -> list[tuple[str, str]]:

@@ -33,11 +33,9 @@ def _chunked(path: Path, mtime_ns: int, size: int, chunk_size: int) -> ChunkedDo
     return chunk_document(read_text(path), chunk_size)
 
 
-@functools.lru_cache(maxsize=4096)
 def _resolve_in(root: Path, library: tuple[Path, ...], path: str) -> Path:
-    """Where `path` points, symlinks resolved (bare names against the library folders); cached
-    because every conversation resolves the same few documents. The fence is checked on
-    every call, never cached."""
+    """Where `path` points now, symlinks resolved (bare names against the library folders).
+    Never cached: a file swapped for a symlink after its first read must be resolved again."""
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate
@@ -123,7 +121,9 @@ class DocumentTools:
                 if resolved.exists() or resolved in self.fence.keys:
                     raise Fenced(self.fence.refusal(path))
                 raise ToolError(f"file not found: {path}")
-            found = resolved.is_file()  # resolution is cached; existence is checked every time
+            found = resolved.is_file()
+            if found and self.fence.links_protected(resolved.stat()):
+                raise Fenced(self.fence.refusal(path))  # a hard link to a protected file
         except (OSError, ValueError, RuntimeError) as exc:  # NUL bytes, loops, permissions
             raise ToolError(f"cannot read {path}: {type(exc).__name__}") from exc
         if not found:
@@ -139,6 +139,7 @@ class DocumentTools:
             p
             for p in _documents(self.library)
             if self.fence.admits(_resolve_in(self.root, folders, str(p)))
+            and not self.fence.links_protected(p.stat())
         )
         available = sorted(self.relative(p) for p in readable)
         indexed = [{"path": p, "chunks": n} for p, n in sorted(self.indexed.items())]

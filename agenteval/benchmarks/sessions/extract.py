@@ -13,6 +13,7 @@ by a case or dropped with a reason, and the dataset summary counts both.
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,7 +22,12 @@ from typing import Any
 
 from agenteval.benchmarks.sessions import rules
 from agenteval.benchmarks.sessions.rules import Drop
-from agenteval.benchmarks.sessions.transcript import Line, TranscriptFile, read_transcript
+from agenteval.benchmarks.sessions.transcript import (
+    MAX_LINE_BYTES,
+    Line,
+    TranscriptFile,
+    read_transcript,
+)
 from agenteval.fileio import sha256_text
 from agenteval.schema.sessions import (
     DatasetSummary,
@@ -52,6 +58,7 @@ class Options:
     project: str | None = None
     since: datetime | None = None
     limit: int | None = None
+    max_line_bytes: int = MAX_LINE_BYTES
 
 
 @dataclass
@@ -69,6 +76,7 @@ class _Exchange:
     message_id: str | None = None
     tools: list[ToolUse] = field(default_factory=list)
     interrupted: bool = False
+    oversize: bool = False  # one of its lines was over sessions.max_line_bytes
 
     def say(self, line: Line) -> None:
         assert line.message is not None
@@ -99,6 +107,7 @@ class Found:
     case: SessionCase
     lines: list[tuple[int, str]]
     file: str
+    uuid: str | None = None  # the request's message uuid: the same message in two files
 
 
 @dataclass
@@ -153,6 +162,19 @@ def tool_target(arguments: dict[str, Any]) -> str | None:
     return None
 
 
+def _not_a_reply(line: Line) -> Drop | None:
+    """Why an assistant line is no model's reply (an API error, a synthetic stand-in)."""
+    assert line.message is not None
+    if (line.model_extra or {}).get("isApiErrorMessage"):
+        return Drop.API_ERROR
+    if line.message.model == rules.SYNTHETIC_MODEL:
+        return Drop.SYNTHETIC
+    texts = line.message.texts()
+    if texts and all(t.strip() in rules.SYNTHETIC_TEXTS for t in texts):
+        return Drop.SYNTHETIC
+    return None
+
+
 def case_id(session_id: str, uuid: str) -> str:
     return "cc-" + sha256_text(f"{session_id}:{uuid}")[:CASE_ID_CHARS]
 
@@ -182,9 +204,20 @@ class _Walk:
         for number, why in self.found.malformed:
             self.out.drop(self.rel, number, Drop.MALFORMED)
             self.out.warnings.append(f"{self.rel}:{number}: {why}; line skipped")
+        oversize = sorted(self.found.oversize, reverse=True)
         for number, line in self.found.lines:
+            while oversize and oversize[-1] < number:
+                self.oversize(oversize.pop())
             self.line(number, line)
+        for number in reversed(oversize):
+            self.oversize(number)
         self.close()
+
+    def oversize(self, number: int) -> None:
+        """A line over the cap: dropped, and the exchange it belongs to with it."""
+        self.out.drop(self.rel, number, Drop.OVERSIZE_LINE)
+        if self.open is not None:
+            self.open.oversize = True
 
     def line(self, number: int, line: Line) -> None:
         if line.type in MACHINERY_TYPES:
@@ -196,6 +229,8 @@ class _Walk:
             self.out.unknown_where.setdefault(key, f"{self.rel}:{number}")
         elif line.is_sidechain:
             self.out.drop(self.rel, number, Drop.SIDECHAIN)
+        elif line.type == "assistant" and (reason := _not_a_reply(line)) is not None:
+            self.out.drop(self.rel, number, reason)  # never a reference answer
         elif line.type == "assistant":
             self.attach(number, "answer", line)
         else:
@@ -211,6 +246,7 @@ class _Walk:
 
     def user(self, number: int, line: Line) -> None:
         text, image, results_only = user_text(line)
+        text = rules.IDE_TAGS.sub("", text)
         if results_only:
             self.attach(number, "tool_result")
             return
@@ -245,7 +281,9 @@ class _Walk:
             return
         answer = done.answer()
         reason = None
-        if done.interrupted:
+        if done.oversize:
+            reason = Drop.OVERSIZE_LINE
+        elif done.interrupted:
             reason = Drop.INTERRUPTED
         elif done.follow_up and self.chain is None:
             reason = Drop.FOLLOWUP_WITHOUT_CONTEXT
@@ -258,7 +296,8 @@ class _Walk:
             return
         case = self.case(done, answer)
         self.chain = [*case.context, Exchange(request=case.request, answer=answer)]
-        self.out.cases.append(Found(case, [(done.number, "request"), *done.lines], self.rel))
+        lines = [(done.number, "request"), *done.lines]
+        self.out.cases.append(Found(case, lines, self.rel, done.line.uuid))
 
     def case(self, done: _Exchange, answer: str) -> SessionCase:
         line = done.line
@@ -282,7 +321,8 @@ class _Walk:
 
 
 def transcript_files(root: Path, project: str | None) -> list[Path]:
-    """The session files to read: <root>/<project>/*.jsonl (or root itself as one project)."""
+    """The session files to read: <root>/<project>/*.jsonl (or root itself as one project);
+    every name, regular file or not (`regular_files` sorts them)."""
     if not root.is_dir():
         raise ExtractError(f"no transcripts folder at {root}")
     if any(root.glob("*.jsonl")):
@@ -298,15 +338,33 @@ def transcript_files(root: Path, project: str | None) -> list[Path]:
     return [p for folder in folders for p in sorted(folder.glob("*.jsonl"))]
 
 
+def regular_files(paths: list[Path]) -> tuple[list[Path], Counter[str]]:
+    """The regular files among `paths` (a symlink to one counts), and what the others are:
+    a directory, a broken symlink or a FIFO named *.jsonl is skipped, never opened."""
+    kept: list[Path] = []
+    skipped: Counter[str] = Counter()
+    for path in paths:
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            skipped["broken symlink" if path.is_symlink() else "unreadable"] += 1
+            continue
+        if stat.S_ISREG(mode):
+            kept.append(path)
+        else:
+            skipped["directory" if stat.S_ISDIR(mode) else "not a regular file"] += 1
+    return kept, skipped
+
+
 def project_folder_name(project: str) -> str:
     """Claude Code's folder name for a repository path: every / and . becomes -."""
     return project.replace("/", "-").replace(".", "-") if "/" in project else project
 
 
-def read_file(path: Path, root: Path) -> Extraction:
+def read_file(path: Path, root: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Extraction:
     """One transcript file's cases, drops and counts (a worker's unit of work)."""
     out = Extraction()
-    found = read_transcript(path)
+    found = read_transcript(path, max_line_bytes)
     rel = path.relative_to(root).as_posix()
     out.files, out.lines = 1, found.total
     out.truncated_files = int(found.truncated is not None)
@@ -331,37 +389,65 @@ def merge(into: Extraction, part: Extraction) -> None:
         into.unknown_where.setdefault(name, where)
 
 
-def _read_batch(paths: list[Path], root: Path) -> Extraction:
+def _read_batch(paths: list[Path], root: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Extraction:
     out = Extraction()
     for path in paths:
-        merge(out, read_file(path, root))
+        merge(out, read_file(path, root, max_line_bytes))
     return out
 
 
-def read_all(paths: list[Path], root: Path) -> Extraction:
+def read_all(paths: list[Path], root: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Extraction:
     """Every file, in file order; many files are read by one process per core (each file
     is independent, and parsing is CPU-bound), the results merged in the same order."""
     workers = min(os.cpu_count() or 1, len(paths) // PARALLEL_MIN_FILES)
     if workers < 2:
-        return _read_batch(paths, root)
+        return _read_batch(paths, root, max_line_bytes)
     from concurrent.futures import ProcessPoolExecutor
 
     size = -(-len(paths) // (workers * BATCHES_PER_WORKER))
     batches = [paths[i : i + size] for i in range(0, len(paths), size)]
     out = Extraction()
     with ProcessPoolExecutor(workers) as pool:
-        for part in pool.map(_read_batch, batches, [root] * len(batches)):
+        caps = [max_line_bytes] * len(batches)
+        for part in pool.map(_read_batch, batches, [root] * len(batches), caps):
             merge(out, part)
     return out
 
 
 def extract(root: Path, options: Options) -> Extraction:
-    out = read_all(transcript_files(root, options.project), root)
+    named = transcript_files(root, options.project)
+    paths, skipped = regular_files(named)
+    out = read_all(paths, root, options.max_line_bytes)
+    if skipped:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(skipped.items()))
+        out.warnings.append(f"{root}: skipped {sum(skipped.values())} *.jsonl name(s): {kinds}")
+    if not named:
+        out.warnings.append(
+            f"{root}: no transcripts (*.jsonl) found here or in its project folders; "
+            "Claude Code keeps them under ~/.claude/projects (set sessions.transcripts)"
+        )
+    _dedupe(out)
     for item in out.cases:
         for _, role in item.lines:
             out.used[role] += 1
     select(out, options)
     return out
+
+
+def _dedupe(out: Extraction) -> None:
+    """One case per request message: a session copied or resumed into another file repeats
+    its lines with the same uuids."""
+    seen: set[str] = set()
+    kept = []
+    for item in out.cases:
+        if item.uuid is not None and item.uuid in seen:
+            for number, _role in item.lines:
+                out.drop(item.file, number, Drop.DUPLICATE)
+            continue
+        if item.uuid is not None:
+            seen.add(item.uuid)
+        kept.append(item)
+    out.cases = kept
 
 
 def _instant(stamp: str | None) -> datetime | None:

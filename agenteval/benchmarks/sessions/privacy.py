@@ -3,8 +3,11 @@
 Every text a session run writes passes `SessionScrubber` first: values of secret-named
 environment variables and secret-shaped strings (agenteval.llm.scrub), email addresses
 (each replaced by a stable example.com fixture), and home folders (`/home/alice/repo` becomes
-`~/repo`; the user names found in them are replaced wherever they appear). Then `leaks()`
-looks again and a write that would still hold one is refused, not made. Files are written
+`~/repo`; the user names found in them are replaced wherever they appear). A value found
+anywhere in a unit (a case, a results file) is redacted everywhere in it. Then `leaks()`
+looks again at the very strings scrubbed (not the JSON they become), and a string that
+still holds one is withheld and counted: it costs that string (a case, in the dataset;
+`steps.private_cases`), never the file. Files are written
 with mode 0600 in folders of mode 0700 (`private_files`), and the output folder must be one
 git and DVC ignore (`check_private_folder`): the results never reach a commit, a DVC cache
 or a remote.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import logging
 import os
 import re
 import subprocess
@@ -23,7 +27,13 @@ from typing import Any
 
 from agenteval.fileio import write_atomic
 from agenteval.health.redact import FIXTURES, GENERIC_USERS
-from agenteval.llm.scrub import MIN_SECRET_LEN, REDACTED, SECRET_FIELD_NAME, Scrubber
+from agenteval.llm.scrub import (
+    MIN_SECRET_LEN,
+    REDACTED,
+    SECRET_FIELD_NAME,
+    Scrubber,
+    replace_everywhere,
+)
 
 EMAIL = re.compile(
     r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
@@ -40,6 +50,7 @@ COMMON_NAMES = GENERIC_USERS | {"dev", "developer", "test", "git", "build", "ci"
 MIN_USER_CHARS = 3
 FILE_MODE, FOLDER_MODE = 0o600, 0o700
 MEMO_TEXTS = 20_000
+log = logging.getLogger(__name__)
 
 
 class PrivacyError(ValueError):
@@ -54,9 +65,11 @@ class SessionScrubber:
     """Secrets, emails and home folders out of every string (`scrub`, `scrub_text`)."""
 
     def __init__(self, key_envs: list[str] | None = None, env: Mapping[str, str] | None = None):
-        self.secrets = Scrubber.from_environment(key_envs or [], env=env)
+        self.secrets = Scrubber.from_environment(key_envs or [], env=env, personal=True)
         self.emails: dict[str, str] = {}
-        self._done: dict[str, str] = {}
+        # Each text scrubbed, with the secret values redacted from it (see `scrub`).
+        self._done: dict[str, tuple[str, frozenset[str]]] = {}
+        self._redacted: set[str] | None = None
         self.users: set[str] = set()
         self._user_words: re.Pattern[str] | None = None
         self.learn_user(getpass.getuser())
@@ -71,6 +84,11 @@ class SessionScrubber:
         self._done.clear()  # texts scrubbed before the name was known keep it
         words = "|".join(re.escape(u) for u in sorted(self.users, key=len, reverse=True))
         self._user_words = re.compile(rf"(?<![A-Za-z0-9])(?:{words})(?![A-Za-z0-9])", re.I)
+
+    def learn(self, text: str) -> None:
+        """The user names of every home folder in `text`, before anything is scrubbed."""
+        for match in HOME.finditer(text.replace("\\\\", "\\")):  # JSON-escaped C:\\Users
+            self._home(match)
 
     def _home(self, match: re.Match[str]) -> str:
         name = match.group("posix") or match.group("windows")
@@ -91,11 +109,13 @@ class SessionScrubber:
         # Texts repeat (a follow-up's context repeats earlier answers): each is scrubbed once.
         done = self._done.get(text)
         if done is None:
-            done = self._scrub_text(text)
+            done = (self._scrub_text(text), self.secrets.redacted_values(text))
             if len(self._done) >= MEMO_TEXTS:
                 self._done.clear()
             self._done[text] = done
-        return done
+        if self._redacted is not None:
+            self._redacted |= done[1]
+        return done[0]
 
     def _scrub_text(self, text: str) -> str:
         text = self.secrets.scrub_text(text)
@@ -106,17 +126,29 @@ class SessionScrubber:
             text = self._user_words.sub("user", text)
         return text
 
-    def scrub(self, obj: Any, field: str | None = None) -> Any:
+    def scrub(self, obj: Any) -> Any:
         """A scrubbed copy of a JSON-like value; a secret-named key's string value (an
-        api_key, a password) is redacted whatever it looks like."""
+        api_key, a password) is redacted whatever it looks like. The value is one unit (a
+        case, a results file): a secret found in one of its strings is redacted in all."""
+        self._redacted = set()
+        try:
+            clean = self._scrub(obj, None)
+            values = self._redacted
+        finally:
+            self._redacted = None
+        return replace_everywhere(clean, values) if values else clean
+
+    def _scrub(self, obj: Any, field: str | None) -> Any:
         if isinstance(obj, str):
             if field and len(obj) >= MIN_SECRET_LEN and SECRET_FIELD_NAME.search(field):
+                if self._redacted is not None and obj != REDACTED:
+                    self._redacted.add(obj)
                 return REDACTED
             return self.scrub_text(obj)
         if isinstance(obj, Mapping):
-            return {self.scrub_text(str(k)): self.scrub(v, str(k)) for k, v in obj.items()}
+            return {self.scrub_text(str(k)): self._scrub(v, str(k)) for k, v in obj.items()}
         if isinstance(obj, list | tuple):
-            return [self.scrub(v) for v in obj]
+            return [self._scrub(v, None) for v in obj]
         return obj
 
     def leaks(self, text: str) -> list[str]:
@@ -132,14 +164,49 @@ class SessionScrubber:
         return found
 
 
-def write_private(path: Path, text: str, scrubber: SessionScrubber) -> None:
-    """Write already-scrubbed `text`, mode 0600, unless anything private survived in it."""
-    leaks = scrubber.leaks(text)
-    if leaks:
-        raise PrivacyError(f"{path.name}: not written, it would still hold: {', '.join(leaks)}")
+def withhold(value: Any, scrubber: SessionScrubber) -> tuple[Any, list[str]]:
+    """`value` (already scrubbed, JSON-like) with every string that still holds private data
+    replaced by [REDACTED], and the kinds found (never the values). The check reads the
+    strings the scrubber read, not the JSON they become: quoting and escapes (`"x":"…"`,
+    `password\\n…`) would show it shapes no text has; and a residue costs its string, not
+    the file all the work went into."""
+    kinds: list[str] = []
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            found = scrubber.leaks(item) if item != REDACTED else []
+            kinds.extend(found)
+            return REDACTED if found else item
+        if isinstance(item, Mapping):
+            return {walk(k): walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value), kinds
+
+
+def write_private(path: Path, text: str, scrubber: SessionScrubber | None) -> None:
+    """Write already-scrubbed `text`, mode 0600; with a `scrubber`, a line that still holds
+    private data is withheld ([REDACTED]) and counted in a warning. None: the caller
+    checked what `text` is made of (`withhold`)."""
+    if scrubber is not None:
+        lines, kinds = withhold(text.split("\n"), scrubber)
+        text = "\n".join(lines)
+        warn_withheld(path, kinds)
     with private_files():
         write_atomic(path, text)
     path.chmod(FILE_MODE)
+
+
+def warn_withheld(path: Path, kinds: list[str]) -> None:
+    if kinds:
+        log.warning(
+            "%s: %d text(s) withheld, still holding after scrubbing: %s",
+            path.name,
+            len(kinds),
+            ", ".join(sorted(set(kinds))),
+        )
 
 
 @contextlib.contextmanager

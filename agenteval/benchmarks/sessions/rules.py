@@ -37,6 +37,10 @@ class Drop(StrEnum):
     FOLLOWUP_WITHOUT_CONTEXT = "followup_without_context"
     BEFORE_SINCE = "before_since"
     OVER_LIMIT = "over_limit"
+    API_ERROR = "api_error"  # an assistant line Claude Code wrote for a failed API call
+    SYNTHETIC = "synthetic"  # an assistant line no model wrote ("No response requested.")
+    DUPLICATE = "duplicate"  # a request whose message uuid another file already gave
+    OVERSIZE_LINE = "oversize_line"  # a line over sessions.max_line_bytes, and its case
 
 
 # Claude Code's machine-written user lines, recognised by how they start.
@@ -56,6 +60,11 @@ COMMAND_PREFIXES = (
     "<local-command-caveat>",
 )
 INTERRUPT_MARKERS = ("[Request interrupted by user",)
+# What an IDE adds to a typed request (the file open, the selection): not the person's words.
+IDE_TAGS = re.compile(r"<(ide_opened_file|ide_selection|ide_diagnostics)>.*?</\1>\s*", re.S)
+# Assistant lines no model wrote: Claude Code's stand-ins for a reply that never came.
+SYNTHETIC_MODEL = "<synthetic>"
+SYNTHETIC_TEXTS = frozenset({"No response requested."})
 # A `/clear` starts a conversation afresh: nothing before it is context for what follows.
 CLEAR_COMMAND = re.compile(r"<command-name>\s*/(?:clear|reset|new)\s*</command-name>")
 
@@ -73,12 +82,18 @@ PROSE_MIN_WORDS = 4
 # A follow-up refers back to the exchange before it. These cues mark one; a request
 # carrying one gets the previous exchanges (up to FOLLOWUP_MAX_CONTEXT) as context.
 FOLLOWUP_CUES = re.compile(
-    r"^(?:and|also|now|then|next|again|same|instead|ok(?:ay)?,? now|great,? now|what about"
-    r"|how about)\b"
+    r"^(?:again|same|what about|how about)\b"
     r"|\b(?:the same|the other (?:one|ones)|as well|like you did|as before|that one"
     r"|those ones|do it again)\b|\btoo[.!]?$",
     re.IGNORECASE,
 )
+# A sequencing word opens a follow-up only when what it asks refers back (a pronoun) or is
+# too short to stand alone: "Now add a test for that." is one; "Now run the linter on the
+# cart module" names everything it needs.
+FOLLOWUP_OPENERS = re.compile(
+    r"^(?:and|also|now|then|next|instead|ok(?:ay)?,? now|great,? now)\b", re.IGNORECASE
+)
+FOLLOWUP_OPENER_MAX_WORDS = 4
 # A short request that is mostly a pronoun ("fix that", "why did it fail?") is one too.
 FOLLOWUP_PRONOUN = re.compile(r"\b(?:it|that|this|those|these|them|there)\b", re.IGNORECASE)
 FOLLOWUP_SHORT_WORDS = 8
@@ -112,8 +127,10 @@ def is_prose(line: str) -> bool:
 
 
 def is_pasted_dump(text: str) -> bool:
+    """Many lines, hardly any prose, and no question or request typed before them ("Why
+    does this test fail?" above a traceback is a request with its evidence)."""
     lines = [row for row in text.splitlines() if row.strip()]
-    if len(lines) < DUMP_MIN_LINES:
+    if len(lines) < DUMP_MIN_LINES or is_prose(lines[0]):
         return False
     prose = sum(1 for row in lines if is_prose(row))
     return prose / len(lines) < DUMP_MAX_PROSE_SHARE
@@ -131,7 +148,10 @@ def is_follow_up(text: str) -> bool:
     if FOLLOWUP_CUES.search(stripped):
         return True
     words = _WORD.findall(stripped)
-    return len(words) <= FOLLOWUP_SHORT_WORDS and bool(FOLLOWUP_PRONOUN.search(stripped))
+    refers_back = bool(FOLLOWUP_PRONOUN.search(stripped))
+    if FOLLOWUP_OPENERS.search(stripped):
+        return refers_back or len(words) <= FOLLOWUP_OPENER_MAX_WORDS
+    return len(words) <= FOLLOWUP_SHORT_WORDS and refers_back
 
 
 def read_user_text(text: str) -> Verdict:

@@ -26,11 +26,15 @@ from agenteval.benchmarks.sessions.privacy import (
     check_private_folder,
     make_private_folder,
     private_files,
+    warn_withheld,
+    withhold,
     write_private,
 )
+from agenteval.benchmarks.sessions.transcript import MAX_LINE_BYTES
 from agenteval.fileio import digest_of, sha256_file
 from agenteval.schema.sessions import (
     DatasetSource,
+    SessionCase,
     SessionDataset,
     SessionResults,
     SessionScorecard,
@@ -105,6 +109,7 @@ def options_of(params: dict[str, Any]) -> Options:
         project=section.get("project") or None,
         since=parse_since(section.get("since")),
         limit=None if limit is None else int(limit),
+        max_line_bytes=int(section.get("max_line_bytes") or MAX_LINE_BYTES),
     )
 
 
@@ -114,11 +119,47 @@ def pass_grade(params: dict[str, Any]) -> int:
 
 
 def write_model(path: Path, model: BaseModel, scrubber: SessionScrubber) -> BaseModel:
-    """Write `model` scrubbed (and checked) as JSON; the model as written."""
-    clean = scrubber.scrub(model.model_dump(mode="json"))
+    """Write `model` scrubbed and checked string by string as JSON (a string still holding
+    private data is withheld, never the file); the model as written."""
+    clean, kinds = withhold(scrubber.scrub(model.model_dump(mode="json")), scrubber)
     text = orjson.dumps(clean, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
-    write_private(path, text, scrubber)
+    warn_withheld(path, kinds)
+    write_private(path, text, None)
     return type(model).model_validate(clean)
+
+
+RESIDUE = "private data left after scrubbing"
+
+
+def private_cases(
+    cases: list[SessionCase], scrubber: SessionScrubber
+) -> tuple[list[SessionCase], int]:
+    """The cases scrubbed, less those that still hold private data (the count of those):
+    one case's residue costs that case, never the dataset."""
+    raw = [case.model_dump(mode="json") for case in cases]
+    for value in raw:  # every home folder's user name first: a name may come before its path
+        scrubber.learn(orjson.dumps(value).decode())
+    cleaned = [scrubber.scrub(value) for value in raw]
+    # String by string, not the case's JSON: texts repeat across cases (a follow-up's
+    # context), and JSON quoting would show detect-secrets every field as a quoted string.
+    kept = [
+        SessionCase.model_validate(clean)
+        for clean in cleaned
+        if not any(scrubber.leaks(text) for text in _strings(clean))
+    ]
+    return kept, len(cases) - len(kept)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def prepare(out: Path, root: Path) -> Paths:
@@ -133,6 +174,12 @@ def step_dataset(params: dict[str, Any], root: Path, out: Path) -> SessionDatase
     options = options_of(params)
     source = transcripts_root(params)
     found = extract(source, options)
+    scrubber = scrubber_for(params)
+    cases, residue = private_cases([f.case for f in found.cases], scrubber)
+    summary = found.summary()
+    if residue:
+        summary.dropped[RESIDUE] = summary.dropped.get(RESIDUE, 0) + residue
+        summary.cases = len(cases)
     dataset = SessionDataset(
         source=DatasetSource(
             root=str(source),
@@ -140,13 +187,21 @@ def step_dataset(params: dict[str, Any], root: Path, out: Path) -> SessionDatase
             since=None if options.since is None else options.since.isoformat(),
             limit=options.limit,
         ),
-        summary=found.summary(),
-        cases=[f.case for f in found.cases],
+        summary=summary,
+        cases=cases,
         dropped=found.dropped_lines(),
     )
-    written = write_model(paths.dataset, dataset, scrubber_for(params))
-    assert isinstance(written, SessionDataset)
-    return written
+    # The cases were scrubbed and checked one by one: the rest is scrubbed and checked here,
+    # string by string as well (a file name that quoted in JSON looks like `"x":"<random>`).
+    head, kinds = withhold(scrubber.scrub(dataset.model_dump(mode="json", exclude={"cases"})),
+                           scrubber)  # fmt: skip
+    warn_withheld(paths.dataset, kinds)
+    cases_json = [case.model_dump(mode="json") for case in cases]
+    merged = {**head, "cases": cases_json}
+    value = {name: merged[name] for name in SessionDataset.model_fields}  # the file's order
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
+    write_private(paths.dataset, text, None)
+    return SessionDataset.model_validate(value)
 
 
 def load_dataset(path: Path, pin: str | None = None) -> SessionDataset:

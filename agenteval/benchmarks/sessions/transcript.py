@@ -17,11 +17,20 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 # Top-level fields Claude Code writes today (2.0 - 2.3). Anything else is reported once per
 # name, so a format change is visible without failing the read.
@@ -40,6 +49,9 @@ KNOWN_LINE_FIELDS = frozenset(
 KNOWN_TYPES = frozenset(
     {"user", "assistant", "summary", "system", "file-history-snapshot", "queue-operation"}
 )
+# A line longer than this is not parsed (sessions.max_line_bytes): one pasted 50 MB blob
+# would otherwise become a case of its own size and hold gigabytes while it is read.
+MAX_LINE_BYTES = 1_000_000
 KNOWN_BLOCKS = ("text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image")
 KNOWN_BLOCK_SET = frozenset(KNOWN_BLOCKS)
 
@@ -156,6 +168,15 @@ class Line(_Open):
     is_compact_summary: bool = False
     message: Message | None = None
 
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _numeric_time(cls, value: Any) -> Any:
+        """Epoch seconds or milliseconds, as some exports write them: an ISO time in UTC."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = value / 1000 if value > 10**11 else value
+            return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+        return value
+
     model_config = ConfigDict(
         extra="allow",
         populate_by_name=True,
@@ -181,6 +202,7 @@ class TranscriptFile:
     # What this reader does not know ("field 'x'", "block type 'y'"): count, first line.
     unknown: Counter[str] = field(default_factory=Counter)
     first_seen: dict[str, int] = field(default_factory=dict)
+    oversize: list[int] = field(default_factory=list)  # lines over the cap, never parsed
 
 
 def _note_unknown(found: TranscriptFile, number: int, line: Line) -> None:
@@ -193,10 +215,12 @@ def _note_unknown(found: TranscriptFile, number: int, line: Line) -> None:
         found.first_seen.setdefault(name, number)
 
 
-def read_transcript(path: Path) -> TranscriptFile:
-    """Every line of a transcript file that parses; the others are named, never fatal."""
+def read_transcript(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> TranscriptFile:
+    """Every line of a transcript file that parses; the others are named, never fatal. A
+    line over `max_line_bytes` is not parsed (its number is kept); bytes that are not UTF-8
+    are replaced, a byte-order mark is skipped."""
     found = TranscriptFile(path)
-    raw = path.read_bytes()
+    raw = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
     rows = raw.split(b"\n")
     complete = raw.endswith(b"\n")
     if complete:
@@ -205,10 +229,13 @@ def read_transcript(path: Path) -> TranscriptFile:
     for number, row in enumerate(rows, 1):
         if not row.strip():
             continue
+        if len(row) > max_line_bytes:
+            found.oversize.append(number)
+            continue
         try:
             # orjson reads the escaped text of tool results several times faster than
             # pydantic's own JSON parser; the model then validates the parsed object.
-            line = Line.model_validate(orjson.loads(row))
+            line = Line.model_validate(_loads(row))
         except (orjson.JSONDecodeError, ValidationError) as exc:
             if number == len(rows) and not complete:
                 found.truncated = number  # still being written: not an error of the file
@@ -219,6 +246,16 @@ def read_transcript(path: Path) -> TranscriptFile:
         if line.model_extra or line.message is not None:
             _note_unknown(found, number, line)
     return found
+
+
+def _loads(row: bytes) -> Any:
+    try:
+        return orjson.loads(row)
+    except orjson.JSONDecodeError:
+        text = row.decode("utf-8", errors="replace")  # a bad byte costs a character, not the line
+        if text == row.decode("utf-8", errors="ignore"):
+            raise
+        return orjson.loads(text)
 
 
 def _why(exc: ValueError) -> str:

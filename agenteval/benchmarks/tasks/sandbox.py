@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agenteval.benchmarks.tasks.definitions import DEFAULT_FILE
+from agenteval.layout import ANSWER_BEARING
 
 SandboxKind = Literal["bwrap", "none"]
 KINDS: tuple[SandboxKind, ...] = ("bwrap", "none")
@@ -309,7 +310,9 @@ def from_params(params: Mapping[str, Any], root: Path, sealed: Iterable[Path] = 
         str(section.get("sandbox", "bwrap")),
         network=bool(section.get("sandbox_network", False)),
         root=root,
-        sealed=[task_file.parent, *sealed],
+        # The task file's folder and every answer-bearing folder (layout.ANSWER_BEARING, the
+        # fence's list): hidden with the checkout, and refused as a tasks.sandbox_expose.
+        sealed=[task_file.parent, *sealed, *(root / p for p in ANSWER_BEARING)],
         hide=list(section.get("sandbox_hide") or []),
         expose=list(section.get("sandbox_expose") or []),
         work_root=Path(work_root) if work_root else None,

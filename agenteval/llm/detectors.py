@@ -1,0 +1,97 @@
+"""The maintained detectors behind the scrubber: detect-secrets' plugins and scrubadub's.
+
+detect-secrets (Yelp) ships a plugin per provider's key format (AWS, Azure storage, Stripe,
+Twilio, SendGrid, Mailchimp, Square, Telegram, Discord, npm, PyPI, private keys...) plus
+`KeywordDetector` (a quoted or configured value after a secret-sounding name) and
+`Base64HighEntropyString` (quoted random strings). Its plugins are run on the text as it is,
+never through its file scanner (no settings, no verification calls over the network), and
+every value they find goes through its own false-positive heuristics and the project's
+placeholder check before it is redacted. Skipped: `HexHighEntropyString` (every digest the
+project writes is high-entropy hex) and `IPPublicDetector` (addresses are not credentials).
+
+Phone numbers are confirmed by `phonenumbers` (libphonenumber's port: the engine of
+scrubadub's PhoneDetector, called directly because importing scrubadub loads its whole
+catalogue, 6.5 CPU-s here), only on digit runs a cheap pattern found first (matching whole
+texts costs ~3 ms a kilobyte). Social security and card numbers are the project's rules
+(`llm.secret_rules.personal_rules`: the SSA's number ranges, a Luhn check and the issuers'
+prefixes). Both packages are imported on first use, so the CLI starts without them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+from agenteval.llm.secret_rules import PHONE_CANDIDATE, plausible_secret
+
+SKIPPED_PLUGINS = frozenset({"HexHighEntropyString", "IPPublicDetector", "KeywordDetector"})
+# KeywordDetector costs ~130 us a line: it runs only on lines naming one of its keywords.
+_KEYWORD_LINE = re.compile(r"(?i)pass|pwd|secret|token|key|cred|auth|private")
+# Its names may go on past the keyword (`secret_name: prod-db-credentials`): a value of
+# lowercase words alone is then a name, not a credential.
+_SLUG = re.compile(r"[a-z]+(?:[-_.][a-z]+)+")
+_KEYWORD_JUNK = re.compile(r"[\s,`]")
+
+
+@lru_cache(maxsize=1)
+def _plugins() -> tuple[list[Any], Any, list[dict[Any, int]]]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.keyword import (
+        CONFIG_DENYLIST_REGEX_TO_GROUP,
+        QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+        KeywordDetector,
+    )
+
+    classes: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+    plugins = [cls() for cls in classes if cls.__name__ not in SKIPPED_PLUGINS]
+    plugins.sort(key=lambda p: type(p).__name__)
+    maps = [QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP, CONFIG_DENYLIST_REGEX_TO_GROUP]
+    return plugins, KeywordDetector(), maps
+
+
+def _false_positive(value: str, line: str) -> bool:
+    from detect_secrets.filters import heuristic
+
+    return bool(
+        heuristic.is_potential_uuid(value)
+        or heuristic.is_templated_secret(value)
+        or heuristic.is_prefixed_with_dollar_sign(value)
+        or heuristic.is_sequential_string(value)
+        or heuristic.is_indirect_reference(line)
+        or not plausible_secret(value)
+    )
+
+
+def secrets_in(text: str) -> Iterator[tuple[str, str]]:
+    """(plugin name, secret value) for every secret detect-secrets' plugins find in `text`."""
+    plugins, keyword, maps = _plugins()
+    for plugin in plugins:
+        limit = getattr(plugin, "entropy_limit", None)  # checked in analyze_line, not here
+        for value in plugin.analyze_string(text):
+            if limit is not None and plugin.calculate_shannon_entropy(value) <= limit:
+                continue
+            if value and not _false_positive(value, ""):
+                yield type(plugin).__name__, value
+    if not _KEYWORD_LINE.search(text):
+        return
+    for line in text.splitlines():
+        if not _KEYWORD_LINE.search(line):
+            continue
+        for table in maps:
+            for value in keyword.analyze_string(line, denylist_regex_to_group=table):
+                value = value.strip("`'\":;,()[]{} ")
+                if _KEYWORD_JUNK.search(value) or _SLUG.fullmatch(value):
+                    continue  # its config patterns run on past the value in prose and tables
+                if not _false_positive(value, line):
+                    yield "KeywordDetector", value
+
+
+def personal_in(text: str) -> Iterator[tuple[str, str]]:
+    """(kind, value) for the phone numbers libphonenumber confirms among `text`'s digit runs."""
+    import phonenumbers
+
+    for candidate in PHONE_CANDIDATE.finditer(text):
+        for match in phonenumbers.PhoneNumberMatcher(candidate.group(0), "US"):
+            yield "phone", match.raw_string

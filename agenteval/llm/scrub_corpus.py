@@ -1,0 +1,84 @@
+"""The scrubber measured on a labelled corpus: recall on planted secrets, look-alikes kept.
+
+`eval/scrub/{dev,held}.jsonl` hold one record a line: either `secrets` (texts with planted
+secret values of a named kind, each value must be gone after scrubbing) or `keep` (look-alikes
+that must come out byte for byte: git SHAs, UUIDs, content hashes, inline images, versions,
+timestamps, prose and code that say "key", "token" or "password"). Rules are tuned on dev;
+held is what docs/privacy.md reports and tests/test_scrub_corpus.py holds to a bar.
+
+    python -m agenteval.llm.scrub_corpus eval/scrub/held.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agenteval.llm.scrub import Scrubber
+
+
+@dataclass
+class CorpusScore:
+    secrets: int = 0
+    caught: int = 0
+    lookalikes: int = 0
+    scrubbed: int = 0
+    kinds: set[str] = field(default_factory=set)
+    missed: list[str] = field(default_factory=list)  # record ids, never values
+    false_scrubs: list[str] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        return self.caught / self.secrets if self.secrets else 0.0
+
+    @property
+    def false_scrub_rate(self) -> float:
+        return self.scrubbed / self.lookalikes if self.lookalikes else 0.0
+
+    def line(self) -> str:
+        return (
+            f"recall {self.caught}/{self.secrets} = {self.recall:.3f} over {len(self.kinds)} "
+            f"kinds; false scrubs {self.scrubbed}/{self.lookalikes} = {self.false_scrub_rate:.3f}"
+        )
+
+
+def measure(path: Path, scrubber: Scrubber | None = None) -> CorpusScore:
+    """Scrub every record of `path` (personal data on, as for a person's own text)."""
+    scrubber = scrubber or Scrubber(personal=True)
+    score = CorpusScore()
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        record = json.loads(raw)
+        out = scrubber.scrub_text(record["text"])
+        if record.get("keep"):
+            score.lookalikes += 1
+            if out != record["text"]:
+                score.scrubbed += 1
+                score.false_scrubs.append(f"{path.name}:{number}: {record['id']}")
+            continue
+        score.kinds.add(record["kind"])
+        for value in record["secrets"]:
+            score.secrets += 1
+            if value in out:
+                score.missed.append(f"{path.name}:{number}: {record['id']}")
+            else:
+                score.caught += 1
+    return score
+
+
+def main(argv: list[str]) -> int:
+    for name in argv or ["eval/scrub/dev.jsonl", "eval/scrub/held.jsonl"]:
+        score = measure(Path(name))
+        print(f"{name}: {score.line()}")
+        for where in score.missed:
+            print(f"  missed {where}")
+        for where in score.false_scrubs:
+            print(f"  false scrub {where}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

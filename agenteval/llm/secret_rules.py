@@ -1,0 +1,310 @@
+"""The project's own secret rules: the shapes the maintained detectors miss or are too slow for.
+
+Each rule is (name, pattern, decide): `decide` gets the match and returns its replacement, or
+None to keep it. The rules were tuned on `eval/scrub/dev.jsonl` only; the held split
+(`eval/scrub/held.jsonl`, `tests/test_scrub_corpus.py`) measures them. What they cover that
+detect-secrets' plugins (`llm.detectors`) do not: a value after a secret-sounding NAME
+whatever its shape (`DB_PASSWORD=x`, `SMTP_PASS: y`, names joined by `_` with no word
+boundary), credentials in URLs and query strings, the password flags of common CLIs, and a
+random-looking value after `=` or `:` under any name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+
+REDACTED = "[REDACTED]"
+
+Decide = Callable[[re.Match[str]], str | None]
+Rule = tuple[str, re.Pattern[str], Decide]
+
+# Hex strings of these lengths are far more often digests the project writes on purpose
+# (uuid4().hex, git SHA-1, sha256 pins) than keys; known key values are still redacted.
+DIGEST_HEX_LENGTHS = (32, 40, 64)
+# What a NAME ends with when its value is a secret: `DB_PASSWORD`, `SMTP_PASS`, `apiKey`,
+# `DD_API_KEY`, `client-secret`, `GOOGLE_CREDENTIALS`, `sig`. `tokens`, `key_id`, `api_key_env`
+# end otherwise and are not.
+SECRET_NAME = (
+    r"[A-Za-z0-9_.\-]*?(?:passwd|password|pass|pwd|secret|token|key|credentials?|auth"
+    r"|signature|sig|private[_-]?key)"
+)
+_LOWER_RUN = re.compile(r"[a-z]{8,}")
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:[$%<{*]|\[redacted|x{3,}|\.{3}|none$|null$|nil$|true$|false$|undefined$"
+    r"|empty$|required$|optional$|string$|str$|bytes$|secret$|password$|changeme$|example$"
+    r"|your[_-]|my[_-]?(?:key|token|password|secret)$|env\b|os\.|process\.env|getenv|self\.)"
+)
+# Code, not a value: `request.form`, `SecretStr`, `OPENAI_API_KEY` (a variable's name).
+_CODE_VALUE = re.compile(
+    r"^(?:[a-z_][a-z0-9_]*)(?:\.[a-z_][a-z0-9_]*)+$|^[A-Z][a-z]+(?:[A-Z][a-z]+)*$"
+    r"|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$"
+)
+_WORDS = re.compile(r"[a-z_./\-]+")
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+_NUMBER = re.compile(r"^[0-9][0-9.,_]*[a-z%]{0,3}$")
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+# Data URIs (inline images), subresource-integrity hashes (package locks), go.sum's module
+# hashes (`h1:` + base64 SHA-256) and SSH key fingerprints (`SHA256:` + unpadded base64)
+# are base64 by design: the scrubber sets them aside first. `SET_ASIDE_HINT` says whether
+# a text may hold one.
+SET_ASIDE = re.compile(
+    r"data:[\w.+\-]+/[\w.+\-]+;base64,[A-Za-z0-9+/=\s]{16,}"
+    r"|\bsha(?:256|384|512)-[A-Za-z0-9+/]{40,}={0,2}"
+    r"|(?<![\w:])h1:[A-Za-z0-9+/]{43}=(?![\w+/=])"
+    r"|(?<![\w:])SHA256:[A-Za-z0-9+/]{43}(?![\w+/=])"
+)
+SET_ASIDE_HINT = re.compile(r"base64,|sha|SHA256:|h1:")
+
+
+def shannon_bits(text: str) -> float:
+    counts = Counter(text)
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _whole(_: re.Match[str]) -> str:
+    return REDACTED
+
+
+def _keep_group1(match: re.Match[str]) -> str:
+    return match.group(1) + REDACTED
+
+
+def plausible_secret(value: str) -> bool:
+    """A value after a secret's name that is not a placeholder, a reference, code or a count."""
+    value = value.strip("\"'`")
+    if len(value) < 4 or _PLACEHOLDER.search(value) or _NUMBER.fullmatch(value):
+        return False
+    if len(set(value)) <= 2:  # "****", "xxxx", "----"
+        return False
+    return not _CODE_VALUE.fullmatch(value)
+
+
+def _named_value(match: re.Match[str]) -> str | None:
+    value, after = match.group("value"), match.string[match.end() : match.end() + 1]
+    if after in ("(", "[") or not plausible_secret(value):
+        return None
+    # Lowercase words after a lowercase name are code, prose or a YAML key's name
+    # (`key=lambda`, "the --password flag", `key: home_city`); after an upper-case name
+    # (`SMTP_PASS=mypassword`) they are a value.
+    name = match.group(1)
+    if not any(c.isupper() for c in name) and (_WORDS.fullmatch(value) or _SNAKE.fullmatch(value)):
+        return None
+    return match.group(1) + REDACTED
+
+
+def _url_password(match: re.Match[str]) -> str | None:
+    password = match.group(1)
+    if re.fullmatch(r"[A-Z_]+|<[^>]*>|\$\{?\w+\}?|\*+", password):
+        return None  # a placeholder in docs: PASSWORD, <password>, ${PGPASS}
+    return REDACTED
+
+
+def _credential(match: re.Match[str]) -> str | None:
+    """After Bearer / Basic / Token: not "Bearer token authentication"."""
+    return None if _WORDS.fullmatch(match.group("value")) else match.group(1) + REDACTED
+
+
+def random_looking(token: str) -> bool:
+    """Base62/64-ish text with the character mix and entropy of a generated key."""
+    token = token.rstrip("=")
+    upper = sum(ch.isupper() for ch in token)
+    lower = sum(ch.islower() for ch in token)
+    digits = sum(ch.isdigit() for ch in token)
+    # All three character classes, high entropy and no word-length lowercase run keep
+    # CamelCase identifiers out, while about 95% of random 32-character base62 keys (and
+    # more of longer ones) still qualify; known values cover the rest.
+    if min(upper, lower, digits) < 2 or _LOWER_RUN.search(token):
+        return False
+    return shannon_bits(token) >= 4.2
+
+
+def _random_token(match: re.Match[str]) -> str | None:
+    return REDACTED if random_looking(match.group(0)) else None
+
+
+def _segmented(value: str) -> bool:
+    """Identifiers of short parts (model names, versions, slugs): not generated keys."""
+    parts = [p for p in re.split(r"[-_.:/]", value) if p]
+    return len(parts) >= 3 and max(len(p) for p in parts) < 12
+
+
+def _assigned_random(match: re.Match[str]) -> str | None:
+    """Any NAME=value / NAME: value whose value looks generated (16+ chars)."""
+    value = match.group("value").rstrip(".")
+    if _HEX.fullmatch(value) or _UUID.fullmatch(value) or _segmented(value):
+        return None  # digests, ids, versions and slugs
+    classes = sum((any(c.isupper() for c in value), any(c.islower() for c in value))) + any(
+        c.isdigit() for c in value
+    )
+    if classes < 3 or _LOWER_RUN.search(value) or shannon_bits(value) < 3.6:
+        return None
+    return match.group(1) + REDACTED
+
+
+def _hex_key(exempt: tuple[int, ...]) -> Decide:
+    def check(match: re.Match[str]) -> str | None:
+        token = match.group(0)
+        if len(token) in exempt:
+            return None
+        has_digit = any(ch.isdigit() for ch in token)
+        has_letter = any(ch.isalpha() for ch in token)
+        return REDACTED if has_digit and has_letter else None
+
+    return check
+
+
+# Issuers' prefixes by length (Visa, Mastercard, Amex, Discover, JCB, Diners): a run of
+# digits that passes Luhn by chance (an epoch in milliseconds) mostly starts otherwise.
+_CARD_PREFIX = re.compile(
+    r"4\d{12}(?:\d{3}){0,2}|(?:5[1-5]|2[2-7])\d{14}|3[47]\d{13}|6(?:011|5\d\d)\d{12}(?:\d{3})?"
+    r"|35\d{14}|3(?:0[0-5]|[68]\d)\d{11}"
+)
+
+
+def _card(match: re.Match[str]) -> str | None:
+    number = re.sub(r"[ \-]", "", match.group(0))
+    digits = [int(c) for c in number]
+    if not _CARD_PREFIX.fullmatch(number) or len(set(digits)) < 2:
+        return None
+    total = 0
+    for i, d in enumerate(reversed(digits)):  # Luhn
+        total += d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2)
+    return REDACTED if total % 10 == 0 else None
+
+
+# A necessary condition for any secret rule below to match: one cheap scan rejects most
+# strings (tool names, statuses, prose) instead of twenty. Keep it a superset of every rule's
+# start (tests/test_llm_scrub.py generates each rule's core and checks it passes).
+SHAPE_PREFILTER = re.compile(
+    r"(?i:://|hooks\.|webhook|bearer|basic|pass|pwd|secret|token|key|cred|auth|sig"
+    r"|-p\S|-u\s|--user|PRIVATE|[?&]code=)"
+    r"|sk-|gh[pousr]_|github_pat_|hf_|AIza|AKIA|ASIA|xox[abposr]-|npm_|[sr]k_|whsec_|SG\."
+    r"|ya29\.|pypi-|(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-]|eyJ|[A-Za-z0-9+/]{32}"
+    r"|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
+)
+
+
+# Provider key formats, each redacted whole wherever it appears.
+PROVIDER_KEYS = {
+    "anthropic_key": r"\bsk-ant-[A-Za-z0-9_\-]{8,}",
+    "openai_key": r"\bsk-[A-Za-z0-9_\-]{16,}",
+    "stripe_key": r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|\bwhsec_\w{16,}",
+    "npm_token": r"\bnpm_[A-Za-z0-9]{30,}",
+    "pypi_token": r"\bpypi-AgEIcHlwaS5vcmc[\w\-]{20,}",
+    "sendgrid_key": r"\bSG\.[\w\-]{16,}\.[\w\-]{16,}",
+    "google_oauth": r"\bya29\.[\w\-]{20,}",
+    "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})",
+    "huggingface_token": r"\bhf_[A-Za-z0-9]{20,}",
+    "google_key": r"\bAIza[0-9A-Za-z_\-]{30,}",
+    "aws_key_id": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    "slack_token": r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
+    "prefixed_key": r"\b(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-][A-Za-z0-9]{20,}",
+    "jwt": r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+}
+
+
+def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
+    boundary_l = r"(?<![A-Za-z0-9+/=_\-])"
+    boundary_r = r"(?![A-Za-z0-9+/=_\-])"
+    value = r"(?P<value>[^\s\"'`,;()\[\]{}<>]+)"
+    return [
+        (
+            "private_key",
+            re.compile(
+                r"-----BEGIN[A-Z ]*PRIVATE KEY[A-Z ]*-----[\s\S]*?"
+                r"(?:-----END[A-Z ]*PRIVATE KEY[A-Z ]*-----|$)"
+            ),
+            _whole,
+        ),
+        ("url_credentials", re.compile(r"(?<=://)[^/\s:@]*:([^/\s@]+)(?=@)"), _url_password),
+        (
+            "url_query_secret",
+            re.compile(
+                r"(?i)([?&;](?:access_?token|id_token|refresh_token|token|api_?key|key|sig"
+                r"|signature|secret|client_secret|password|passwd|pwd|auth|code"
+                r"|x-amz-signature|x-amz-security-token|x-goog-signature)=)[^&#\s\"'<>]{4,}"
+            ),
+            _keep_group1,
+        ),
+        (
+            "webhook",
+            re.compile(
+                r"(?i)((?:hooks\.slack\.com/(?:services|workflows|triggers)"
+                r"|discord(?:app)?\.com/api/webhooks|outlook\.office\.com/webhook)/)"
+                r"[A-Za-z0-9/_\-@.]+"
+            ),
+            _keep_group1,
+        ),
+        (
+            "auth_header",
+            re.compile(r"(?i)\b((?:Bearer|Basic|Token)\s+)(?P<value>[A-Za-z0-9._~+/\-]{8,}=*)"),
+            _credential,
+        ),
+        (
+            "cli_user_password",
+            re.compile(r"((?:^|\s)(?:-u|--user|--proxy-user)[\s=]+[\"']?[^\s:\"'@]*:)[^\s\"'@]+"),
+            _keep_group1,
+        ),
+        (
+            "cli_short_password",
+            re.compile(
+                r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlsh)\b[^\n|;&]*?"
+                r"\s-p)[^\s\"']+|(\bsshpass\s+-p\s*)[^\s\"']+"
+            ),
+            lambda m: (m.group(1) or m.group(2)) + REDACTED,
+        ),
+        (
+            "cli_password_flag",
+            re.compile(
+                r"(?i)((?:^|\s)--[\w\-]*?(?:password|passwd|pass|token|api-key|apikey|secret)"
+                r"(?:=|\s+)[\"']?)" + value
+            ),
+            _named_value,
+        ),
+        (
+            "named_secret",
+            re.compile(
+                r"(?i)((?<![A-Za-z0-9])" + SECRET_NAME + r"[\"']?\s*(?::|=|:=|=>)\s*[\"'`]?)"
+                r"(?!\[REDACTED\])" + value
+            ),
+            _named_value,
+        ),
+        *((name, re.compile(pattern), _whole) for name, pattern in PROVIDER_KEYS.items()),
+        (
+            "assigned_random",
+            re.compile(
+                r"((?<![A-Za-z0-9_])[A-Za-z_][\w.\-]*[\"']?\s*[:=]\s*[\"']?)"
+                r"(?P<value>[A-Za-z0-9+/_\-.]{16,}=*)(?![A-Za-z0-9+/_\-])"
+            ),
+            _assigned_random,
+        ),
+        (
+            "hex_key",
+            re.compile(boundary_l + r"[0-9a-fA-F]{32,}" + boundary_r),
+            _hex_key(exempt_hex),
+        ),
+        (
+            "random_token",
+            re.compile(boundary_l + r"[A-Za-z0-9+/]{32,}={0,2}" + boundary_r),
+            _random_token,
+        ),
+    ]
+
+
+# Personal data that is not a secret's shape but must not leave either (`personal=True`).
+PERSONAL_PREFILTER = re.compile(r"\d[\d\s().\-]{7,}\d")
+SSN = re.compile(r"(?<![\w\-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w\-])")
+CARD = re.compile(r"(?<![\w\-])\d(?:[ \-]?\d){12,18}(?![\w\-])")
+PHONE_CANDIDATE = re.compile(
+    r"(?<![\w.\-/])(?:\+\d{1,3}[\s.\-]?)?(?:\(\d{2,4}\)[\s.\-]?|\d{2,4}[\s.\-])"
+    r"\d{3,4}[\s.\-]\d{3,4}(?![\w\-/])"
+)
+
+
+def personal_rules() -> list[Rule]:
+    return [("ssn", SSN, _whole), ("card_number", CARD, _card)]

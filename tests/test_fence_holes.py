@@ -1,0 +1,166 @@
+"""The fence's holes the issue found, each closed: hard links to a protected file, a file
+swapped for a symlink after its first read, folders inside a protected folder (a manifest's
+`../../scenarios/...` entry among them). A small scratch repository, no pipeline run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agenteval.layout import ANSWER_BEARING
+from agenteval.targets.fence import PROTECTED, FenceError, build_fence
+from agenteval.targets.tools import DocumentTools
+
+DOCS = "eval/corpus/documents"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / DOCS).mkdir(parents=True)
+    (tmp_path / DOCS / "leave.md").write_text("Parental leave is documented here.\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/suite.json").write_text('{"answer": "SIXTEEN WEEKS"}\n')
+    (tmp_path / "eval/scenarios/rag").mkdir(parents=True)
+    (tmp_path / "eval/scenarios/rag/leave.yaml").write_text("ground_truth: SIXTEEN WEEKS\n")
+    (tmp_path / "data/corpora/pinned").mkdir(parents=True)
+    (tmp_path / "data/corpora/pinned/handbook.md").write_text("The fetched handbook.\n")
+    return tmp_path
+
+
+def tools_of(repo: Path, *folders: str) -> DocumentTools:
+    fence = build_fence(repo, [(f, "target.library") for f in folders], (), PROTECTED)
+    return DocumentTools(repo, list(folders), 400, fence=fence)
+
+
+def test_a_hard_link_to_a_protected_file_is_neither_listed_nor_read(repo: Path) -> None:
+    os.link(repo / "data/suite.json", repo / DOCS / "notes.md")
+    os.link(repo / "eval/scenarios/rag/leave.yaml", repo / DOCS / "faq.md")
+    tools = tools_of(repo, DOCS)
+    for name in ("notes.md", "faq.md"):
+        call = tools.call("read_document", path=f"{DOCS}/{name}")
+        assert call.fenced and not call.ok
+        assert tools.call("index_document", path=name).fenced
+    assert tools.call("list_documents").result["available"] == [f"{DOCS}/leave.md"]
+    assert tools.call("read_document", path=f"{DOCS}/leave.md").ok
+    assert "SIXTEEN" not in str([c.result for c in tools.calls])
+
+
+def test_a_file_swapped_for_a_symlink_after_its_first_read_is_refused(repo: Path) -> None:
+    tools = tools_of(repo, DOCS)
+    assert tools.call("read_document", path=f"{DOCS}/leave.md").ok
+    target = repo / DOCS / "leave.md"
+    target.unlink()
+    target.symlink_to(repo / "data/suite.json")
+    again = tools_of(repo, DOCS)  # a later session in the same process
+    for session in (tools, again):
+        call = session.call("read_document", path=f"{DOCS}/leave.md")
+        assert call.fenced and "SIXTEEN" not in str(call.result)
+
+
+def test_folders_inside_a_protected_folder_are_refused_and_the_fetched_corpus_is_not(
+    repo: Path,
+) -> None:
+    for folder in ("eval/scenarios/rag", "data/transcripts/x", ".git/objects/88", "reports/sub"):
+        with pytest.raises(FenceError, match="lies inside"):
+            build_fence(repo, [(folder, "target.library")], (), PROTECTED)
+    # A manifest entry reaching into the scenarios names a document folder inside them.
+    with pytest.raises(
+        FenceError,
+        match=r"document folder of eval/corpus/manifest\.json.*lies inside eval/scenarios",
+    ):
+        build_fence(
+            repo,
+            [(f"{DOCS}/../../scenarios/rag", "document folder of eval/corpus/manifest.json")],
+            (),
+            PROTECTED,
+        )
+    tools = tools_of(repo, "data/corpora")
+    assert tools.call("read_document", path="data/corpora/pinned/handbook.md").ok
+    assert tools.call("read_document", path="data/suite.json").fenced
+
+
+def test_agenteval_run_refuses_a_library_inside_the_scenarios_before_any_work(
+    tmp_path: Path,
+) -> None:
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
+
+    root = Path(__file__).resolve().parents[1]
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--out",
+                str(tmp_path / "run"),
+                "--set",
+                "target.library=[eval/scenarios/rag_quality]",
+            ],
+        )
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 2, result.output
+    assert "target.library: 'eval/scenarios/rag_quality' is or lies inside eval/scenarios" in (
+        result.output
+    )
+    assert not (tmp_path / "run" / "data" / "transcripts").exists()
+
+
+def test_one_list_protects_every_answer_bearing_folder() -> None:
+    for folder in ("eval/tasks", "eval/memory/scenarios", "eval/sessions", "eval/qa",
+                   "eval/code_retrieval", "eval/baselines", "eval/climb", "reports", "data",
+                   ".git", ".dvc"):  # fmt: skip
+        assert folder in ANSWER_BEARING
+    assert PROTECTED is ANSWER_BEARING
+
+
+def test_a_hard_link_to_an_answer_key_file_outside_the_protected_folders_is_refused(
+    repo: Path,
+) -> None:
+    from agenteval.targets.fence import corpus_fence
+
+    (repo / "eval/corpus/manifest.json").write_text('{"facts": {"leave": "SIXTEEN WEEKS"}}\n')
+    (repo / "bench").mkdir()
+    (repo / "bench/gaia.jsonl").write_text('{"q": "leave?", "answer": "SIXTEEN WEEKS"}\n')
+    (repo / "bench/hits.jsonl").write_text('{"q": "leave?", "relevant": "SIXTEEN WEEKS"}\n')
+    os.link(repo / "eval/corpus/manifest.json", repo / DOCS / "index.md")
+    os.link(repo / "bench/gaia.jsonl", repo / DOCS / "gaia.md")
+    os.link(repo / "bench/hits.jsonl", repo / DOCS / "hits.md")
+    params = {
+        "target": {"library": [DOCS]},
+        "qa": {"tasks": "bench/gaia.jsonl"},
+        "retrieval": {"questions": "bench/hits.jsonl"},
+    }
+    fence = corpus_fence(params, repo)
+    tools = DocumentTools(repo, [DOCS], 400, fence=fence)
+    for name in ("index.md", "gaia.md", "hits.md"):
+        assert tools.call("read_document", path=f"{DOCS}/{name}").fenced
+        assert tools.call("index_document", path=name).fenced
+    assert tools.call("list_documents").result["available"] == [f"{DOCS}/leave.md"]
+    assert "SIXTEEN" not in str([c.result for c in tools.calls])
+
+
+def test_the_tracking_store_and_the_response_cache_are_answer_bearing(repo: Path) -> None:
+    # MLflow's artifact folder holds reports with expected answers; the response cache
+    # holds the judge's replies; SQLite keeps recent writes beside mlflow.db.
+    for folder in ("mlartifacts", "mlruns", ".cache", "mlflow.db-wal", "mlflow.db-journal"):
+        assert folder in ANSWER_BEARING
+    (repo / "mlartifacts/1/abc/artifacts").mkdir(parents=True)
+    (repo / "mlartifacts/1/abc/artifacts/report.md").write_text("expected: SIXTEEN WEEKS\n")
+    (repo / ".cache/agenteval/llm").mkdir(parents=True)
+    (repo / ".cache/agenteval/llm/ab.json").write_text('{"reply": "SIXTEEN WEEKS"}\n')
+    for folder in ("mlartifacts/1", ".cache/agenteval"):
+        with pytest.raises(FenceError, match="lies inside"):
+            build_fence(repo, [(folder, "target.library")], (), PROTECTED)
+    os.link(repo / "mlartifacts/1/abc/artifacts/report.md", repo / DOCS / "report.md")
+    os.link(repo / ".cache/agenteval/llm/ab.json", repo / DOCS / "cached.md")
+    tools = tools_of(repo, DOCS)
+    for name in ("report.md", "cached.md"):
+        assert tools.call("read_document", path=f"{DOCS}/{name}").fenced
+    assert tools.call("read_document", path="mlartifacts/1/abc/artifacts/report.md").fenced
+    assert "SIXTEEN" not in str([c.result for c in tools.calls])

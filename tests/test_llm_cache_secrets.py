@@ -1,0 +1,68 @@
+"""The response cache never holds a secret: an endpoint that echoes the Authorization header
+back (a real HTTP server on 127.0.0.1) leaves no key in .cache/ or, after `dvc commit` of the
+infer stage's output, in .dvc/cache."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import OpenAIServer, Reply
+
+from agenteval.llm import Endpoint, make_client
+
+KEY = "sk-echo-7Hq2LmN3oPqRsTuVwXyZ0123456789ab"
+CUSTOM = "zz-a9F3kQ7pL2mX8vB4nC6"  # a key of no known shape: only its value can find it
+
+
+class EchoingServer(OpenAIServer):
+    """Replies with the request's Authorization header, as a misconfigured proxy might."""
+
+    def check_request(self, request: Any) -> Any:
+        self.seen = request.headers.get("authorization", "")
+        return super().check_request(request)
+
+    def render(self, reply: Reply, request: Any) -> dict[str, Any]:
+        echoed = Reply(text=f"debug: your header was {self.seen}", usage=reply.usage)
+        return super().render(echoed, request)
+
+
+@pytest.mark.parametrize("key", [KEY, CUSTOM])
+def test_an_echoed_key_reaches_neither_the_cache_nor_dvc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    monkeypatch.setenv("ECHO_KEY", key)
+    monkeypatch.chdir(tmp_path)
+    cache = tmp_path / ".cache/agenteval/llm"
+    with EchoingServer([Reply("x")] * 2, api_key=key) as server:
+        ep = Endpoint(model="m", base_url=server.base_url, api_key_env="ECHO_KEY")
+
+        async def ask() -> str:
+            client = make_client(ep, cache_dir=cache)
+            try:
+                reply = await client.complete([{"role": "user", "content": "hi"}])
+                again = await client.complete([{"role": "user", "content": "hi"}])
+                assert again.cached and len(server.requests) == 1
+                return reply.text or ""
+            finally:
+                await client.aclose()
+
+        said = asyncio.run(ask())
+    assert key in said, "the endpoint did echo the key (the test would prove nothing)"
+    files = [p for p in cache.rglob("*") if p.is_file()]
+    assert files and not any(key in p.read_text() for p in files)
+    dvc = shutil.which("dvc")
+    if key != CUSTOM or dvc is None:  # DVC copies what is on disk: checked once (~20 s)
+        return
+    for argv in (
+        ["git", "init", "-q"],
+        [dvc, "init", "-q"],
+        [dvc, "add", "-q", ".cache/agenteval/llm"],
+    ):
+        subprocess.run(argv, cwd=tmp_path, check=True, capture_output=True)
+    stored = [p for p in (tmp_path / ".dvc/cache").rglob("*") if p.is_file()]
+    assert stored and not any(key.encode() in p.read_bytes() for p in stored)
