@@ -1,0 +1,157 @@
+"""Reviews become controls: HUMAN feedback logged on a real run's traces through MLflow's
+public API is read back as people controls, judged, and reported beside the written ones."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+
+from agenteval.controls.people import (
+    control_id,
+    judge_people,
+    label_of,
+    load_people,
+    merge,
+    people_report,
+    people_split,
+    read_verdict,
+    write_people,
+)
+from agenteval.controls.report import people_lines
+from agenteval.controls.run import grade
+from agenteval.judges.base import make_judge
+from agenteval.layout import Layout, load_suite, load_verdict
+from agenteval.llm.scrub import Scrubber
+from agenteval.params import load_params
+from agenteval.pipeline import run_all
+from agenteval.schema.people import Review
+from agenteval.scoring import ScoringRules
+from agenteval.tracking.controls import _metrics
+from agenteval.tracking.feedback import read_reviews
+from agenteval.tracking.run import log_evaluation
+from agenteval.tracking.store import mlflow_client
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ["incident_followups"]
+EXPERIMENT = "people-test"
+
+
+def review(name: str, value: Any, who: str = "ana") -> Review:
+    return Review(reviewer=who, time="2026-01-01T00:00:00+00:00", name=name, value=value)
+
+
+def test_which_feedback_is_a_turn_verdict() -> None:
+    assert read_verdict("feedback", True) == ("pass", None)
+    assert read_verdict("verdict", "Fail") == ("fail", None)
+    assert read_verdict("correctness", False) == ("fail", "correctness")
+    # a dimension marked right says nothing of the others; an unknown name is not a verdict
+    assert read_verdict("correctness", True)[0] is None
+    assert read_verdict("tone", "fail")[0] is None
+    assert read_verdict("feedback", 7)[0] is None  # a number is not guessed into a verdict
+
+
+def test_reviewers_who_disagree_give_no_label() -> None:
+    label, why = label_of([review("feedback", True), review("feedback", False, "bo")])
+    assert label is None and why is not None and "disagree" in why
+    label, _ = label_of([review("feedback", "pass"), review("completeness", "fail", "bo")])
+    assert label is None
+    label, _ = label_of([review("correctness", False), review("verdict", "fail", "bo")])
+    assert label is not None and label.verdict == "fail" and label.failing == ["correctness"]
+
+
+def test_split_is_stable_and_uses_all_three() -> None:
+    ids = [control_id(f"tr-{i}") for i in range(300)]
+    splits = [people_split(i) for i in ids]
+    assert splits == [people_split(i) for i in ids]
+    shares = {s: splits.count(s) / len(splits) for s in ("dev", "held", "fresh")}
+    assert 0.3 < shares["dev"] < 0.5 and 0.3 < shares["held"] < 0.5 and 0.1 < shares["fresh"] < 0.3
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, dict[str, Any], str, Any]:
+    params = load_params(ROOT / "params.yaml", [f"suite.ids={json.dumps(SCENARIOS)}"])
+    layout = Layout.run_dir(ROOT, tmp_path_factory.mktemp("run"))
+    run_all(params, layout)
+    store = tmp_path_factory.mktemp("store")
+    uri = f"sqlite:///{(store / 'mlflow.db').as_posix()}"
+    result = log_evaluation(layout, params, uri=uri, experiment=EXPERIMENT)
+    assert result is not None
+    return layout, params, uri, result
+
+
+def run_verdict(layout: Layout, trace: Any, rules: ScoringRules) -> str:
+    tags = trace.info.tags
+    verdict = load_verdict(layout.verdicts, tags["agenteval.scenario_id"],
+                           int(tags["agenteval.iteration"]))  # fmt: skip
+    assert verdict is not None
+    turn = int(tags["agenteval.turn"])
+    cut = verdict.model_copy(update={"turns": [t for t in verdict.turns if t.turn <= turn]})
+    return grade(cut, rules).verdict
+
+
+def test_feedback_logged_in_mlflow_round_trips_into_controls_and_figures(
+    run: tuple[Layout, dict[str, Any], str, Any], tmp_path: Path
+) -> None:
+    import mlflow
+    from mlflow.entities import AssessmentSource
+
+    layout, params, uri, result = run
+    rules = ScoringRules.from_params(params["judge"])
+    with mlflow_client(uri) as client:
+        traces = client.search_traces(locations=[result.experiment_id], run_id=result.run_id)
+        traces = sorted(traces, key=lambda t: t.info.trace_id)
+        later = [t for t in traces if t.info.tags["agenteval.turn"] != "1"]
+        assert later, "the run has a multi-turn conversation"
+        labelled = {}
+        for n, trace in enumerate(traces):
+            judged = run_verdict(layout, trace, rules)
+            # people agree with the run's judge, except on one planted turn
+            said = judged if n else ("fail" if judged == "pass" else "pass")
+            labelled[trace.info.trace_id] = said
+            mlflow.log_feedback(
+                trace_id=trace.info.trace_id, name="feedback", value=said == "pass",
+                source=AssessmentSource(source_type="HUMAN", source_id=f"reviewer{n % 2}"),
+                rationale="checked against the filing",
+            )  # fmt: skip
+        # not a verdict, and an LLM judge's feedback: neither is what people said
+        human = AssessmentSource(source_type="HUMAN", source_id="ana")
+        model = AssessmentSource(source_type="LLM_JUDGE", source_id="gpt")
+        mlflow.log_feedback(trace_id=traces[0].info.trace_id, name="tone", value="ok", source=human)
+        mlflow.log_feedback(trace_id=traces[1].info.trace_id, value=False, source=model)
+    items = load_suite(layout).items
+    found = read_reviews(uri, EXPERIMENT, result.run_id, items, Scrubber())
+    assert {c.trace_id for c in found.controls} == set(labelled)
+    assert not found.skipped
+    for c in found.controls:
+        assert c.label.verdict == labelled[c.trace_id]
+        assert c.reviews[0].reviewer.startswith("reviewer") and c.reviews[0].time
+        assert c.run_id == result.run_id and c.turn == len(c.turns)
+    multi = next(c for c in found.controls if c.trace_id == later[0].info.trace_id)
+    assert len(multi.turns) == int(later[0].info.tags["agenteval.turn"])  # its context
+
+    path = tmp_path / "people.json"
+    write_people(path, merge([], found.controls))
+    write_people(path, merge([p.control for p in load_people(path)], found.controls))
+    people = load_people(path)
+    assert len(people) == len(traces)  # importing twice adds nothing
+
+    outcomes = asyncio.run(judge_people(make_judge(params, ROOT), people, rules))
+    by_trace = {p.control.id: p.control.trace_id for p in people}
+    for o in outcomes:  # the imported turn, judged again, is graded as the run graded it
+        trace = next(t for t in traces if t.info.trace_id == by_trace[o.id])
+        assert o.first.verdict == run_verdict(layout, trace, rules)
+    report = people_report(outcomes, params["controls"])
+    assert [d["id"] for d in report["disagreements"]] == [control_id(traces[0].info.trace_id)]
+    overall = report["overall"]
+    assert overall["agreement"]["value"] == pytest.approx(1 - 1 / len(traces), abs=1e-4)
+    assert overall["agreement"]["low"] is not None
+    assert "## Agreement with people" in "\n".join(people_lines(report))
+    flat = _metrics({"splits": {}, "overall": overall, "people": report})
+    assert flat["people.all.agreement"] == overall["agreement"]["value"]
