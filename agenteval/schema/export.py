@@ -13,6 +13,7 @@ from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
 from agenteval.schema.guard import GuardControlFile
+from agenteval.schema.people import PeopleControlFile
 from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
 from agenteval.schema.qa import QATask, QAVerdict
@@ -49,6 +50,7 @@ def models() -> dict[str, type[BaseModel]]:
         "tiers": TiersFile,
         "expectations": Expectations,
         "controls": ControlFile,
+        "people_controls": PeopleControlFile,
         "qa_task": QATask,
         "qa_verdict": QAVerdict,
         "retrieval_questions": EvidenceSet,
