@@ -13,9 +13,9 @@ from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
 from agenteval.schema.guard import GuardControlFile
-from agenteval.schema.people import PeopleControlFile
 from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
+from agenteval.schema.people import PeopleControlFile
 from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
