@@ -3,6 +3,8 @@ own traces (a traced app with a tool span, expectations logged through MLflow), 
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -88,3 +90,46 @@ def test_exported_scorers_run_inside_mlflow_genai_evaluate(tmp_path: Path) -> No
         assert verdicts["both"].get(f"{kind}/value") not in (True, "True", "yes")
     assert verdicts["right"]["agenteval_code.correctness/value"] == 10.0
     assert len(server.requests) >= len(REPLIES)  # the hybrid's model was really asked
+
+
+# -- judge.kind: mlflow (make_judge against a loopback endpoint) -----------------------------
+def mlflow_judge_reply(body: Any) -> Any:
+    """A planted MLflow judge: true when the reply holds the expected figure and no other."""
+    from servers import Reply
+
+    said = body["messages"][-1]["content"]
+    reply_part = said.split("outputs:", 1)[-1].split("expectations:", 1)[0]
+    if "garble" in reply_part:
+        return Reply(text="I think it is fine")  # not MLflow's JSON: never a score
+    return Reply(
+        text=json.dumps(
+            {"result": "8.6" in reply_part and "11.2" not in reply_part, "rationale": "planted"}
+        )
+    )
+
+
+def test_mlflow_make_judge_is_a_judge_kind_with_provenance() -> None:
+    import inspect
+
+    from mlflow.genai.judges import make_judge
+
+    if "base_url" not in inspect.signature(make_judge).parameters:
+        pytest.skip("this MLflow's make_judge takes no base_url")
+    from agenteval.controls.run import grade
+    from agenteval.judges.base import make_judge as agenteval_judge
+    from agenteval.scoring import ScoringRules
+
+    with OpenAIServer(reply_fn=mlflow_judge_reply) as server:
+        judge_section = {"kind": "mlflow", "model": "judge-model", "base_url": server.base_url}
+        params = deep_merge(DEFAULTS, {"judge": judge_section, "run": {"cache_dir": None}})
+        judge = agenteval_judge(params, ROOT)
+        rules = ScoringRules.from_params(params["judge"])
+        got = {}
+        for name, reply in {**REPLIES, "garbled": "garble garble"}.items():
+            item, transcript = case_of({"question": QUESTION}, reply,
+                                       {"expected_response": TRUTH}, None)  # fmt: skip
+            got[name] = grade(asyncio.run(judge.judge(item, transcript)), rules).verdict
+    assert got == {"right": "pass", "wrong": "fail", "both": "fail", "garbled": "deferred"}
+    assert judge.participant.kind == "mlflow" and judge.participant.model == "judge-model"
+    assert judge.participant.details["mlflow"] and judge.participant.config_digest
+    assert server.requests and "judge-model" in json.dumps(server.requests[0].body)
