@@ -177,5 +177,44 @@ def import_reviews(
     )
 
 
+@app.command("pairwise")
+def pairwise_controls(
+    split: Annotated[str, typer.Option(help="dev, held, fresh or all.")] = "held",
+    sample: Annotated[int | None, typer.Option(help="Judge only the first N pairs.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for pairwise_controls.json.")] = Path("reports"),
+    params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
+) -> None:
+    """The judge endpoint as a pairwise judge on pass/fail pairs of controls: its position
+    bias, and its right and wrong picks in one order beside the two-order rule's."""
+    if split not in SPLIT_CHOICES:
+        fail([f"--split: {split!r} is not one of {', '.join(SPLIT_CHOICES)}"])
+    params = load_params(params_file, list(set_ or []))
+    if not (params.get("judge") or {}).get("base_url"):
+        fail(["judge.base_url: a pairwise judge asks a model endpoint; name one"])
+    from agenteval.controls.load import ControlsError
+    from agenteval.controls.pairs import measure_pairwise
+    from agenteval.fileio import write_json
+
+    try:
+        report = measure_pairwise(params, Path.cwd().resolve(), split, sample)
+    except ControlsError as exc:
+        fail([str(p) for p in exc.problems])
+    except (ValueError, OSError) as exc:
+        fail([f"cannot measure the pairwise judge: {exc}"])
+    write_json(out / "pairwise_controls.json", report)
+    bias, two, one = report["position_bias"], report["two_orders"], report["one_order"]
+    typer.echo(
+        f"{report['pairs']} pair(s), {report['unmeasured']} unmeasured; first-shown reply "
+        f"chosen {bias['first_rate']} [{bias['first_rate_low']}, {bias['first_rate_high']}]"
+    )
+    typer.echo(f"one order: right {one['right']['count']}, wrong {one['wrong']['count']}; "
+               f"both orders: right {two['right']['count']}, wrong {two['wrong']['count']}, "
+               f"ties {two['tie']['count']}")  # fmt: skip
+    typer.echo(f"report: {out / 'pairwise_controls.json'}")
+
+
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="controls")

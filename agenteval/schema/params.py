@@ -170,7 +170,10 @@ class JudgeParams(EndpointFields):
     """Who grades the transcripts, and the pass rules every judge's scores go through."""
 
     kind: str = Field(
-        "code", description="code | llm | hybrid (llm with code's certain findings binding)"
+        "code",
+        description="code | llm | hybrid (llm with code's certain findings binding) | mlflow "
+        "(an MLflow make_judge judge on the endpoint); the endpoint is also the pairwise judge "
+        "of `compare --pairwise` and `controls pairwise`",
     )
     weights: dict[DIMENSION_NAMES, float] = Field(
         default_factory=dict, description="Overrides of the default dimension weights."
