@@ -20,6 +20,7 @@ ICONS = {
     Status.SETUP_ERROR: "🔧",
     Status.SKIPPED_NO_DOCUMENT: "⏭",
     Status.NO_USER_MESSAGE: "💬",
+    Status.SIMULATOR_ERROR: "🎭",
     Status.ERRORED: "⚠️",
     Status.NOT_RUN: "·",
     Status.NOT_JUDGED: "❔",
@@ -106,7 +107,7 @@ def _header(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
     unmeasured = {
         "timeout": s.timeout, "budget exceeded": s.budget_exceeded, "infra error": s.infra_error,
         "setup error": s.setup_error, "skipped (no document)": s.skipped_no_document,
-        "no user message": s.no_user_message,
+        "no user message": s.no_user_message, "simulator error": s.simulator_error,
         "errored": s.errored, "not run": s.not_run, "not judged": s.not_judged,
     }  # fmt: skip
     shown = [f"{name} {count}" for name, count in unmeasured.items() if count]

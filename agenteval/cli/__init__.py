@@ -28,6 +28,7 @@ from agenteval.cli import (
     repro,
     serve,
     sessions,
+    simulator,
     tasks,
 )
 
@@ -71,6 +72,7 @@ for group in (
     ci,
     fix,
     memory,
+    simulator,
 ):
     group.register(app)
 

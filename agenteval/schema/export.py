@@ -16,6 +16,7 @@ from agenteval.schema.guard import GuardControlFile
 from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
 from agenteval.schema.people import PeopleControlFile
+from agenteval.schema.simulator_controls import SimulatorControlFile
 from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
@@ -51,6 +52,7 @@ def models() -> dict[str, type[BaseModel]]:
         "expectations": Expectations,
         "controls": ControlFile,
         "people_controls": PeopleControlFile,
+        "simulator_controls": SimulatorControlFile,
         "qa_task": QATask,
         "qa_verdict": QAVerdict,
         "retrieval_questions": EvidenceSet,

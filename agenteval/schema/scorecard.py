@@ -95,6 +95,7 @@ class Summary(BaseModel):
     setup_error: int = 0
     skipped_no_document: int = 0
     no_user_message: int = 0
+    simulator_error: int = 0
     errored: int = 0
     not_run: int = 0
     not_judged: int = 0
