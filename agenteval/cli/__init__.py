@@ -23,6 +23,7 @@ from agenteval.cli import (
     expectations,
     fix,
     gate,
+    judge,
     lifecycle,
     memory,
     repro,
@@ -73,6 +74,7 @@ for group in (
     fix,
     memory,
     simulator,
+    judge,
 ):
     group.register(app)
 

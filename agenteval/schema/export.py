@@ -16,7 +16,6 @@ from agenteval.schema.guard import GuardControlFile
 from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
 from agenteval.schema.people import PeopleControlFile
-from agenteval.schema.simulator_controls import SimulatorControlFile
 from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
@@ -27,6 +26,7 @@ from agenteval.schema.sessions import (
     SessionResults,
     SessionScorecard,
 )
+from agenteval.schema.simulator_controls import SimulatorControlFile
 from agenteval.schema.sources import SourcesFile
 from agenteval.schema.suite import Suite
 from agenteval.schema.task_records import TaskAttempt, TaskGrade
