@@ -113,11 +113,15 @@ def test_mlflow_make_judge_is_a_judge_kind_with_provenance() -> None:
 
     from mlflow.genai.judges import make_judge
 
-    if "base_url" not in inspect.signature(make_judge).parameters:
-        pytest.skip("this MLflow's make_judge takes no base_url")
     from agenteval.controls.run import grade
     from agenteval.judges.base import make_judge as agenteval_judge
     from agenteval.scoring import ScoringRules
+
+    if "base_url" not in inspect.signature(make_judge).parameters:  # an older MLflow: refused
+        section = {"kind": "mlflow", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+        with pytest.raises(ValueError, match=r"judge\.kind: mlflow needs"):
+            agenteval_judge(deep_merge(DEFAULTS, {"judge": section}), ROOT)
+        return
 
     with OpenAIServer(reply_fn=mlflow_judge_reply) as server:
         judge_section = {"kind": "mlflow", "model": "judge-model", "base_url": server.base_url}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,11 @@ MLFLOW_SLOTS = {name: "{{ " + name + " }}" for name in ("inputs", "outputs", "ex
 
 
 def _make_judge() -> Any:
-    import mlflow
     from mlflow.genai.judges import make_judge
 
     if "base_url" not in inspect.signature(make_judge).parameters:
         raise ValueError(
-            f"judge.kind: mlflow needs make_judge(base_url=...), not in MLflow {mlflow.__version__}"
+            "judge.kind: mlflow needs make_judge(base_url=...), not in MLflow " + version("mlflow")
         )
     return make_judge
 
@@ -52,8 +52,6 @@ class MlflowJudge:
     kind = KIND
 
     def __init__(self, params: dict[str, Any], root: Path) -> None:
-        import mlflow
-
         section = params.get("judge") or {}
         self.config = EndpointConfig.from_params(params, "judge", root)
         endpoint = self.config.endpoint
@@ -76,7 +74,7 @@ class MlflowJudge:
             feedback_value_type=bool,
         )
         described = {"endpoint": self.config.describe(), "prompt": prompt.sha256,
-                     "mlflow": mlflow.__version__, "code": code_of(__name__)}  # fmt: skip
+                     "mlflow": version("mlflow"), "code": code_of(__name__)}  # fmt: skip
         self.participant = Participant(
             kind=KIND, model=endpoint.model, protocol="mlflow.make_judge",
             config_digest=digest_of({"kind": KIND, **described}), details=described,
