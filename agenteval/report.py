@@ -218,6 +218,13 @@ def _judge_checks(card: Scorecard) -> list[str]:
             f"{_est(cal.false_pass_rate, '.0%')} ({cal.false_passes} wrong replies passed), "
             f"coverage {_pct(cal.coverage)}; {gate}{'; '.join(cal.misses)}"
         )
+    if cal is not None and cal.people is not None:
+        p = cal.people
+        lines.append(
+            f"- Agreement with people on {p.controls} held turn(s) reviewers labelled in "
+            f"MLflow, judged inside this run: agreement {_est(p.agreement)}, false-pass rate "
+            f"{_est(p.false_pass_rate, '.0%')} ({p.false_passes} turn(s) people failed, passed)"
+        )
     if sc is not None:
         kept = "majority" if sc.majority else "first"
         flips = _est_values(sc.flip_rate, sc.flip_rate_low, sc.flip_rate_high)

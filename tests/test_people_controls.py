@@ -155,3 +155,32 @@ def test_feedback_logged_in_mlflow_round_trips_into_controls_and_figures(
     assert "## Agreement with people" in "\n".join(people_lines(report))
     flat = _metrics({"splits": {}, "overall": overall, "people": report})
     assert flat["people.all.agreement"] == overall["agreement"]["value"]
+
+
+def test_runs_report_agreement_with_people_in_their_summary(
+    run: tuple[Layout, dict[str, Any], str, Any], tmp_path: Path
+) -> None:
+    """Reviewed held turns are mixed into the judge stage beside the written controls
+    (judge.controls_per_run) and the run's summary and metrics carry agreement with people."""
+    from agenteval.fileio import read_json
+
+    layout, _, uri, result = run
+    items = load_suite(layout).items
+    found = read_reviews(uri, EXPERIMENT, result.run_id, items, Scrubber())
+    if not found.controls:  # the round-trip test above logs the reviews
+        pytest.skip("no reviews in the store")
+    held_ids = (control_id(f"held-{i}") for i in range(10_000))
+    held_ids = (i for i in held_ids if people_split(i) == "held")
+    held = [c.model_copy(update={"id": next(held_ids)}) for c in found.controls]
+    path = tmp_path / "people.json"
+    write_people(path, held)
+    again = load_params(ROOT / "params.yaml", [
+        f"suite.ids={json.dumps(SCENARIOS)}", "judge.controls_per_run=2",
+        f"controls.people={path}"])  # fmt: skip
+    out = Layout.run_dir(ROOT, tmp_path / "run")
+    run_all(again, out)
+    card = read_json(out.scorecard)
+    people = card["calibration"]["people"]
+    assert people["controls"] == min(2, len(held)) and people["agreement"]["value"] is not None
+    assert "Agreement with people on" in (out.reports / "summary.md").read_text()
+    assert "calibration.people.agreement" in read_json(out.metrics)

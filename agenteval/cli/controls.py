@@ -135,10 +135,10 @@ def import_reviews(
     from pydantic import ValidationError
 
     from agenteval.controls.people import (
-        DEFAULT_FILE,
         PeopleError,
         load_people,
         merge,
+        people_file,
         write_people,
     )
     from agenteval.llm.scrub import Scrubber
@@ -159,7 +159,7 @@ def import_reviews(
     root = Path.cwd().resolve()
     uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
     name = experiment or section.get("experiment") or DEFAULT_EXPERIMENT
-    target = out or root / DEFAULT_FILE
+    target = out or people_file(params, root)
     try:
         stored = [p.control for p in load_people(target)]
         found = read_reviews(uri, name, run, items, Scrubber())

@@ -88,9 +88,9 @@ def with_people(
     judge: Judge, params: dict[str, Any], root: Path, rules: ScoringRules, concurrency: int
 ) -> dict[str, Any] | None:
     """The judge's agreement with people (eval/people_controls/), None when nobody reviewed."""
-    from agenteval.controls.people import DEFAULT_FILE, judge_people, load_people, people_report
+    from agenteval.controls.people import judge_people, load_people, people_file, people_report
 
-    people = load_people(root / DEFAULT_FILE)
+    people = load_people(people_file(params, root))
     if not people:
         return None
     outcomes = asyncio.run(judge_people(judge, people, rules, concurrency))

@@ -23,6 +23,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
+from agenteval.controls.build import case_id
 from agenteval.controls.run import Graded, Outcome, grade, summarize
 from agenteval.fileio import digest_of, read_json, write_json
 from agenteval.judges.base import Judge
@@ -34,7 +35,6 @@ from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, ToolCall, Transcript, TranscriptTurn
 from agenteval.scoring import ScoringRules
 
-DEFAULT_FILE = Path("eval/people_controls/controls.json")
 PEOPLE_CLASS = "people"
 # Fixed on purpose, as controls.load's: changing either re-deals every control.
 PEOPLE_SALT = "agenteval-people-controls-v1"
@@ -116,6 +116,11 @@ class LoadedPeople:
     split: str
 
 
+def people_file(params: dict[str, Any], root: Path) -> Path:
+    """Where the people controls are (params `controls.people`)."""
+    return root / str(params["controls"]["people"])
+
+
 def load_people(path: Path) -> list[LoadedPeople]:
     """Every people control in `path` with its split; [] when the file does not exist."""
     if not path.is_file():
@@ -176,6 +181,16 @@ def pair_of(control: PeopleControl) -> tuple[SuiteItem, Transcript]:
         turns=turns,
     )
     return item, transcript
+
+
+def blind_pair(control: PeopleControl) -> tuple[SuiteItem, Transcript]:
+    """`pair_of` under an opaque case id (controls.build.case_id), as the written controls
+    are mixed into a run: the judge cannot tell a reviewed turn from a real scenario."""
+    item, transcript = pair_of(control)
+    opaque = case_id(f"people:{control.id}")
+    scenario = item.scenario.model_copy(update={"id": opaque})
+    item = item.model_copy(update={"scenario": scenario, "path": f"controls/{opaque}"})
+    return item, transcript.model_copy(update={"scenario_id": opaque})
 
 
 async def judge_people(

@@ -363,6 +363,11 @@ class ControlsParams(_Section):
     """`agenteval controls` and the DVC `controls` stage: the judge measured on labels."""
 
     folder: str = Field("eval/judge_controls", description="Labelled controls (*.yaml).")
+    people: str = Field(
+        "eval/people_controls/controls.json",
+        description="Turns reviewers labelled in MLflow (`agenteval controls import`): judged "
+        "beside the written controls, and mixed in with judge.controls_per_run.",
+    )
     split: Literal["dev", "held", "fresh", "all"] = Field(
         "all", description="Controls the DVC stage judges (the CLI's --split overrides it)."
     )
