@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from mlflow_store import fresh_store
 from servers import OpenAIServer, Reply
 from servers.judges import is_scenario_request, scenario_json, turn_json
 
@@ -47,7 +48,7 @@ def planted(body: Any) -> Reply:
 def write_controls(folder: Path) -> None:
     manifest = Manifest.model_validate(read_json(ROOT / "eval/corpus/manifest.json"))
     facts = [f for d in manifest.documents for f in d.facts
-             if f.answer and len(manifest.find_fact(f.id)) == 1][:14]  # fmt: skip
+             if f.answer and len(manifest.find_fact(f.id)) == 1][:10]  # fmt: skip
     controls = []
     for f in facts:
         wrong = "I could not confirm it; my best guess is 999."
@@ -70,7 +71,7 @@ def aligned(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], A
 
     work = tmp_path_factory.mktemp("align")
     write_controls(work / "controls")
-    store = f"sqlite:///{(work / 'mlflow.db').as_posix()}"
+    store = fresh_store(work)
     with OpenAIServer(reply_fn=planted) as server:
         params = load_params(ROOT / "params.yaml", [
             "judge.kind=llm", "judge.model=judge-model", f"judge.base_url={server.base_url}",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow_store import fresh_store
 from servers import OpenAIServer
 from servers.judges import lenient
 
@@ -66,7 +67,7 @@ def traced_app(mlflow: Any, reply: str) -> str:
 def test_exported_scorers_run_inside_mlflow_genai_evaluate(tmp_path: Path) -> None:
     import mlflow
 
-    uri = f"sqlite:///{(tmp_path / 'mlflow.db').as_posix()}"
+    uri = fresh_store(tmp_path)
     with OpenAIServer(reply_fn=lenient()) as server, mlflow_client(uri, synchronous_traces=True):
         mlflow.set_experiment("user-app")
         ids = {}

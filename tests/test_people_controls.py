@@ -13,6 +13,8 @@ import pytest
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
+from mlflow_store import fresh_store
+
 from agenteval.controls.people import (
     control_id,
     judge_people,
@@ -79,8 +81,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, dict[str, Any
     params = load_params(ROOT / "params.yaml", [f"suite.ids={json.dumps(SCENARIOS)}"])
     layout = Layout.run_dir(ROOT, tmp_path_factory.mktemp("run"))
     run_all(params, layout)
-    store = tmp_path_factory.mktemp("store")
-    uri = f"sqlite:///{(store / 'mlflow.db').as_posix()}"
+    uri = fresh_store(tmp_path_factory.mktemp("store"))
     result = log_evaluation(layout, params, uri=uri, experiment=EXPERIMENT)
     assert result is not None
     return layout, params, uri, result
@@ -96,9 +97,13 @@ def run_verdict(layout: Layout, trace: Any, rules: ScoringRules) -> str:
     return grade(cut, rules).verdict
 
 
-def test_feedback_logged_in_mlflow_round_trips_into_controls_and_figures(
-    run: tuple[Layout, dict[str, Any], str, Any], tmp_path: Path
-) -> None:
+Reviewed = tuple[list[Any], dict[str, str]]
+
+
+@pytest.fixture(scope="module")
+def reviewed(run: tuple[Layout, dict[str, Any], str, Any]) -> Reviewed:
+    """HUMAN feedback logged once on every trace of the module's run, through MLflow's API:
+    people agree with the run's judge except on one planted turn."""
     import mlflow
     from mlflow.entities import AssessmentSource
 
@@ -107,12 +112,9 @@ def test_feedback_logged_in_mlflow_round_trips_into_controls_and_figures(
     with mlflow_client(uri) as client:
         traces = client.search_traces(locations=[result.experiment_id], run_id=result.run_id)
         traces = sorted(traces, key=lambda t: t.info.trace_id)
-        later = [t for t in traces if t.info.tags["agenteval.turn"] != "1"]
-        assert later, "the run has a multi-turn conversation"
         labelled = {}
         for n, trace in enumerate(traces):
             judged = run_verdict(layout, trace, rules)
-            # people agree with the run's judge, except on one planted turn
             said = judged if n else ("fail" if judged == "pass" else "pass")
             labelled[trace.info.trace_id] = said
             mlflow.log_feedback(
@@ -125,6 +127,17 @@ def test_feedback_logged_in_mlflow_round_trips_into_controls_and_figures(
         model = AssessmentSource(source_type="LLM_JUDGE", source_id="gpt")
         mlflow.log_feedback(trace_id=traces[0].info.trace_id, name="tone", value="ok", source=human)
         mlflow.log_feedback(trace_id=traces[1].info.trace_id, value=False, source=model)
+    return traces, labelled
+
+
+def test_feedback_logged_in_mlflow_round_trips_into_controls_and_figures(
+    run: tuple[Layout, dict[str, Any], str, Any], reviewed: Reviewed, tmp_path: Path
+) -> None:
+    layout, params, uri, result = run
+    rules = ScoringRules.from_params(params["judge"])
+    traces, labelled = reviewed
+    later = [t for t in traces if t.info.tags["agenteval.turn"] != "1"]
+    assert later, "the run has a multi-turn conversation"
     items = load_suite(layout).items
     found = read_reviews(uri, EXPERIMENT, result.run_id, items, Scrubber())
     assert {c.trace_id for c in found.controls} == set(labelled)
@@ -158,7 +171,7 @@ def test_feedback_logged_in_mlflow_round_trips_into_controls_and_figures(
 
 
 def test_runs_report_agreement_with_people_in_their_summary(
-    run: tuple[Layout, dict[str, Any], str, Any], tmp_path: Path
+    run: tuple[Layout, dict[str, Any], str, Any], reviewed: Reviewed, tmp_path: Path
 ) -> None:
     """Reviewed held turns are mixed into the judge stage beside the written controls
     (judge.controls_per_run) and the run's summary and metrics carry agreement with people."""
@@ -167,8 +180,7 @@ def test_runs_report_agreement_with_people_in_their_summary(
     layout, _, uri, result = run
     items = load_suite(layout).items
     found = read_reviews(uri, EXPERIMENT, result.run_id, items, Scrubber())
-    if not found.controls:  # the round-trip test above logs the reviews
-        pytest.skip("no reviews in the store")
+    assert len(found.controls) == len(reviewed[1])
     held_ids = (control_id(f"held-{i}") for i in range(10_000))
     held_ids = (i for i in held_ids if people_split(i) == "held")
     held = [c.model_copy(update={"id": next(held_ids)}) for c in found.controls]
