@@ -6,16 +6,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mlflow_store import fresh_store
-from servers import OpenAIServer
+from servers import OpenAIServer, Reply
 from servers.judges import lenient
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
+from agenteval.benchmarks.tasks.scorer import feedback_of as tasks_feedback
+from agenteval.benchmarks.tasks.scorer import points_of, task_case, tasks_scorer
 from agenteval.params import DEFAULTS, deep_merge
 from agenteval.tracking.scorers import agenteval_scorer, case_of
 from agenteval.tracking.store import mlflow_client
@@ -64,11 +67,54 @@ def traced_app(mlflow: Any, reply: str) -> str:
     return trace_id
 
 
+TASKS_PROMPT = "You grade one attempt by an AI coding agent"
+ANSWER = re.compile(r"## The agent's final answer\n(.*?)\n\n## ", re.S)
+
+
+def tasks_judge_or_lenient(body: Any) -> Reply:
+    """The tasks judge's requests get a planted grader that establishes the point only for a
+    reply stating the expected figure and no other; the hybrid's model passes everything."""
+    case = body["messages"][-1]["content"]
+    if TASKS_PROMPT not in case:
+        return lenient()(body)
+    answer = ANSWER.search(case).group(1)  # type: ignore[union-attr]
+    right = "8.6" in answer and "11.2" not in answer
+    grade = {"instructions": 5, "quality": 5 if right else 1, "reasoning": 4, "honesty": 5,
+             "established": [right], "rationale": "planted"}  # fmt: skip
+    return Reply(text=json.dumps(grade))
+
+
+def test_tasks_case_reads_points_and_an_unsettled_grade_is_no_score() -> None:
+    from agenteval.schema.task_records import TaskGrade
+    from agenteval.schema.transcript import Participant
+
+    assert points_of({"must_establish": ["a", "b"], "expected_response": "x"}) == ["a", "b"]
+    assert points_of({"expected_response": TRUTH}) == [f"The answer states: {TRUTH}"]
+    assert points_of(None) == []
+    task, attempt = task_case({"question": QUESTION}, {"answer": "It was $8.6 million."},
+                              {"expected_facts": ["$8.6 million"]}, None)  # fmt: skip
+    assert task.kind == "question" and task.must_establish == ["$8.6 million"]
+    assert attempt.final_answer == "It was $8.6 million." and task.prompt == QUESTION
+    grade = TaskGrade(
+        task_id=task.id,
+        attempt_digest="d",
+        task_digest="d",
+        status="unjudged",
+        judge=Participant(kind="llm", model="m"),
+        reason="unusable reply: no JSON",
+    )
+    (only,) = tasks_feedback(grade, task.must_establish)
+    assert only.value is None and "unusable reply" in str(only.error)
+
+
 def test_exported_scorers_run_inside_mlflow_genai_evaluate(tmp_path: Path) -> None:
     import mlflow
 
     uri = fresh_store(tmp_path)
-    with OpenAIServer(reply_fn=lenient()) as server, mlflow_client(uri, synchronous_traces=True):
+    with (
+        OpenAIServer(reply_fn=tasks_judge_or_lenient) as server,
+        mlflow_client(uri, synchronous_traces=True),
+    ):
         mlflow.set_experiment("user-app")
         ids = {}
         for name, reply in REPLIES.items():
@@ -80,7 +126,9 @@ def test_exported_scorers_run_inside_mlflow_genai_evaluate(tmp_path: Path) -> No
         params = deep_merge(DEFAULTS, {"judge": judge, "run": {"cache_dir": None}})
         code = agenteval_scorer("code", params, ROOT)
         hybrid = agenteval_scorer("hybrid", params, ROOT)  # its model passes everything
-        result = mlflow.genai.evaluate(data=traces, scorers=[code, hybrid])
+        tasks = tasks_scorer(deep_merge(params, {"tasks": {"judge": {"kind": "llm", **judge}}}),
+                             ROOT)  # fmt: skip
+        result = mlflow.genai.evaluate(data=traces, scorers=[code, hybrid, tasks])
     rows = {r["trace_id"]: r for r in result.result_df.to_dict("records")}
     verdicts = {name: rows[t] for name, t in ids.items()}
     for kind in ("agenteval_code", "agenteval_hybrid"):
@@ -90,7 +138,12 @@ def test_exported_scorers_run_inside_mlflow_genai_evaluate(tmp_path: Path) -> No
         # naming both candidates earns no pass: a fail or a deferral, never True
         assert verdicts["both"].get(f"{kind}/value") not in (True, "True", "yes")
     assert verdicts["right"]["agenteval_code.correctness/value"] == 10.0
-    assert len(server.requests) >= len(REPLIES)  # the hybrid's model was really asked
+    # the tasks' judge: the verdict is its point, established only by the right figure
+    assert [verdicts[n]["agenteval_tasks/value"] for n in REPLIES] == [True, False, False]
+    assert verdicts["right"]["agenteval_tasks.quality/value"] == 5.0
+    asked = [json.dumps(r.body) for r in server.requests if TASKS_PROMPT in json.dumps(r.body)]
+    assert len(asked) == len(REPLIES) and all("query_documents" in a for a in asked)  # tools
+    assert len(server.requests) >= 2 * len(REPLIES)  # the hybrid's model was really asked
 
 
 # -- judge.kind: mlflow (make_judge against a loopback endpoint) -----------------------------
