@@ -158,3 +158,44 @@ def test_compare_pairwise_gives_win_tie_loss_with_intervals(tmp_path: Path) -> N
     assert "B wins" in done.stdout
     assert missing.returncode == 4 and "no transcripts" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def write_tasks_run(folder: Path, answers: dict[str, str], status: str = "COMPLETED") -> None:
+    from agenteval.benchmarks.tasks.runner import attempt_dir
+    from agenteval.fileio import write_json
+    from agenteval.schema.task_records import Answer, TaskAttempt
+    from agenteval.schema.transcript import Participant
+
+    for task, said in answers.items():
+        attempt = TaskAttempt(task_id=task, task_digest="d", harness=Participant(kind="scripted"),
+                              status=status if task != "t0" else "COMPLETED",
+                              prompt=f"{task}: what is the figure?",
+                              answers=[Answer(text=said, after_call=0)])  # fmt: skip
+        write_json(attempt_dir(folder / "data", task, 0) / "attempt.json", attempt)
+
+
+def test_compare_pairwise_on_tasks_runs_judges_their_answers(tmp_path: Path) -> None:
+    from agenteval.gate.pairwise import PairwiseInputError, compare_pairwise, render_pairwise
+
+    good, bad = "The figure is 8.6 million.", "The figure is 11.2 million."
+    write_tasks_run(tmp_path / "a", {f"t{i}": bad for i in range(6)})
+    write_tasks_run(tmp_path / "b", {**{f"t{i}": good for i in range(6)}, "t9": good})
+    write_tasks_run(tmp_path / "c", {f"t{i}": good for i in range(6)}, status="INFRA_ERROR")
+    with OpenAIServer(reply_fn=biased_judge({good}, share=0.3)) as server:
+        section = {"model": "pair-judge", "base_url": server.base_url, "protocol": "openai"}
+        params = deep_merge(DEFAULTS, {"judge": section, "run": {"cache_dir": None}})
+        report = compare_pairwise(params, ROOT, tmp_path / "a", tmp_path / "b")
+        unmeasured = compare_pairwise(params, ROOT, tmp_path / "a", tmp_path / "c")
+        asked = [str(r.body) for r in server.requests]
+    assert report["units"] == report["judged"] == 6 and report["left_out"] == {"in one run only": 1}
+    # B's right figure beats A's wrong one, or ties where the judge followed the position
+    assert report["b_losses"]["count"] == 0 and report["b_wins"]["count"] >= 3
+    assert report["b_wins"]["count"] + report["ties"]["count"] == 6
+    assert all("what is the figure?" in text for text in asked)  # the task's request is shown
+    # an attempt that did not complete is unmeasured, never a loss or a tie
+    assert unmeasured["units"] == 1
+    assert unmeasured["left_out"] == {"not completed in both runs (unmeasured)": 5}
+    assert "B wins" in render_pairwise(report)
+    write_run(tmp_path / "s", {"s0": [good]})
+    with pytest.raises(PairwiseInputError, match="tasks run"):
+        compare_pairwise(params, ROOT, tmp_path / "a", tmp_path / "s")

@@ -2,7 +2,10 @@
 
 For work without ground truth. The units are the turns both runs answered for the same
 scenario, iteration and user message (a turn whose user message differs between the runs, or
-that either run did not complete, is counted and left out). Each unit is judged in both orders
+that either run did not complete, is counted and left out). Two tasks runs (`suite.kind:
+tasks`, attempts under data/attempts) are compared on the tasks' quality axis instead: a unit
+is a task and repeat both runs completed with the same request, the reply its final answer
+with the diff it left, clustered by task. Each unit is judged in both orders
 (`judges.pairwise`): B wins, ties or loses against A. The report gives the three shares with
 Wilson intervals and the net preference (wins minus losses over units) with a bootstrap
 interval clustered by scenario, and the judge's position bias on these very units.
@@ -50,8 +53,57 @@ def _transcripts(run: Path) -> dict[tuple[str, int], Transcript]:
     return found
 
 
+def _attempts_folder(run: Path) -> Path:
+    return Layout.run_dir(run, run).data / "attempts"
+
+
+def _task_replies(run: Path) -> dict[tuple[str, int], tuple[str, str | None]]:
+    """(task, repeat) -> (request, final answer with its diff; None when not COMPLETED)."""
+    from agenteval.benchmarks.tasks.commands import cut
+    from agenteval.benchmarks.tasks.judge import DIFF_CHARS
+    from agenteval.benchmarks.tasks.runner import attempt_dir, load_attempt
+
+    data = Layout.run_dir(run, run).data
+    found: dict[tuple[str, int], tuple[str, str | None]] = {}
+    for folder in sorted(_attempts_folder(run).glob("*/r*")):
+        attempt = load_attempt(folder)
+        if attempt is None or attempt_dir(data, attempt.task_id, attempt.repeat) != folder:
+            continue
+        reply = None
+        if attempt.status == COMPLETED:
+            diff = folder / "workspace.diff"
+            changes = diff.read_text(encoding="utf-8") if diff.is_file() else ""
+            reply = (attempt.final_answer or "(no answer)") + (
+                f"\n\nThe diff it left:\n{cut(changes, DIFF_CHARS)}" if changes else ""
+            )
+        found[attempt.task_id, attempt.repeat] = (attempt.prompt, reply)
+    return found
+
+
+def task_units_of(run_a: Path, run_b: Path) -> tuple[list[Unit], Counter[str]]:
+    """The comparable attempts of two tasks runs, and why the others were left out."""
+    a, b = _task_replies(run_a), _task_replies(run_b)
+    left: Counter[str] = Counter()
+    units = []
+    for key in sorted(set(a) | set(b)):
+        if key not in a or key not in b:
+            left["in one run only"] += 1
+        elif a[key][1] is None or b[key][1] is None:
+            left["not completed in both runs (unmeasured)"] += 1
+        elif a[key][0] != b[key][0]:
+            left["task with another request"] += 1
+        else:
+            units.append(Unit(key[0], key[1], 1, a[key][0], "", str(a[key][1]), str(b[key][1])))
+    return units, left
+
+
 def units_of(run_a: Path, run_b: Path) -> tuple[list[Unit], Counter[str]]:
-    """The comparable turns of two runs, and why the others were left out."""
+    """The comparable turns (or tasks attempts) of two runs, and why the others were left out."""
+    tasks = [_attempts_folder(r).is_dir() for r in (run_a, run_b)]
+    if all(tasks):
+        return task_units_of(run_a, run_b)
+    if any(tasks):
+        raise PairwiseInputError(f"{run_a} and {run_b}: one is a tasks run, the other is not")
     a, b = _transcripts(run_a), _transcripts(run_b)
     left: Counter[str] = Counter()
     units = []
