@@ -196,3 +196,36 @@ def test_runs_report_agreement_with_people_in_their_summary(
     assert people["controls"] == min(2, len(held)) and people["agreement"]["value"] is not None
     assert "Agreement with people on" in (out.reports / "summary.md").read_text()
     assert "calibration.people.agreement" in read_json(out.metrics)
+
+
+def test_controls_import_through_the_cli_reads_the_reviews(
+    run: tuple[Layout, dict[str, Any], str, Any],
+    reviewed: Reviewed,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`agenteval controls import` as a reviewer's team runs it, on the module's real traces
+    (in-process: this process has already paid MLflow's import)."""
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
+
+    layout, _, uri, result = run
+    _, labelled = reviewed
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "people.json"
+    argv = ["controls", "import", "--experiment", EXPERIMENT, "--run", result.run_id,
+            "--suite", str(layout.suite), "--out", str(out),
+            "--set", f"tracking.uri={uri}"]  # fmt: skip
+    done = CliRunner().invoke(app, argv)
+    assert done.exit_code == 0, done.output
+    people = load_people(out)
+    assert {p.control.trace_id: p.control.label.verdict for p in people} == labelled
+    assert f"{len(labelled)} control(s) imported" in done.output
+    bad = tmp_path / "suite.json"
+    bad.write_text('{"items": 3}')
+    argv[argv.index("--suite") + 1] = str(bad)
+    refused = CliRunner().invoke(app, argv)
+    assert refused.exit_code == 2 and f"{bad}:1: not a suite" in refused.output
+    assert isinstance(refused.exception, SystemExit)  # a message, no traceback
+    assert load_people(out) == people  # nothing lost
