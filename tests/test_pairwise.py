@@ -122,9 +122,12 @@ def write_run(folder: Path, replies: dict[str, list[str]], status: str = "COMPLE
         write_json(folder / "data" / "transcripts" / scenario / "0.json", transcript)
 
 
-def test_compare_pairwise_gives_win_tie_loss_with_intervals(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+def test_compare_pairwise_gives_win_tie_loss_with_intervals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
 
     good = "The figure is 8.6 million."
     bad = "The figure is 11.2 million."
@@ -132,21 +135,18 @@ def test_compare_pairwise_gives_win_tie_loss_with_intervals(tmp_path: Path) -> N
     b = {f"s{i}": [good, good] for i in range(6)}
     write_run(tmp_path / "a", a)
     write_run(tmp_path / "b", b)
+    monkeypatch.chdir(ROOT)  # the CLI reads params.yaml from where it runs
     with OpenAIServer(reply_fn=biased_judge({good}, share=0.3)) as server:
-        done = subprocess.run(
-            [sys.executable, "-m", "agenteval", "compare", "--pairwise", str(tmp_path / "a"),
-             str(tmp_path / "b"), "--out", str(tmp_path / "out"),
-             "--set", f"judge.base_url={server.base_url}", "--set", "judge.model=pair-judge",
-             "--set", "judge.protocol=openai", "--set", "run.cache_dir=null"],
-            cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        missing = subprocess.run(
-            [sys.executable, "-m", "agenteval", "compare", "--pairwise", str(tmp_path / "nope"),
-             str(tmp_path / "b"), "--set", f"judge.base_url={server.base_url}",
-             "--set", "judge.model=pair-judge"],
-            cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+        done = CliRunner().invoke(app, [
+            "compare", "--pairwise", str(tmp_path / "a"), str(tmp_path / "b"),
+            "--out", str(tmp_path / "out"), "--set", f"judge.base_url={server.base_url}",
+            "--set", "judge.model=pair-judge", "--set", "judge.protocol=openai",
+            "--set", "run.cache_dir=null"])  # fmt: skip
+        missing = CliRunner().invoke(app, [
+            "compare", "--pairwise", str(tmp_path / "nope"), str(tmp_path / "b"),
+            "--set", f"judge.base_url={server.base_url}",
+            "--set", "judge.model=pair-judge"])  # fmt: skip
+    assert done.exit_code == 0, done.output
     report = json.loads((tmp_path / "out" / "pairwise.json").read_text())
     assert report["units"] == report["judged"] == 12
     # turn 1: B's right figure against A's wrong one; turn 2: the same reply on both sides
@@ -155,9 +155,9 @@ def test_compare_pairwise_gives_win_tie_loss_with_intervals(tmp_path: Path) -> N
     assert 0 < report["b_wins"]["count"] <= 6
     net = report["net_preference_b"]
     assert net["low"] is not None and net["low"] <= net["value"] <= net["high"]
-    assert "B wins" in done.stdout
-    assert missing.returncode == 4 and "no transcripts" in missing.stderr
-    assert "Traceback" not in missing.stderr
+    assert "B wins" in done.output
+    assert missing.exit_code == 4 and "no transcripts" in missing.output
+    assert isinstance(missing.exception, SystemExit)  # a message, no traceback
 
 
 def write_tasks_run(folder: Path, answers: dict[str, str], status: str = "COMPLETED") -> None:

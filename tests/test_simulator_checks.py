@@ -4,8 +4,6 @@ simulator (a loopback endpoint) caught in a real run, its scenario SIMULATOR_ERR
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +40,9 @@ def test_each_check_fires_on_its_fault_and_not_on_honest_messages() -> None:
                          ["yes"], True) == []  # fmt: skip
 
 
-def test_simulator_controls_report_agreement_and_refuse_missed_faults(tmp_path: Path) -> None:
+def test_simulator_controls_report_agreement_and_refuse_missed_faults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     checked = check_controls(load_simulator_controls(ROOT / "eval/simulator_controls", ROOT))
     report = simulator_report(checked)
     assert report["passed"] and report["splits"]["held"]["controls"] >= 10
@@ -54,10 +54,15 @@ def test_simulator_controls_report_agreement_and_refuse_missed_faults(tmp_path: 
     bad.mkdir()
     (bad / "x.yaml").write_text(yaml.safe_dump({"controls": [{"id": "a", "objective": "o",
         "message": "m", "label": {"ok": False}}]}))  # fmt: skip
-    command = [sys.executable, "-m", "agenteval", "simulator", "controls", "--folder", str(bad),
-               "--out", str(tmp_path)]  # fmt: skip
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "x.yaml:" in done.stderr and "Traceback" not in done.stderr
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
+
+    monkeypatch.chdir(ROOT)
+    done = CliRunner().invoke(app, ["simulator", "controls", "--folder", str(bad), "--out",
+                                    str(tmp_path)])  # fmt: skip
+    assert done.exit_code == 2 and "x.yaml:" in done.output
+    assert isinstance(done.exception, SystemExit)  # a message, no traceback
 
 
 def leaky(body: Any) -> Reply:
