@@ -109,7 +109,9 @@ def test_an_unreadable_answer_is_unmeasured_not_a_tie(held_pairs: list[ControlPa
 
 
 # -- agenteval compare --pairwise ---------------------------------------------------------------
-def write_run(folder: Path, replies: dict[str, list[str]], status: str = "COMPLETED") -> None:
+def write_run(
+    folder: Path, replies: dict[str, list[str]], status: str = "COMPLETED", sessions: bool = False
+) -> None:
     from agenteval.fileio import write_json
     from agenteval.schema.transcript import Participant, Transcript, TranscriptTurn
 
@@ -119,7 +121,10 @@ def write_run(folder: Path, replies: dict[str, list[str]], status: str = "COMPLE
         transcript = Transcript(scenario_id=scenario, scenario_digest="d", status=status,
                                 target=Participant(kind="builtin"),
                                 simulator=Participant(kind="scripted"), turns=turns)  # fmt: skip
-        write_json(folder / "data" / "transcripts" / scenario / "0.json", transcript)
+        where = folder / "transcripts" if sessions else folder / "data" / "transcripts"
+        write_json(where / scenario / "0.json", transcript)
+    if sessions:  # a sessions benchmark output: the dataset beside the replayed transcripts
+        (folder / "dataset.json").write_text("{}", encoding="utf-8")
 
 
 def test_compare_pairwise_gives_win_tie_loss_with_intervals(
@@ -199,3 +204,19 @@ def test_compare_pairwise_on_tasks_runs_judges_their_answers(tmp_path: Path) -> 
     write_run(tmp_path / "s", {"s0": [good]})
     with pytest.raises(PairwiseInputError, match="tasks run"):
         compare_pairwise(params, ROOT, tmp_path / "a", tmp_path / "s")
+
+
+def test_compare_pairwise_on_session_replays(tmp_path: Path) -> None:
+    from agenteval.gate.pairwise import compare_pairwise
+
+    good, bad = "The figure is 8.6 million.", "The figure is 11.2 million."
+    write_run(tmp_path / "a", {f"case{i}": [good, bad] for i in range(4)}, sessions=True)
+    write_run(tmp_path / "b", {f"case{i}": [good, good] for i in range(4)}, sessions=True)
+    with OpenAIServer(reply_fn=biased_judge({good}, share=0.0)) as server:
+        section = {"model": "pair-judge", "base_url": server.base_url, "protocol": "openai"}
+        params = deep_merge(DEFAULTS, {"judge": section, "run": {"cache_dir": None}})
+        report = compare_pairwise(params, ROOT, tmp_path / "a", tmp_path / "b")
+    # the replayed context turn is the same on both sides (a tie); B's request reply wins
+    assert report["units"] == report["judged"] == 8
+    assert report["b_wins"]["count"] == 4 and report["ties"]["count"] == 4
+    assert report["b_losses"]["count"] == 0

@@ -121,7 +121,8 @@ def compare(
         bool,
         typer.Option(
             help="Ask the judge endpoint which reply is better, in both orders: "
-            "win / tie / loss of CURRENT against BASELINE (two scenario or two tasks run folders)."
+            "win / tie / loss of CURRENT against BASELINE (two scenario runs, sessions "
+            "outputs or tasks runs)."
         ),
     ] = False,
     set_: Annotated[

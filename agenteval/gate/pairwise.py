@@ -5,10 +5,12 @@ scenario, iteration and user message (a turn whose user message differs between 
 that either run did not complete, is counted and left out). Two tasks runs (`suite.kind:
 tasks`, attempts under data/attempts) are compared on the tasks' quality axis instead: a unit
 is a task and repeat both runs completed with the same request, the reply its final answer
-with the diff it left, clustered by task. Each unit is judged in both orders
-(`judges.pairwise`): B wins, ties or loses against A. The report gives the three shares with
-Wilson intervals and the net preference (wins minus losses over units) with a bootstrap
-interval clustered by scenario, and the judge's position bias on these very units.
+with the diff it left, clustered by task. Two sessions benchmark outputs (dataset.json beside
+transcripts/) are compared like scenario runs: every replayed turn both answered, by case.
+Each unit is judged in both orders (`judges.pairwise`): B wins, ties or loses against A. The
+report gives the three shares with Wilson intervals and the net preference (wins minus losses
+over units) with a bootstrap interval clustered by scenario, and the judge's position bias on
+these very units.
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ class Unit:
 
 
 def _transcripts(run: Path) -> dict[tuple[str, int], Transcript]:
-    folder = Layout.run_dir(run, run).transcripts
+    # a sessions benchmark output folder (dataset.json beside the engine's transcripts/) or a
+    # scenario run folder (data/transcripts/)
+    sessions = (run / "dataset.json").is_file() and (run / "transcripts").is_dir()
+    folder = run / "transcripts" if sessions else Layout.run_dir(run, run).transcripts
     if not folder.is_dir():
         raise PairwiseInputError(f"{run}: no transcripts ({folder} is missing)")
     found = {}
