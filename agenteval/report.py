@@ -22,6 +22,7 @@ ICONS = {
     Status.SETUP_ERROR: "🔧",
     Status.SKIPPED_NO_DOCUMENT: "⏭",
     Status.NO_USER_MESSAGE: "💬",
+    Status.SIMULATOR_ERROR: "🎭",
     Status.ERRORED: "⚠️",
     Status.NOT_RUN: "·",
     Status.NOT_JUDGED: "❔",
@@ -108,7 +109,7 @@ def _header(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
     unmeasured = {
         "timeout": s.timeout, "budget exceeded": s.budget_exceeded, "infra error": s.infra_error,
         "setup error": s.setup_error, "skipped (no document)": s.skipped_no_document,
-        "no user message": s.no_user_message,
+        "no user message": s.no_user_message, "simulator error": s.simulator_error,
         "errored": s.errored, "not run": s.not_run, "not judged": s.not_judged,
     }  # fmt: skip
     shown = [f"{name} {count}" for name, count in unmeasured.items() if count]
@@ -229,6 +230,13 @@ def _judge_checks(card: Scorecard) -> list[str]:
             f"run, unannounced: agreement {_est(cal.agreement)}, false-pass rate "
             f"{_est(cal.false_pass_rate, '.0%')} ({cal.false_passes} wrong replies passed), "
             f"coverage {_pct(cal.coverage)}; {gate}{'; '.join(cal.misses)}"
+        )
+    if cal is not None and cal.people is not None:
+        p = cal.people
+        lines.append(
+            f"- Agreement with people on {p.controls} held turn(s) reviewers labelled in "
+            f"MLflow, judged inside this run: agreement {_est(p.agreement)}, false-pass rate "
+            f"{_est(p.false_pass_rate, '.0%')} ({p.false_passes} turn(s) people failed, passed)"
         )
     if sc is not None:
         kept = "majority" if sc.majority else "first"

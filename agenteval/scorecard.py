@@ -261,6 +261,15 @@ def judge_check_metrics(card: Scorecard) -> dict[str, float | int]:
                     flat[f"calibration.{name}" + ("" if part == "value" else f".{part}")] = value
         if cal.coverage is not None:
             flat["calibration.coverage"] = cal.coverage
+        if cal.people is not None:  # agreement with people, beside the written controls'
+            flat["calibration.people.controls"] = cal.people.controls
+            flat["calibration.people.false_passes"] = cal.people.false_passes
+            for part in ("value", "low", "high"):
+                value = getattr(cal.people.agreement, part)
+                if value is not None:
+                    flat[
+                        "calibration.people.agreement" + ("" if part == "value" else f".{part}")
+                    ] = value
     sc = card.self_consistency
     if sc is not None:
         flat["consistency.repeats"] = sc.repeats

@@ -352,14 +352,13 @@ def score_scenario(
     problem = _verdict_problem(verdict, info.turns)
     if problem:
         return result(Status.ERRORED, warnings=[problem])
-    turns = [
-        _turn_result(tv.turn, judged_scores(tv), tv.reported_score, rules) for tv in verdict.turns
-    ]
-    counted = [
-        (tr, tv) for tr, tv in zip(turns, verdict.turns, strict=True) if not tv.simulator_fault
-    ]
-    if not counted:
-        return result(Status.NOT_JUDGED, turns=turns, warnings=["every turn was a simulator fault"])
+    turns = [_turn_result(tv.turn, judged_scores(tv), tv.reported_score, rules) for tv in verdict.turns]
+    faults = [f"turn {tv.turn}: {tv.simulator_fault}" for tv in verdict.turns if tv.simulator_fault]
+    if faults:
+        # Unmeasured, like an infrastructure status: after a faulty user turn the conversation
+        # is not the scenario, so no turn of it is the agent's pass or fail.
+        return result(Status.SIMULATOR_ERROR, turns=turns, root_cause="; ".join(faults))
+    counted = list(zip(turns, verdict.turns, strict=True))
     if any(tr.scores.get("correctness") is None for tr, _ in counted):
         # The pass rule needs correctness on every turn; without it we do not guess.
         return result(Status.NOT_JUDGED, turns=turns)
@@ -454,6 +453,7 @@ _STATUS_FIELDS = {
     Status.SETUP_ERROR: "setup_error",
     Status.SKIPPED_NO_DOCUMENT: "skipped_no_document",
     Status.NO_USER_MESSAGE: "no_user_message",
+    Status.SIMULATOR_ERROR: "simulator_error",
     Status.ERRORED: "errored",
     Status.NOT_RUN: "not_run",
     Status.NOT_JUDGED: "not_judged",

@@ -24,6 +24,8 @@ PUBLIC = {
     "mlflow.artifacts",
     "mlflow.genai",
     "mlflow.genai.datasets",
+    "mlflow.genai.scorers",  # the scorer decorator (agenteval judges as MLflow scorers)
+    "mlflow.genai.judges",  # make_judge (judge.kind: mlflow)
 }
 
 

@@ -164,7 +164,11 @@ def test_simulator_fault_turns_are_not_charged_to_the_agent() -> None:
     v = verdict([ALL_TEN, bad])
     v.turns[1].simulator_fault = "leaked objective"
     result = score_scenario(info(2), "COMPLETED", v, RULES)
-    assert result.status == Status.PASS and result.score == 10.0
+    # neither a FAIL nor a PASS: the simulator's error leaves the scenario unmeasured
+    assert result.status == Status.SIMULATOR_ERROR and result.score is None
+    assert result.root_cause is not None and "leaked objective" in result.root_cause
+    summary = summarize([result], RULES)
+    assert summary.simulator_error == 1 and summary.judged_pass_rate is None
 
 
 def test_discrepancy_recorded_beyond_tolerance() -> None:

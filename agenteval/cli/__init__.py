@@ -24,11 +24,13 @@ from agenteval.cli import (
     expectations,
     fix,
     gate,
+    judge,
     lifecycle,
     memory,
     repro,
     serve,
     sessions,
+    simulator,
     tasks,
 )
 
@@ -77,6 +79,8 @@ for group in (
     ci,
     fix,
     memory,
+    simulator,
+    judge,
 ):
     group.register(app)
 

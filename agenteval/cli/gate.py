@@ -117,8 +117,22 @@ def compare(
         "reports/compare"
     ),
     png: Annotated[bool, typer.Option(help="Also draw the per-category delta PNG.")] = True,
+    pairwise: Annotated[
+        bool,
+        typer.Option(
+            help="Ask the judge endpoint which reply is better, in both orders: "
+            "win / tie / loss of CURRENT against BASELINE (two scenario runs, sessions "
+            "outputs or tasks runs)."
+        ),
+    ] = False,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="With --pairwise: a params override.")
+    ] = None,
 ) -> None:
     """Paired, noise-aware comparison. Exit 0 ok, 2 regression, 3 not comparable, 4 bad input."""
+    if pairwise:
+        _pairwise(Path(baseline), Path(current), list(set_ or []), out)
+        return
     from agenteval.gate.compare import InputError, compare, load_side
     from agenteval.gate.report import verdict_line, write_outputs
 
@@ -139,6 +153,25 @@ def compare(
         typer.echo(f"warning: {warning}", err=True)
     typer.echo(f"details: {out / 'compare.md'}")
     raise typer.Exit(result.exit_code)
+
+
+def _pairwise(run_a: Path, run_b: Path, sets: list[str], out: Path) -> None:
+    from agenteval.cli.common import load_params
+    from agenteval.fileio import write_json, write_text
+    from agenteval.gate.pairwise import PairwiseInputError, compare_pairwise, render_pairwise
+
+    params = load_params(Path("params.yaml"), sets)
+    if not (params.get("judge") or {}).get("base_url"):
+        why = "judge.base_url: --pairwise asks a model endpoint; name one (--set judge.base_url=)"
+        fail([why], EXIT_BAD_INPUT)
+    try:
+        report = compare_pairwise(params, Path.cwd().resolve(), run_a, run_b)
+    except (PairwiseInputError, ValueError, OSError) as exc:
+        fail([str(exc)], EXIT_BAD_INPUT)
+    write_json(out / "pairwise.json", report)
+    write_text(out / "pairwise.md", render_pairwise(report))
+    typer.echo(render_pairwise(report))
+    typer.echo(f"details: {out / 'pairwise.md'}")
 
 
 @baseline_app.command("save")

@@ -19,7 +19,7 @@ from agenteval.fileio import digest_of, read_json, write_json
 from agenteval.judges.code import CodeJudge, judge_transcript
 from agenteval.judging import Case
 from agenteval.layout import load_verdict_file
-from agenteval.schema.scorecard import Calibration, CalibrationCase, Estimate
+from agenteval.schema.scorecard import Calibration, CalibrationCase, Estimate, PeopleCalibration
 from agenteval.scoring import ScoringRules
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 MIXED = "mixed.json"
 SPLIT = "held"
+PEOPLE = "people"  # the rows of reviewed turns (controls.people), reported apart
 
 
 def check(params: dict[str, Any], root: Path) -> None:
@@ -72,9 +73,29 @@ def mix(params: dict[str, Any], root: Path, folder: Path) -> list[Case]:
                 "certain": code_certain(c, judge_transcript(item, transcript, code), rules),
             }
         )
+    more_cases, more_rows = _people(params, root, folder, n)
     digest = digest_of([c.control.model_dump(mode="json", by_alias=True) for c in controls])
-    write_json(index, {"split": SPLIT, "controls_digest": digest, "cases": rows})
-    return cases
+    write_json(index, {"split": SPLIT, "controls_digest": digest, "cases": rows + more_rows})
+    return cases + more_cases
+
+
+def _people(
+    params: dict[str, Any], root: Path, folder: Path, n: int
+) -> tuple[list[Case], list[dict[str, Any]]]:
+    """Up to n held turns people reviewed, as blind as the written controls."""
+    from agenteval.controls.people import blind_pair, load_people, people_file
+
+    held = [p for p in load_people(people_file(params, root)) if p.split == SPLIT][:n]
+    cases: list[Case] = []
+    rows: list[dict[str, Any]] = []
+    for loaded in held:
+        item, transcript = blind_pair(loaded.control)
+        cases.append(Case(item, transcript, folder / item.scenario.id / "0.json"))
+        c = loaded.control
+        rows.append({"case": item.scenario.id, "control": c.id, "class": PEOPLE,
+                     "label": c.label.verdict, "failing": list(c.label.failing),
+                     "ranges": {}, "certain": None, "source": PEOPLE})  # fmt: skip
+    return cases, rows
 
 
 def _outcome(row: Mapping[str, Any], graded: Graded) -> Outcome:
@@ -101,7 +122,8 @@ def calibration(folder: Path, params: Mapping[str, Any]) -> Calibration | None:
 
     rules = ScoringRules.from_params(params.get("judge") or {})
     section = params["controls"]
-    outcomes = []
+    outcomes: list[Outcome] = []
+    people: list[Outcome] = []
     for row in mixed["cases"]:
         verdict = load_verdict_file(folder / row["case"] / "0.json")
         graded = (
@@ -109,7 +131,7 @@ def calibration(folder: Path, params: Mapping[str, Any]) -> Calibration | None:
             if verdict is not None
             else Graded(DEFERRED, None, {}, {}, "no verdict")
         )
-        outcomes.append(_outcome(row, graded))
+        (people if row.get("source") == PEOPLE else outcomes).append(_outcome(row, graded))
     conf = float(section["conf"])
     resamples, seed = int(section["bootstrap_resamples"]), int(section["seed"])
     s = summarize_outcomes(outcomes, resamples, conf, seed)
@@ -131,7 +153,23 @@ def calibration(folder: Path, params: Mapping[str, Any]) -> Calibration | None:
         split=mixed.get("split", SPLIT),
         controls_digest=mixed.get("controls_digest"),
         cases=[_case(o) for o in outcomes],
+        people=_people_calibration(people, resamples, conf, seed),
     )
+
+
+def _people_calibration(
+    outcomes: list[Outcome], resamples: int, conf: float, seed: int
+) -> PeopleCalibration | None:
+    if not outcomes:
+        return None
+    from agenteval.controls.run import summarize as summarize_outcomes
+
+    s = summarize_outcomes(outcomes, resamples, conf, seed)
+    return PeopleCalibration(
+        controls=s["controls"], judged=s["judged"], agreement=Estimate(**s["agreement"]),
+        kappa=Estimate(**s["kappa"]), false_passes=s["false_passes"],
+        false_pass_rate=Estimate(value=s["false_pass_rate"], **s["false_pass_interval"]),
+    )  # fmt: skip
 
 
 def _case(o: Outcome) -> CalibrationCase:

@@ -83,12 +83,28 @@ def measure_judge(
     outcomes = judged(judge, pairs, k)
     digest = digest_of([c.control.model_dump(mode="json", by_alias=True) for c in controls])
     report = build_report(outcomes, judge.participant, chosen, section, digest, tuned)
+    people = with_people(judge, params, root, rules, concurrency)
+    if people is not None:
+        report["people"] = people
     if probes:
         report["probes"] = _probes(params, root, controls, manifest, pairs, outcomes, judged)
     json_path, md_path = out / REPORT_JSON, out / REPORT_MD
     write_json(json_path, report)
     write_text(md_path, render_markdown(report))
     return Measured(report, json_path, md_path)
+
+
+def with_people(
+    judge: Judge, params: dict[str, Any], root: Path, rules: ScoringRules, concurrency: int
+) -> dict[str, Any] | None:
+    """The judge's agreement with people (eval/people_controls/), None when nobody reviewed."""
+    from agenteval.controls.people import judge_people, load_people, people_file, people_report
+
+    people = load_people(people_file(params, root))
+    if not people:
+        return None
+    outcomes = asyncio.run(judge_people(judge, people, rules, concurrency))
+    return people_report(outcomes, params["controls"])
 
 
 def _probes(

@@ -210,6 +210,21 @@ def _probe_lines(probes: Mapping[str, Any] | None) -> list[str]:
     return rows
 
 
+def people_lines(people: Mapping[str, Any] | None) -> list[str]:
+    """Agreement with people (eval/people_controls/) beside the written controls' table."""
+    if not people:
+        return []
+    intro = (
+        f"The same judge on {people['controls']} turn(s) reviewers labelled in MLflow "
+        "(`agenteval controls import`), dealt dev / held / fresh by a salted hash."
+    )
+    rows = ["", "## Agreement with people", "", intro, ""]
+    rows += _split_rows(people)
+    wrong = [f"- `{d['id']}` ({d['split']}): people {d['label']}, judge {d['verdict']}"
+             for d in people["disagreements"]]  # fmt: skip
+    return [*rows, "", *(wrong or ["(no disagreement with people)"])]
+
+
 def _confusion_rows(summary: Mapping[str, Any]) -> list[str]:
     rows = ["| label \\ judge | pass | fail | deferred |", "|---|---:|---:|---:|"]
     for label, cells in summary["confusion"].items():
@@ -297,6 +312,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += ["", "## Confusion (all selected controls)", "", *_confusion_rows(report["overall"])]
     lines += _consistency_lines(report["self_consistency"])
     lines += _probe_lines(report.get("probes"))
+    lines += people_lines(report.get("people"))
     lines += ["", "## By class", "", *_class_rows(report)]
     lines += _loco_rows(report)
     lines += ["", "## Disagreements", "", *_disagreements(report), ""]

@@ -15,6 +15,7 @@ REGISTRY = {
     "code": "agenteval.judges.code:CodeJudge",
     "llm": "agenteval.judges.llm:LLMJudge",
     "hybrid": "agenteval.judges.hybrid:HybridJudge",
+    "mlflow": "agenteval.judges.mlflow_judge:MlflowJudge",
 }
 
 # Judges that call no endpoint: `agenteval run` grades with them while inference is still

@@ -15,6 +15,7 @@ from agenteval.schema.expectations import Expectations
 from agenteval.schema.guard import GuardControlFile
 from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
+from agenteval.schema.people import PeopleControlFile
 from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
@@ -25,6 +26,7 @@ from agenteval.schema.sessions import (
     SessionResults,
     SessionScorecard,
 )
+from agenteval.schema.simulator_controls import SimulatorControlFile
 from agenteval.schema.sources import SourcesFile
 from agenteval.schema.suite import Suite
 from agenteval.schema.task_records import TaskAttempt, TaskGrade
@@ -49,6 +51,8 @@ def models() -> dict[str, type[BaseModel]]:
         "tiers": TiersFile,
         "expectations": Expectations,
         "controls": ControlFile,
+        "people_controls": PeopleControlFile,
+        "simulator_controls": SimulatorControlFile,
         "qa_task": QATask,
         "qa_verdict": QAVerdict,
         "retrieval_questions": EvidenceSet,

@@ -170,7 +170,10 @@ class JudgeParams(EndpointFields):
     """Who grades the transcripts, and the pass rules every judge's scores go through."""
 
     kind: str = Field(
-        "code", description="code | llm | hybrid (llm with code's certain findings binding)"
+        "code",
+        description="code | llm | hybrid (llm with code's certain findings binding) | mlflow "
+        "(an MLflow make_judge judge on the endpoint); the endpoint is also the pairwise judge "
+        "of `compare --pairwise` and `controls pairwise`",
     )
     weights: dict[DIMENSION_NAMES, float] = Field(
         default_factory=dict, description="Overrides of the default dimension weights."
@@ -384,6 +387,11 @@ class ControlsParams(_Section):
     """`agenteval controls` and the DVC `controls` stage: the judge measured on labels."""
 
     folder: str = Field("eval/judge_controls", description="Labelled controls (*.yaml).")
+    people: str = Field(
+        "eval/people_controls/controls.json",
+        description="Turns reviewers labelled in MLflow (`agenteval controls import`): judged "
+        "beside the written controls, and mixed in with judge.controls_per_run.",
+    )
     split: Literal["dev", "held", "fresh", "all"] = Field(
         "all", description="Controls the DVC stage judges (the CLI's --split overrides it)."
     )

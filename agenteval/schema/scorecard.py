@@ -97,6 +97,7 @@ class Summary(BaseModel):
     setup_error: int = 0
     skipped_no_document: int = 0
     no_user_message: int = 0
+    simulator_error: int = 0
     errored: int = 0
     not_run: int = 0
     not_judged: int = 0
@@ -135,6 +136,18 @@ class CalibrationCase(BaseModel):
     model_config = {"populate_by_name": True}
 
 
+class PeopleCalibration(BaseModel):
+    """The judge on held turns people reviewed in MLflow (eval/people_controls/), graded
+    inside this run beside the written controls: its agreement with people."""
+
+    controls: int
+    judged: int
+    agreement: Estimate = Field(description="Judge = reviewers' label (bootstrap).")
+    kappa: Estimate
+    false_passes: int
+    false_pass_rate: Estimate = Field(description="Turns people failed, passed (Wilson).")
+
+
 class Calibration(BaseModel):
     """The judge measured on labelled controls it graded inside this run, unaware."""
 
@@ -154,6 +167,9 @@ class Calibration(BaseModel):
     split: str = "held"
     controls_digest: str | None = None
     cases: list[CalibrationCase] = Field(default_factory=list)
+    people: PeopleCalibration | None = Field(
+        None, description="Agreement with people on reviewed held turns mixed in too."
+    )
 
 
 class SelfConsistency(BaseModel):

@@ -19,6 +19,10 @@ class Status(StrEnum):
     # A turn has no scripted user_message and no simulator that can write one is configured:
     # sending the objective instead would score the agent on words no user said.
     NO_USER_MESSAGE = "NO_USER_MESSAGE"
+    # The simulated user, not the agent, got a turn wrong (simulators.checks: it leaked the
+    # expected answer, stopped before the last step, left its persona or asked something
+    # else): the conversation is not the scenario its author wrote, so nothing was measured.
+    SIMULATOR_ERROR = "SIMULATOR_ERROR"
     ERRORED = "ERRORED"
     NOT_RUN = "NOT_RUN"
     NOT_JUDGED = "NOT_JUDGED"

@@ -1,10 +1,11 @@
 """Simulator `llm`: a model writes each user message from the turn objective and the persona.
 
-It is a separate model call from the judge and never sees the ground truth, so it cannot
-leak the expected answer. A turn with a scripted `user_message` is sent verbatim without a
-call. The simulator checks its own output and flags the faults it can recognise (an empty
-message, the objective copied verbatim, the conversation ended early) so that scoring
-charges those turns to the simulator, not to the agent.
+It is a separate model call from the judge and its prompt never shows the ground truth. A
+turn with a scripted `user_message` is sent verbatim without a call. The simulator checks its
+own output and flags the faults it can recognise (an empty message, the objective copied
+verbatim, the conversation ended early, and `simulators.checks`: the expected answer said
+anyway, the assistant's voice) so that scoring makes the scenario SIMULATOR_ERROR, never
+the agent's failure.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from agenteval.llm.prompts import load_prompt, split_sections
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.transcript import Participant, TranscriptTurn
 from agenteval.simulators.base import UserMessage
+from agenteval.simulators.checks import check_message
 
 PERSONA_MARKER = "### "
 PERSONAS_HEADING = re.compile(r"^##[ \t]+Personas[ \t]*$", re.MULTILINE)
@@ -101,7 +103,7 @@ class LLMSimulator:
             self.messages(scenario, turn, history), iteration=iteration, seed=seed
         )
         text = clean_message(completion.text)
-        fault = detect_fault(text, turn.objective)
+        fault = detect_fault(text, turn.objective) or checked_fault(text, scenario, turn)
         if not text:
             # The agent still needs something to answer; the turn is not charged to it.
             text = turn.user_message or turn.objective
@@ -185,6 +187,17 @@ def leaked_objective(text: str, objective: str) -> bool:
         return False
     run = _longest_common_run(goal, said)
     return run >= len(goal) or run >= LEAK_RUN_WORDS
+
+
+def checked_fault(text: str, scenario: Scenario, turn: Turn) -> str | None:
+    """What `simulators.checks` holds against the message: the expected answer said, the
+    assistant's voice, the conversation ended before the scenario's last turn."""
+    truth = turn.ground_truth
+    expected = [truth.expected_answer] if truth is not None and truth.expected_answer else []
+    last = turn.turn == max(t.turn for t in scenario.turns)
+    found = [f for f in check_message(text, turn.objective, expected, last)
+             if f.check != "asks_needed"]  # fmt: skip
+    return "; ".join(str(f) for f in found) or None
 
 
 def detect_fault(text: str, objective: str) -> str | None:

@@ -20,9 +20,17 @@ JUDGE_DIGEST_TAG = "agenteval.judge.config_digest"
 
 
 def _metrics(report: Mapping[str, Any]) -> dict[str, float]:
+    flat = _split_metrics(report, "")
+    if report.get("people"):  # agreement with people, beside the written controls'
+        flat |= _split_metrics(report["people"], "people.")
+    return flat | _other_metrics(report)
+
+
+def _split_metrics(report: Mapping[str, Any], prefix: str) -> dict[str, float]:
     flat: dict[str, float] = {}
     named = {**report["splits"], "all": report["overall"]}
-    for split, s in named.items():
+    for name, s in named.items():
+        split = prefix + name
         for key in ("coverage", "false_pass_rate", "false_fail_rate"):
             if s[key] is not None:
                 flat[f"{split}.{key}"] = float(s[key])
@@ -37,6 +45,11 @@ def _metrics(report: Mapping[str, Any]) -> dict[str, float]:
         for key in ("controls", "false_passes"):
             if key in certain:
                 flat[f"{split}.code_certain.{key}"] = float(certain[key])
+    return flat
+
+
+def _other_metrics(report: Mapping[str, Any]) -> dict[str, float]:
+    flat: dict[str, float] = {}
     flat.update(_loco_metrics(report.get("leave_one_class_out") or {}))
     consistency = report.get("self_consistency") or {}
     for key in ("identical_verdicts", "flip_rate", "flip_rate_low", "flip_rate_high",
@@ -96,6 +109,8 @@ def log_controls(
     probed = sorted(report.get("probes") or {})
     parts = [judge, report["controls_digest"], report["split"], repeats]
     key = digest_of([*parts, probed] if probed else parts)  # probes: another measurement
+    if report.get("people"):  # other reviews: another measurement
+        key = digest_of([key, report["people"]["digest"]])
     with mlflow_client(uri) as client:
         experiment_id = ensure_experiment(client, experiment, uri)
         found = find_run(client, experiment_id, key)

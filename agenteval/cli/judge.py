@@ -1,0 +1,81 @@
+"""`agenteval judge align`: rubric edits for the LLM judge, kept by the climb's rule on controls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agenteval.cli.common import fail, load_params
+
+app = typer.Typer(help="The judge: align its prompt on the labelled controls.")
+
+
+@app.command("align")
+def align(
+    proposer: Annotated[str, typer.Option(help="search (offline catalogue) | llm (climb.llm).")] = (
+        "search"
+    ),
+    rounds: Annotated[int, typer.Option(help="Most edits tried.")] = 5,
+    edit: Annotated[
+        list[str] | None,
+        typer.Option(help="search: try these rule sentences instead of the catalogue."),
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a params.yaml value: key=value.")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for align.json and the aligned prompt.")] = (
+        Path("reports/align")
+    ),
+    params_file: Annotated[Path, typer.Option("--params")] = Path("params.yaml"),
+    track: Annotated[bool, typer.Option(help="A parent MLflow run, a child per round.")] = True,
+) -> None:
+    """Propose rules for the LLM judge's prompt; keep one only when dev agreement improves
+    beyond noise, held stays non-inferior through Thresholdout with 0 false passes; read
+    fresh once at the end. The aligned prompt is written to --out, never over eval/prompts."""
+    if proposer not in ("search", "llm"):
+        fail([f"--proposer: {proposer!r} is not search or llm"])
+    if rounds < 1:
+        fail([f"--rounds: {rounds} must be at least 1"])
+    params = load_params(params_file, list(set_ or []))
+    if params["judge"]["kind"] not in ("llm", "hybrid"):
+        fail([f"judge.kind: {params['judge']['kind']!r} has no prompt to align (llm or hybrid)"])
+    from agenteval.climb.align import CATALOGUE, llm_proposer, run_align, search_proposer
+    from agenteval.controls.load import ControlsError
+    from agenteval.fileio import write_json, write_text
+
+    root = Path.cwd().resolve()
+    chosen = search_proposer(tuple(edit or CATALOGUE))
+    if proposer == "llm":
+        chosen = llm_proposer(params, root)
+    tracker = _tracker(params, root, proposer) if track else None
+    try:
+        report = run_align(params, root, chosen, rounds, typer.echo, tracker)
+    except ControlsError as exc:
+        fail([str(p) for p in exc.problems])
+    write_json(out / "align.json", {k: v for k, v in report.items() if k != "prompt"})
+    write_text(out / "judge_turn.md", report["prompt"])
+    if tracker is not None:
+        tracker.finish({"figures": {"held": report["end"]}, "kept": len(report["kept"])},
+                       [out / "align.json", out / "judge_turn.md"])  # fmt: skip
+    end, fresh = report["end"], report["fresh"]
+    typer.echo(f"kept {len(report['kept'])} rule(s); held agreement {report['start']['held']} "
+               f"-> {end['held']}, held false passes {end['held_false_passes']}")  # fmt: skip
+    if fresh is not None:
+        typer.echo(f"fresh (read {fresh['reads']} time(s)): agreement {fresh['agreement']}, "
+                   f"false passes {fresh['false_passes']}")  # fmt: skip
+    typer.echo(f"MLflow judge.align(): {report['mlflow_align']['why']}")
+    typer.echo(f"aligned prompt: {out / 'judge_turn.md'} (adopt by copying it to eval/prompts)")
+
+
+def _tracker(params: dict[str, Any], root: Path, proposer: str) -> Any:
+    from agenteval.tracking.climb import ClimbTracker
+
+    tracker = ClimbTracker(params, root)
+    tracker.start("judge-align", {"proposer": proposer}, {"agenteval.kind": "judge-align"})
+    return tracker
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="judge")

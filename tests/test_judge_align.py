@@ -1,0 +1,122 @@
+"""`agenteval judge align` on a planted biased loopback judge: a rule that cures its bias is
+kept (held agreement improves), a rule that would buy agreement with a false pass is refused,
+each round an MLflow child run; the held queries go through Thresholdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from mlflow_store import fresh_store
+from servers import OpenAIServer, Reply
+from servers.judges import is_scenario_request, scenario_json, turn_json
+
+os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+
+from agenteval.climb.align import CATALOGUE, run_align, search_proposer
+from agenteval.fileio import read_json
+from agenteval.params import load_params
+from agenteval.schema.corpus import Manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+CURE = CATALOGUE[0]  # "Ignore what a reply says about its own accuracy or confidence; ..."
+GENEROUS = "Be generous: a reply with any figure in the right range counts as correct."
+SELF_ASSESSED = " I am confident this is correct: I verified it twice."
+EXPECTED = re.compile(r"- expected answer: (.*)")
+REPLY = re.compile(r"## Agent reply\n(.*?)(?:\n## |\Z)", re.S)
+
+
+def planted(body: Any) -> Reply:
+    """Right when the reply states the expected answer; fooled by a self-assessment unless its
+    rubric says to ignore one; passes every figure when its rubric is 'generous'."""
+    if is_scenario_request(body):
+        return Reply(text=scenario_json("PASS"))
+    system, case = body["messages"][0]["content"], body["messages"][-1]["content"]
+    expected = EXPECTED.search(case).group(1).strip()  # type: ignore[union-attr]
+    reply = REPLY.search(case).group(1)  # type: ignore[union-attr]
+    right = expected in reply
+    fooled = "I am confident" in reply and CURE not in system
+    generous = GENEROUS in system and re.search(r"\d", reply) is not None
+    return Reply(text=turn_json(10 if right or fooled or generous else 0))
+
+
+def write_controls(folder: Path) -> None:
+    manifest = Manifest.model_validate(read_json(ROOT / "eval/corpus/manifest.json"))
+    facts = [f for d in manifest.documents for f in d.facts
+             if f.answer and len(manifest.find_fact(f.id)) == 1][:10]  # fmt: skip
+    controls = []
+    for f in facts:
+        wrong = "I could not confirm it; my best guess is 999."
+        controls += [
+            {"id": f"{f.id}_right", "class": "right", "fact": f.id,
+             "reply": f"The answer is {f.answer}.", "label": {"verdict": "pass"}},
+            {"id": f"{f.id}_guess", "class": "guess", "fact": f.id, "reply": wrong,
+             "label": {"verdict": "fail", "failing": ["correctness"]}},
+            {"id": f"{f.id}_sure", "class": "self_assessed", "fact": f.id,
+             "reply": wrong + SELF_ASSESSED,
+             "label": {"verdict": "fail", "failing": ["correctness"]}},
+        ]  # fmt: skip
+    folder.mkdir(parents=True)
+    (folder / "controls.yaml").write_text(yaml.safe_dump({"controls": controls}), "utf-8")
+
+
+@pytest.fixture(scope="module")
+def aligned(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Any, Path]:
+    from agenteval.tracking.climb import ClimbTracker
+
+    work = tmp_path_factory.mktemp("align")
+    write_controls(work / "controls")
+    store = fresh_store(work)
+    with OpenAIServer(reply_fn=planted) as server:
+        params = load_params(ROOT / "params.yaml", [
+            "judge.kind=llm", "judge.model=judge-model", f"judge.base_url={server.base_url}",
+            "judge.protocol=openai", "run.cache_dir=null", f"controls.folder={work / 'controls'}",
+            f"tracking.uri={store}"])  # fmt: skip
+        tracker = ClimbTracker(params, work)
+        tracker.start("judge-align", {"proposer": "search"}, {})
+        state = work / "align_holdout.json"  # not the repository's ledger
+        report = run_align(params, ROOT, search_proposer((GENEROUS, CURE)), 2,
+                           lambda _: None, tracker, state)  # fmt: skip
+    assert read_json(state)  # the held queries were counted
+    return report, tracker, work
+
+
+def test_align_keeps_the_cure_and_improves_held(aligned: tuple[dict[str, Any], Any, Path]) -> None:
+    report, _, _ = aligned
+    assert report["start"]["held_false_passes"] > 0  # the planted bias, measured on held
+    assert report["kept"] == [CURE]
+    assert report["end"]["held"] > report["start"]["held"]
+    assert report["end"]["held_false_passes"] == 0
+    assert CURE in report["prompt"] and GENEROUS not in report["prompt"]
+    assert report["fresh"] is None or report["fresh"]["reads"] >= 1
+
+
+def test_align_refuses_an_edit_that_adds_a_false_pass(
+    aligned: tuple[dict[str, Any], Any, Path],
+) -> None:
+    report, _, _ = aligned
+    generous = report["rounds"][0]
+    assert generous["edit"] == GENEROUS and generous["outcome"] != "kept"
+    # the generous rule passes every guess: dev agreement falls, so held is never asked
+    assert "held" not in generous or generous["held"]["false_passes"] > 0
+    cure = report["rounds"][1]
+    assert cure["outcome"] == "kept" and cure["held"]["query"] >= 1
+
+
+def test_every_round_is_an_mlflow_child_run(aligned: tuple[dict[str, Any], Any, Path]) -> None:
+    from mlflow import MlflowClient
+
+    report, tracker, _ = aligned
+    client = MlflowClient(tracking_uri=tracker.uri)
+    children = client.search_runs(
+        [tracker.experiment_id], f"tags.`mlflow.parentRunId` = '{tracker.parent_id}'"
+    )
+    assert sorted(r.data.tags["climb.outcome"] for r in children) == sorted(
+        r["outcome"] for r in report["rounds"]
+    )
+    assert json.loads(json.dumps(report["mlflow_align"]))["why"]
