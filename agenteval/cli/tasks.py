@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_INVALID, EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import EXIT_INVALID, EXIT_STOPPED, fail, load_params, writable_folder
 
 EXIT_GATE_FAILED = 1
 EXIT_NOT_COMPARABLE = 3
@@ -42,20 +42,21 @@ def _options(
     tasks: str | None,
     repeats: int | None,
     run_timeout: float | None,
-) -> list[str]:
-    sets = []
-    for key, value in (
-        ("tasks.suite", suite),
-        ("tasks.harness", harness),
-        ("target.model", model),
-        ("tasks.repeats", repeats),
-        ("tasks.run_timeout_s", run_timeout),
+) -> dict[str, tuple[str, Any]]:
+    """The options as typed params values ({key: (option, value)}), never pasted as text."""
+    options: dict[str, tuple[str, Any]] = {}
+    for key, option, value in (
+        ("tasks.suite", "--suite", suite),
+        ("tasks.harness", "--harness", harness),
+        ("target.model", "--model", model),
+        ("tasks.repeats", "--repeats", repeats),
+        ("tasks.run_timeout_s", "--run-timeout", run_timeout),
     ):
         if value is not None:
-            sets.append(f"{key}={value}")
+            options[key] = (option, value)
     if tasks:
-        sets.append(f"tasks.ids=[{','.join(t.strip() for t in tasks.split(',') if t.strip())}]")
-    return sets
+        options["tasks.ids"] = ("--tasks", [t.strip() for t in tasks.split(",") if t.strip()])
+    return options
 
 
 @app.command()
@@ -80,10 +81,11 @@ def run(
 ) -> None:
     """Run an agent on each task in a fresh copy; write scorecard.json, each attempt's
     record and diffs; then judge (unless --no-judge) and score."""
-    sets = list(set_ or []) + _options(suite, harness, model, tasks, repeats, run_timeout)
-    params = load_params(params_file, sets)
+    options = _options(suite, harness, model, tasks, repeats, run_timeout)
+    params = load_params(params_file, list(set_ or []), options)
     params["suite"]["kind"] = "tasks"
     folder = _out(out)
+    writable_folder("--out", folder)
     if params["tasks"]["suite"] == "swebench":
         _run_swebench(params, folder, instances, no_evaluate)
         return
