@@ -108,7 +108,12 @@ def throughput(
 ) -> None:
     """Email triage streamed at a sweep of concurrency levels: TTFT, latency p50/p95/p99,
     tokens/s and requests/s per level, errors, retries and triage accuracy."""
-    from agenteval.benchmarks.throughput.steps import step_run, step_track, summary_lines
+    from agenteval.benchmarks.throughput.steps import (
+        step_run,
+        step_track,
+        summary_lines,
+        unmeasured_headline,
+    )
     from agenteval.benchmarks.throughput.workload import WorkloadError
     from agenteval.llm import LLMError
 
@@ -128,8 +133,12 @@ def throughput(
         fail([f"stopped: {exc}"], EXIT_STOPPED)
     except (ValueError, OSError, RuntimeError) as exc:
         fail([f"cannot run: {type(exc).__name__}: {exc}"])
+    unmeasured, nothing = unmeasured_headline(results)
+    if nothing:
+        fail([*summary_lines(results), f"nothing measured: {unmeasured}"], EXIT_STOPPED)
     log_run = (lambda: step_track(params, layout, None)) if track else None
-    _report(summary_lines(results), layout, log_run, baseline, tolerance)
+    _report([*summary_lines(results), *([unmeasured] if unmeasured else [])], layout, log_run,
+            baseline, tolerance)  # fmt: skip
 
 
 @group.command("code-retrieval")
