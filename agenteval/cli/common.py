@@ -68,15 +68,21 @@ def _default_name(params_file: Path) -> bool:
 
 def writable_folder(option: str, folder: Path) -> None:
     """Refuse before any work a folder an option names (or implies) that cannot be made or
-    written: it is created, and a file is made and removed in it."""
+    written: it is made, a file made and removed in it, and the folders made are removed
+    again (the command makes them when it writes)."""
     import tempfile
 
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".agenteval-probe-"):
             pass
     except OSError as exc:
         fail([f"{option} {folder}: cannot write there ({exc.strerror or exc})"])
+    finally:
+        for path in made:  # deepest first
+            if path.is_dir():
+                path.rmdir()
 
 
 def readable_file(option: str, path: Path | None) -> None:
