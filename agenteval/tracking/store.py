@@ -179,9 +179,12 @@ def mlflow_client(uri: str, synchronous_traces: bool = False) -> Iterator[Mlflow
         try:
             # A sqlite store is made (and migrated) by one process at a time: the client
             # opens it, and MLflow's schema migration is not safe to run twice at once.
-            with store_lock(uri, "open") if sqlite_path(uri) else contextlib.nullcontext():
+            if sqlite_path(uri) is None:
                 client = mlflow.MlflowClient(tracking_uri=uri)
-                client.search_experiments(max_results=1)
+            else:
+                with store_lock(uri, "open"):
+                    client = mlflow.MlflowClient(tracking_uri=uri)
+                    client.search_experiments(max_results=1)
         except OSError as exc:  # a sqlite store where no file can be made
             raise TrackingError(f"the store {public_uri(uri)} failed: {exc}") from exc
         yield client
