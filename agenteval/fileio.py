@@ -263,6 +263,17 @@ class GroupCommitWriter:
             self._task = asyncio.create_task(self._run(self._queue))
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         await self._queue.put((path, text, done))
+        assert self._task is not None
+        # Waited on beside the committing task: once that task has ended (cancelled while the
+        # run shuts down, after a full disk say), nothing would ever settle `done`, and a
+        # caller that had swallowed its own cancel waited here forever (asyncio.run hung).
+        try:
+            await asyncio.wait((done, self._task), return_when=asyncio.FIRST_COMPLETED)
+            if not done.done():  # the run is being cancelled: so is this write
+                raise asyncio.CancelledError
+        except asyncio.CancelledError:
+            done.cancel()
+            raise
         await done
         return text  # as committed: what a reader of the file will parse
 
@@ -292,11 +303,15 @@ class GroupCommitWriter:
             while len(batch) < self.max_batch:
                 timeout = deadline - asyncio.get_running_loop().time()
                 try:
-                    item = (
-                        queue.get_nowait()
-                        if timeout <= 0
-                        else await asyncio.wait_for(queue.get(), timeout)
-                    )
+                    if timeout <= 0:
+                        item = queue.get_nowait()
+                    else:
+                        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a
+                        # cancel that lands with its timeout, and this task then waited on
+                        # its queue forever while asyncio.run cancelled it (a full disk
+                        # hung the run in _cancel_all_tasks).
+                        async with asyncio.timeout(timeout):
+                            item = await queue.get()
                 except (asyncio.QueueEmpty, TimeoutError):
                     break
                 if item is None:

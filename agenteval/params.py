@@ -16,6 +16,7 @@ from agenteval.schema.located import Located, load_located
 from agenteval.schema.params import BuiltinKnobs, Params
 
 SECTIONS = tuple(Params.model_fields)
+DEFAULT_TARGET_MODEL = Params().target.model
 
 # The embedded offline default: runs with no network and no keys. The typed models in
 # agenteval.schema.params are the one home of every key and default.
@@ -43,24 +44,41 @@ def apply_overrides(params: Mapping[str, Any], assignments: Iterable[str]) -> di
         key, sep, raw = assignment.partition("=")
         if not sep or not key.strip():
             raise ParamsError(f"--set expects key=value, got {assignment!r}")
-        parts = key.strip().split(".")
-        if parts[0] not in SECTIONS:
-            raise ParamsError(f"--set {key}: unknown section {parts[0]!r} ({', '.join(SECTIONS)})")
-        node = result
-        for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise ParamsError(f"--set {key}: {part!r} is not a mapping")
-            node = child
-        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ParamsError(
+                f"--set {key.strip()}: not a YAML value ({getattr(exc, 'problem', exc)})"
+            ) from None
+        set_value(result, key.strip(), value, f"--set {key.strip()}")
     return result
 
 
-def load_params(path: Path | None = None, overrides: Iterable[str] = ()) -> dict[str, Any]:
-    """Defaults, then params.yaml (if present), then --set overrides; checked against the
-    typed models before anything runs, so a wrong key or type names itself and exits 2."""
+def set_value(params: dict[str, Any], key: str, value: Any, label: str) -> None:
+    """Put a typed `value` at dotted `key`: what an option gives goes in as the value it is,
+    never through YAML text (a quote in a model name cannot add keys)."""
+    parts = key.split(".")
+    if parts[0] not in SECTIONS:
+        raise ParamsError(f"{label}: unknown section {parts[0]!r} ({', '.join(SECTIONS)})")
+    node = params
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ParamsError(f"{label}: {part!r} is not a mapping")
+        node = child
+    node[parts[-1]] = copy.deepcopy(value)
+
+
+def load_params(
+    path: Path | None = None,
+    overrides: Iterable[str] = (),
+    options: Mapping[str, tuple[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Defaults, then params.yaml (if present), then --set overrides, then command options
+    (`{dotted key: (option name, typed value)}`); checked against the typed models before
+    anything runs, so a wrong key or type names itself (or its option) and exits 2."""
     params = copy.deepcopy(DEFAULTS)
     located: Located | None = None
     if path is not None and path.exists():
@@ -73,14 +91,22 @@ def load_params(path: Path | None = None, overrides: Iterable[str] = ()) -> dict
         params = deep_merge(params, located.data or {})
     assignments = list(overrides)
     params = apply_overrides(params, assignments)
-    check_params(params, located, [a.partition("=")[0].strip() for a in assignments])
+    named = dict(options or {})
+    for key, (option, value) in named.items():
+        set_value(params, key, value, option)
+    keys = [a.partition("=")[0].strip() for a in assignments]
+    check_params(params, located, keys, {k: option for k, (option, _) in named.items()})
     return params
 
 
 def check_params(
-    params: Mapping[str, Any], located: Located | None = None, set_keys: Iterable[str] = ()
+    params: Mapping[str, Any],
+    located: Located | None = None,
+    set_keys: Iterable[str] = (),
+    options: Mapping[str, str] | None = None,
 ) -> None:
-    """Raise ParamsError listing every wrong key or value, each where it was written."""
+    """Raise ParamsError listing every wrong key or value, each where it was written (a
+    file's line, `--set key`, or the option of `options`: {dotted key: option name})."""
     keys = list(set_keys)
     try:
         model = Params.model_validate(params)
@@ -92,9 +118,9 @@ def check_params(
             (("target", "params", k), f"unknown key (builtin knobs: {knobs})")
             for k in sorted(_builtin_extras(model))
         ]
-        errors += _missing_packages(model)
+        errors += _missing_packages(model) + _endpoint_gaps(model)
     if errors:
-        lines = [_where(loc, located, keys) + what for loc, what in errors]
+        lines = [_where(loc, located, keys, options or {}) + what for loc, what in errors]
         raise ParamsError("\n".join(lines))
 
 
@@ -103,6 +129,26 @@ def _missing_packages(model: Params) -> list[tuple[tuple[Any, ...], str]]:
     if model.run.executor == "ray" and importlib.util.find_spec("ray") is None:
         return [(("run", "executor"), "ray is not installed here: pip install -e '.[ray]'")]
     return []
+
+
+# The roles that call a model endpoint, by kind: each needs a model and a base_url the user
+# named (the target's default model names the builtin agent, never an endpoint's model).
+ENDPOINT_KINDS = {"target": ("chat",), "simulator": ("llm",), "judge": ("llm", "hybrid")}
+
+
+def _endpoint_gaps(model: Params) -> list[tuple[tuple[Any, ...], str]]:
+    gaps: list[tuple[tuple[Any, ...], str]] = []
+    for role, kinds in ENDPOINT_KINDS.items():
+        section = getattr(model, role)
+        if section.kind not in kinds or section.model is section.base_url is None:
+            continue  # named by nothing: the command that builds it refuses (llm.config)
+        if not section.base_url:
+            why = f"required for {role}.kind {section.kind} (no default host: name it)"
+            gaps.append(((role, "base_url"), why))
+        if not section.model or (role == "target" and section.model == DEFAULT_TARGET_MODEL):
+            why = f"required for {role}.kind {section.kind}: the model the endpoint serves"
+            gaps.append(((role, "model"), why))
+    return gaps
 
 
 # Where the units run, not what they measure: left out of the params digest, so a run on a
@@ -128,8 +174,13 @@ def _dotted(loc: Iterable[Any]) -> str:
     return ".".join(str(part) for part in loc if part != "[key]")
 
 
-def _where(loc: tuple[Any, ...], located: Located | None, set_keys: list[str]) -> str:
+def _where(
+    loc: tuple[Any, ...], located: Located | None, set_keys: list[str], options: Mapping[str, str]
+) -> str:
     name = _dotted(loc)
+    for key, option in options.items():
+        if name == key or name.startswith(key + "."):
+            return f"{option}: {name}: "
     for key in set_keys:
         if name == key:
             return f"--set {key}: "
@@ -163,6 +214,8 @@ def _what(err: Any) -> str:
         return f"unknown key (known: {', '.join(_known(err['loc'][:-1]))})"
     if kind in EXPECTED:
         return f"expected {EXPECTED[kind]}, got {err.get('input')!r}"
+    if isinstance(err.get("input"), Mapping):  # a whole section: its message says what
+        return str(err["msg"])
     return f"{err['msg']} (got {err.get('input')!r})"
 
 

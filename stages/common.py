@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from agenteval import heap
 from agenteval.fileio import sha256_file, write_json
 from agenteval.layout import Layout
-from agenteval.params import load_params
+from agenteval.params import ParamsError, load_params
 
 if TYPE_CHECKING:
     from agenteval.tracking.run import TrackResult
@@ -23,10 +23,20 @@ T = TypeVar("T")
 
 def run_stage(main: Callable[[], int]) -> NoReturn:
     """A stage's entry point: the collector settled for a batch process (agenteval.heap),
-    then main's return value as the exit status."""
+    then main's return value as the exit status. A params.yaml the typed models refuse is
+    its `path:line: key: expected` lines and status 2, before any work (no traceback)."""
     heap.claim()
     heap.settle()
-    sys.exit(main())
+    sys.exit(exit_status(main))
+
+
+def exit_status(main: Callable[[], int]) -> int:
+    """main's status; a params file the typed models refuse is said, and status 2."""
+    try:
+        return main()
+    except ParamsError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
 
 
 def root() -> Path:

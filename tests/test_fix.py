@@ -99,3 +99,36 @@ def test_claude_code_is_refused_with_the_reason_when_not_installed(
     monkeypatch.setenv("PATH", str(tmp_path))  # no `claude` anywhere
     with pytest.raises(ClimbError, match="`claude` command, which is not installed"):
         ClaudeCodeFixer(ROOT)
+
+
+class Interrupted:
+    """A fixer interrupted (Ctrl-C) while it writes its first patch."""
+
+    name = "interrupted"
+
+    def propose(self, ctx: Any) -> None:
+        raise KeyboardInterrupt
+
+    def observe(self, *args: Any) -> None:  # never reached
+        raise AssertionError
+
+
+def _left_behind(repo: Path) -> tuple[str, str, bool]:
+    branches = git(repo, "branch", "--list", "fix/*").strip()
+    trees = git(repo, "worktree", "list", "--porcelain").count("worktree ")
+    return (
+        branches,
+        str(trees),
+        (repo / "runs" / "fix").exists() and any((repo / "runs" / "fix").iterdir()),
+    )
+
+
+def test_an_interrupted_or_refused_fix_leaves_no_worktree_or_branch(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", ids=list(PINS), knobs={}, pins=PINS, climb=CLIMB)
+    with pytest.raises(ClimbError, match="--fixer: 'bogus' is not one of"):
+        run_fix(repo, [], "bogus", echo=lambda _line: None)
+    assert _left_behind(repo) == ("", "1", False)  # refused before a worktree existed
+    with pytest.raises(KeyboardInterrupt):
+        run_fix(repo, [], "llm", echo=lambda _line: None, proposer=Interrupted())
+    assert _left_behind(repo) == ("", "1", False)
+    assert not git(repo, "status", "--porcelain").strip()

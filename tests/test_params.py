@@ -46,7 +46,13 @@ def test_a_wrong_value_in_the_file_names_its_line(tmp_path: Path) -> None:
 
 def test_endpoint_request_fields_are_allowed_for_model_targets() -> None:
     params = load_params(
-        None, ["target.kind=chat", "target.model=m", "target.params.max_tokens=64"]
+        None,
+        [
+            "target.kind=chat",
+            "target.model=m",
+            "target.base_url=http://127.0.0.1:8000/v1",
+            "target.params.max_tokens=64",
+        ],
     )
     assert params["target"]["params"]["max_tokens"] == 64
 

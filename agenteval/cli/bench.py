@@ -14,7 +14,14 @@ from typing import Annotated
 
 import typer
 
-from agenteval.cli.common import EXIT_INVALID, EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import (
+    EXIT_INVALID,
+    EXIT_STOPPED,
+    fail,
+    load_params,
+    readable_file,
+    writable_folder,
+)
 
 EXIT_GATE_FAILED = 1
 EXIT_NOT_COMPARABLE = 3
@@ -45,8 +52,10 @@ def qa(
     from agenteval.layout import Layout
     from agenteval.llm import QuotaExhausted
 
-    sets = list(set_ or []) + ([f"qa.k={k}"] if k is not None else [])
-    params = load_params(params_file, sets)
+    params = load_params(
+        params_file, list(set_ or []), {"qa.k": ("--k", k)} if k is not None else {}
+    )
+    writable_folder("--out", _out(out, "qa"))
     layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "qa"))
     try:
         scored = run_qa(params, layout, progress=sys.stderr.isatty())
@@ -92,7 +101,10 @@ def retrieval(
     from agenteval.layout import Layout
 
     params = load_params(params_file, list(set_ or []))
-    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "retrieval"))
+    readable_file("--gate", baseline)
+    folder = _out(out, "retrieval")
+    writable_folder("--out", folder)
+    layout = Layout.run_dir(Path.cwd().resolve(), folder)
     try:
         step_answer(params, layout)
         results = step_evaluate(params, layout)

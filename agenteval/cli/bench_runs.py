@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agenteval.cli.bench import SetOption, _out, benchmark_gate
-from agenteval.cli.common import EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import EXIT_STOPPED, fail, load_params, readable_file, writable_folder
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
@@ -52,23 +52,34 @@ def _report(
         benchmark_gate(layout.reports, baseline, tolerance)
 
 
-def _endpoint_sets(
+def _endpoint_options(
     url: str | None, model: str | None, protocol: str, key_env: str | None, local: bool
-) -> list[str]:
+) -> dict[str, tuple[str, Any]]:
+    """The endpoint the options name, as typed params values (never pasted into YAML)."""
     if local and url:
         fail(["--local and --endpoint-url name two endpoints; give one"])
     if local:
-        return ["throughput.endpoints=[{name: local, kind: local}]"]
+        return {"throughput.endpoints": ("--local", [{"name": "local", "kind": "local"}])}
     if url is None:
         if model:
             fail(["--model needs --endpoint-url"])
-        return []
+        return {}
     if not model:
         fail(["--endpoint-url needs --model"])
-    spec = f"name: {model}, kind: url, model: '{model}', base_url: '{url}', protocol: {protocol}"
+    spec: dict[str, Any] = {"name": model, "kind": "url", "model": model, "base_url": url,
+                            "protocol": protocol}  # fmt: skip
     if key_env:
-        spec += f", api_key_env: {key_env}"
-    return [f"throughput.endpoints=[{{{spec}}}]"]
+        spec["api_key_env"] = key_env
+    return {"throughput.endpoints": ("--endpoint-url", [spec])}
+
+
+def _levels(concurrency: str) -> list[int | str]:
+    """--concurrency 1,4,16: each level an integer, or the text the params check names."""
+    levels: list[int | str] = []
+    for part in concurrency.split(","):
+        text = part.strip()
+        levels.append(int(text) if text.lstrip("-").isdigit() else text)
+    return levels
 
 
 @group.command()
@@ -97,18 +108,23 @@ def throughput(
 ) -> None:
     """Email triage streamed at a sweep of concurrency levels: TTFT, latency p50/p95/p99,
     tokens/s and requests/s per level, errors, retries and triage accuracy."""
-    from agenteval.benchmarks.throughput.steps import step_run, step_track, summary_lines
+    from agenteval.benchmarks.throughput.steps import (
+        step_run,
+        step_track,
+        summary_lines,
+        unmeasured_headline,
+    )
     from agenteval.benchmarks.throughput.workload import WorkloadError
-    from agenteval.layout import Layout
     from agenteval.llm import LLMError
 
-    sets = _endpoint_sets(endpoint_url, model, protocol, api_key_env, local)
+    options = _endpoint_options(endpoint_url, model, protocol, api_key_env, local)
     if concurrency is not None:
-        sets.append(f"throughput.concurrency=[{concurrency}]")
+        options["throughput.concurrency"] = ("--concurrency", _levels(concurrency))
     if repeats is not None:
-        sets.append(f"throughput.repeats={repeats}")
-    params = load_params(params_file, [*sets, *(set_ or [])])
-    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "throughput"))
+        options["throughput.repeats"] = ("--repeats", repeats)
+    params = load_params(params_file, list(set_ or []), options)
+    readable_file("--gate", baseline)
+    layout = _run_layout(out, "throughput")
     try:
         results = step_run(params, layout)
     except WorkloadError as exc:
@@ -117,8 +133,12 @@ def throughput(
         fail([f"stopped: {exc}"], EXIT_STOPPED)
     except (ValueError, OSError, RuntimeError) as exc:
         fail([f"cannot run: {type(exc).__name__}: {exc}"])
+    unmeasured, nothing = unmeasured_headline(results)
+    if nothing:
+        fail([*summary_lines(results), f"nothing measured: {unmeasured}"], EXIT_STOPPED)
     log_run = (lambda: step_track(params, layout, None)) if track else None
-    _report(summary_lines(results), layout, log_run, baseline, tolerance)
+    _report([*summary_lines(results), *([unmeasured] if unmeasured else [])], layout, log_run,
+            baseline, tolerance)  # fmt: skip
 
 
 @group.command("code-retrieval")
@@ -142,10 +162,10 @@ def code_retrieval(
         step_track,
         summary_lines,
     )
-    from agenteval.layout import Layout
 
     params = load_params(params_file, list(set_ or []))
-    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "code_retrieval"))
+    readable_file("--gate", baseline)
+    layout = _run_layout(out, "code_retrieval")
     try:
         results = step_evaluate(params, layout)
     except PinsError as exc:
@@ -156,6 +176,15 @@ def code_retrieval(
         fail([f"cannot run: {type(exc).__name__}: {exc}"])
     log_run = (lambda: step_track(params, layout, None)) if track else None
     _report(summary_lines(results), layout, log_run, baseline, tolerance)
+
+
+def _run_layout(out: Path | None, kind: str) -> Layout:
+    """The run folder of --out (or its default), refused before any work when unwritable."""
+    from agenteval.layout import Layout
+
+    folder = _out(out, kind)
+    writable_folder("--out", folder)
+    return Layout.run_dir(Path.cwd().resolve(), folder)
 
 
 def register(app: typer.Typer) -> None:

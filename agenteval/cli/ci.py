@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agenteval.cli.common import EXIT_INVALID, fail, load_params
+from agenteval.cli.common import EXIT_INVALID, fail, load_params, writable_folder
 
 EXIT_MISMATCH = 1
 
@@ -44,6 +44,7 @@ def init_ci(
     target = out or DEFAULT_PATH
     if target.exists() and not force:
         fail([f"{target}: exists; --force to overwrite it"])
+    writable_folder("--out", target.parent)
     params = load_params(params_file, []) if params_file.is_file() else {}
     agent_dir = str((params.get("target") or {}).get("agent") or "eval/agents/default")
     paths = tuple(dict.fromkeys([agent_dir.rstrip("/") + "/", "params.yaml", *(agent_path or [])]))

@@ -39,14 +39,58 @@ def select(params: dict[str, Any], scenario: list[str] | None, category: list[st
         params["suite"]["categories"] = list(category)
 
 
-def load_params(params_file: Path, sets: list[str]) -> dict[str, Any]:
-    """params.yaml with --set overrides; a bad file or override exits 2 before any work."""
+def load_params(
+    params_file: Path, sets: list[str], options: dict[str, tuple[str, Any]] | None = None
+) -> dict[str, Any]:
+    """params.yaml with --set overrides and typed option values (`{key: (option, value)}`);
+    a bad file, override or option exits 2 before any work."""
     from agenteval.params import ParamsError
     from agenteval.params import load_params as load
 
+    if not _default_name(params_file) and not params_file.is_file():
+        fail([f"--params {params_file}: no such file"])
     try:
-        return load(params_file, sets)
+        return load(params_file, sets, options)
     except ParamsError as exc:
         fail(str(exc).splitlines())
     except OSError as exc:
         fail([f"{params_file}: {exc}"])
+
+
+def _default_name(params_file: Path) -> bool:
+    """Whether `params_file` is a command's default (params.yaml, a variant's own), which may
+    be missing: the embedded defaults run then. A file named otherwise must exist."""
+    parts = params_file.parts
+    return parts == ("params.yaml",) or (
+        len(parts) == 3 and parts[0] == "pipelines" and parts[2] == "params.yaml"
+    )
+
+
+def writable_folder(option: str, folder: Path) -> None:
+    """Refuse before any work a folder an option names (or implies) that cannot be made or
+    written: it is made, a file made and removed in it, and the folders made are removed
+    again (the command makes them when it writes)."""
+    import tempfile
+
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".agenteval-probe-"):
+            pass
+    except OSError as exc:
+        fail([f"{option} {folder}: cannot write there ({exc.strerror or exc})"])
+    finally:
+        for path in made:  # deepest first
+            if path.is_dir():
+                path.rmdir()
+
+
+def readable_file(option: str, path: Path | None) -> None:
+    """Refuse before any work a file an option names that is missing or unreadable."""
+    if path is None:
+        return
+    try:
+        with path.open("rb") as handle:
+            handle.read(1)
+    except OSError as exc:
+        fail([f"{option} {path}: cannot read ({exc.strerror or exc})"])

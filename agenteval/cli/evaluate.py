@@ -17,6 +17,7 @@ from agenteval.cli.common import (
     load_params,
     select,
     suite_failure,
+    writable_folder,
 )
 
 if TYPE_CHECKING:
@@ -94,13 +95,18 @@ def run(
         params, out = _saved_params(resume), resume
     else:
         # --tier is suite.tier: the typed params check its value before any work starts.
-        sets = list(set_ or []) + ([f"suite.tier={tier}"] if tier is not None else [])
-        sets += [f"run.agent_model={agent_model}"] if agent_model is not None else []
-        params = load_params(params_file, sets)
+        options = {
+            "suite.tier": ("--tier", tier),
+            "run.agent_model": ("--agent-model", agent_model),
+        }
+        params = load_params(
+            params_file, list(set_ or []), {k: v for k, v in options.items() if v[1] is not None}
+        )
         select(params, scenario, category)
         if strict:
             params["suite"]["strict"] = True
         out = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        writable_folder("--out", out)
         write_json(out / "params.json", params)
     from agenteval import heap
     from agenteval.layout import Layout

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_FAILED, EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import EXIT_FAILED, EXIT_STOPPED, fail, load_params, writable_folder
 
 if TYPE_CHECKING:
     from agenteval.benchmarks.memory.gate import MemoryGate
@@ -32,8 +32,9 @@ def _params(
 ) -> dict[str, Any]:
     if suite is not None and suite not in ("pr", "full"):
         fail([f"--suite: must be pr or full, got {suite!r}"])
-    extra = [f"memory.suite={suite}"] if suite else []
-    params = load_params(params_file, list(sets or []) + extra)
+    params = load_params(
+        params_file, list(sets or []), {"memory.suite": ("--suite", suite)} if suite else {}
+    )
     if ids:
         params["memory"]["ids"] = list(ids)
     return params
@@ -89,7 +90,12 @@ def run(
 
     from agenteval.benchmarks.memory.gate import GateRefused
     from agenteval.benchmarks.memory.gate import gate as compare
-    from agenteval.benchmarks.memory.run import load_results, run_suite, write_outputs
+    from agenteval.benchmarks.memory.run import (
+        load_results,
+        run_suite,
+        unmeasured_headline,
+        write_outputs,
+    )
     from agenteval.benchmarks.memory.scenarios import ScenarioError
     from agenteval.llm import QuotaExhausted
     from agenteval.memory.base import MemoryServerError
@@ -103,6 +109,7 @@ def run(
         except ValueError as exc:
             fail([f"--gate: {exc}"])
     folder = out or Path("runs") / f"memory-{chosen}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    writable_folder("--out", folder)
     started = time.perf_counter()
     try:
         results = run_suite(params, Path.cwd().resolve(), chosen, params["memory"]["ids"])
@@ -120,6 +127,11 @@ def run(
         f"wall time {time.perf_counter() - started:.1f}s; outputs in {folder}/ "
         "(results.json, report.md, metrics.json)"
     )
+    unmeasured, nothing = unmeasured_headline(results)
+    if nothing:
+        fail([f"nothing measured: {unmeasured}"], EXIT_STOPPED)
+    if unmeasured:
+        typer.echo(unmeasured)
     if track:
         from agenteval.benchmarks.memory.tracking import log_memory
         from agenteval.tracking.store import TrackingError

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import EXIT_STOPPED, fail, load_params, writable_folder
 
 EXIT_UNTRUSTED = 1
 
@@ -101,6 +101,7 @@ def sessions(
     sets = list(set_ or []) + _sets(transcripts, project, limit, since, dataset)
     params = load_params(params_file, sets)
     folder = _out(out)
+    writable_folder("--out", folder)
     try:
         outcome = run_sessions(
             params, Path.cwd().resolve(), folder, dataset_only=dataset_only, track=track

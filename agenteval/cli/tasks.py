@@ -16,7 +16,14 @@ from typing import Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_FAILED, EXIT_INVALID, EXIT_STOPPED, fail, load_params
+from agenteval.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_STOPPED,
+    fail,
+    load_params,
+    writable_folder,
+)
 
 EXIT_GATE_FAILED = 1
 EXIT_NOT_COMPARABLE = 3
@@ -44,21 +51,22 @@ def _options(
     repeats: int | None,
     run_timeout: float | None,
     gateway_url: str | None = None,
-) -> list[str]:
-    sets = []
-    for key, value in (
-        ("tasks.suite", suite),
-        ("tasks.harness", harness),
-        ("target.model", model),
-        ("tasks.repeats", repeats),
-        ("tasks.run_timeout_s", run_timeout),
-        ("tasks.gateway_url", gateway_url),
+) -> dict[str, tuple[str, Any]]:
+    """The options as typed params values ({key: (option, value)}), never pasted as text."""
+    options: dict[str, tuple[str, Any]] = {}
+    for key, option, value in (
+        ("tasks.suite", "--suite", suite),
+        ("tasks.harness", "--harness", harness),
+        ("target.model", "--model", model),
+        ("tasks.repeats", "--repeats", repeats),
+        ("tasks.run_timeout_s", "--run-timeout", run_timeout),
+        ("tasks.gateway_url", "--gateway-url", gateway_url),
     ):
         if value is not None:
-            sets.append(f"{key}={value}")
+            options[key] = (option, value)
     if tasks:
-        sets.append(f"tasks.ids=[{','.join(t.strip() for t in tasks.split(',') if t.strip())}]")
-    return sets
+        options["tasks.ids"] = ("--tasks", [t.strip() for t in tasks.split(",") if t.strip()])
+    return options
 
 
 @app.command()
@@ -88,12 +96,11 @@ def run(
 ) -> None:
     """Run an agent on each task in a fresh copy; write scorecard.json, each attempt's
     record and diffs; then judge (unless --no-judge) and score."""
-    sets = list(set_ or []) + _options(
-        suite, harness, model, tasks, repeats, run_timeout, gateway_url
-    )
-    params = load_params(params_file, sets)
+    options = _options(suite, harness, model, tasks, repeats, run_timeout, gateway_url)
+    params = load_params(params_file, list(set_ or []), options)
     params["suite"]["kind"] = "tasks"
     folder = _out(out)
+    writable_folder("--out", folder)
     if params["tasks"]["suite"] == "swebench":
         _run_swebench(params, folder, instances, no_evaluate)
         return

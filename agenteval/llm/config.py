@@ -30,6 +30,10 @@ def endpoint_from(section: Mapping[str, Any], role: str) -> Endpoint:
     fields = {name: section[name] for name in ENDPOINT_FIELDS if section.get(name) is not None}
     if not fields.get("model"):
         raise ValueError(f"{role}.model is required for {role}.kind={section.get('kind')!r}")
+    if not fields.get("base_url"):
+        # No default host: a request goes only where the user said (llm.endpoint's defaults
+        # are the providers' documented hosts, never a fallback for a missing setting).
+        raise ValueError(f"{role}.base_url is required for {role}.kind={section.get('kind')!r}")
     params = dict(fields.get("params") or {})
     fields["params"] = {k: v for k, v in params.items() if k not in HARNESS_KNOBS}
     return Endpoint.model_validate(fields)

@@ -240,7 +240,7 @@ class ThroughputParams(_Section):
     prompt: str = Field("eval/throughput/prompt.md", description="The triage instructions.")
     ids: list[str] = Field(default_factory=list, description="Empty: every email.")
     endpoints: list[ThroughputEndpoint] = Field(default_factory=_loopback_endpoints, min_length=1)
-    concurrency: list[int] = Field(
+    concurrency: list[Annotated[int, Field(ge=1)]] = Field(
         default_factory=lambda: [1, 4, 16, 64], min_length=1, description="Levels swept."
     )
     repeats: int = Field(2, ge=1, description="Repeats of each level (intervals need 2+).")
@@ -255,8 +255,6 @@ class ThroughputParams(_Section):
 
     @model_validator(mode="after")
     def _levels_and_names(self) -> ThroughputParams:
-        if any(c < 1 for c in self.concurrency):
-            raise ValueError(f"concurrency levels must be at least 1, got {self.concurrency}")
         names = [e.name for e in self.endpoints]
         if len(set(names)) != len(names):
             raise ValueError(f"endpoint names repeat: {names}")

@@ -99,6 +99,7 @@ def log_evaluation(
         repository_root,
         resolve_tracking_uri,
         store_failures,
+        store_lock,
     )
 
     root = repository_root(layout.root)
@@ -111,18 +112,19 @@ def log_evaluation(
     key, basis = run_key(layout, params, trees)
     with store_failures(dest.uri), mlflow_client(dest.uri) as client:
         experiment_id = ensure_experiment(client, dest.experiment, dest.uri)
-        existing = find_run(client, experiment_id, key)
         sent = TraceCounts()
-        if existing is not None:
-            run_id, created = existing, False
-            name = str(client.get_run(run_id).info.run_name or "")
-        else:
-            name = dest.run_name or _name(layout, params, card, key)
-            run_id = _new_run(client, experiment_id, (key, basis), name)
-            target = _Target(client, experiment_id, run_id)
-            policy = trace_policy(section, traces)
-            sent = _fill_run(target, layout, params, card, policy)
-            created = True
+        with store_lock(dest.uri, key):  # the same evaluation logged together: one run
+            existing = find_run(client, experiment_id, key)
+            if existing is not None:
+                run_id, created = existing, False
+                name = str(client.get_run(run_id).info.run_name or "")
+            else:
+                name = dest.run_name or _name(layout, params, card, key)
+                run_id = _new_run(client, experiment_id, (key, basis), name)
+                target = _Target(client, experiment_id, run_id)
+                policy = trace_policy(section, traces)
+                sent = _fill_run(target, layout, params, card, policy)
+                created = True
     result = TrackResult(
         run_id,
         created,

@@ -69,6 +69,27 @@ class TrackingError(RuntimeError):
 
 
 @contextmanager
+def store_lock(uri: str, name: str) -> Iterator[None]:
+    """Hold, waiting for it, this machine's lock of `name` in the store at `uri` (an flock the
+    kernel drops if the holder dies): processes started together create a new store once
+    (MLflow's schema migration is not safe to run twice at once) and log a run key once."""
+    import fcntl
+    import hashlib
+
+    from agenteval.runlock import lock_dir
+
+    digest = hashlib.sha256(f"{public_uri(uri)}\n{name}".encode()).hexdigest()[:24]
+    path = lock_dir() / f"mlflow-{digest}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextmanager
 def store_failures(uri: str) -> Iterator[None]:
     """Errors of the store itself (MLflow's, SQLAlchemy's, the database driver's) as one
     TrackingError line naming the store: a corrupt or unreachable store is a fault of the
@@ -164,7 +185,14 @@ def mlflow_client(uri: str, synchronous_traces: bool = False) -> Iterator[Mlflow
     mlflow.set_tracking_uri(uri)
     try:
         try:
-            client = mlflow.MlflowClient(tracking_uri=uri)
+            # A sqlite store is made (and migrated) by one process at a time: the client
+            # opens it, and MLflow's schema migration is not safe to run twice at once.
+            if sqlite_path(uri) is None:
+                client = mlflow.MlflowClient(tracking_uri=uri)
+            else:
+                with store_lock(uri, "open"):
+                    client = mlflow.MlflowClient(tracking_uri=uri)
+                    client.search_experiments(max_results=1)
         except OSError as exc:  # a sqlite store where no file can be made
             raise TrackingError(f"the store {public_uri(uri)} failed: {exc}") from exc
         yield client

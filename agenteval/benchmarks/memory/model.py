@@ -56,6 +56,9 @@ MEMORIES_SCHEMA: dict[str, Any] = {
 class MemoryModel(Protocol):
     participant: Participant
     errors: list[str]
+    # Calls the backend failed (unreachable, 5xx after retries): what the memory holds after
+    # one is not the memory's doing, so every later probe of the scenario is unmeasured.
+    backend_errors: list[str]
 
     async def extract(
         self, chat: Chat, index: int, shown: Shown, now: datetime
@@ -75,6 +78,7 @@ class ScriptedModel:
         self.participant = Participant(kind="scripted", details={"code": code_of(__name__)})
         self.chats = {c.id: c for c in scenario.chats}
         self.errors: list[str] = []
+        self.backend_errors: list[str] = []
 
     async def extract(self, chat: Chat, index: int, shown: Shown, now: datetime) -> list[Candidate]:
         return list(chat.turns[index].extract)
@@ -144,6 +148,7 @@ class EndpointModel:
             details=details,
         )
         self.errors: list[str] = []
+        self.backend_errors: list[str] = []
 
     async def _ask(
         self, prompt: str, values: dict[str, object], schema: dict[str, Any] | None
@@ -165,6 +170,7 @@ class EndpointModel:
             raise
         except LLMError as exc:
             self.errors.append(f"{prompt}: {type(exc).__name__}: {exc}")
+            self.backend_errors.append(self.errors[-1])
             return None
         return completion.text
 

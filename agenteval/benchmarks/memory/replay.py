@@ -31,6 +31,8 @@ from agenteval.schema.memory import (
     WriteRecord,
 )
 
+BACKEND_FAILED = "unmeasured: model backend failed"
+
 
 @dataclass
 class Replayed:
@@ -113,6 +115,9 @@ async def run_probe(memory: Memory, model: MemoryModel, scenario: str, probe: Pr
         await memory.end_chat()
     answer = await model.answer(probe, shown) if probe.answer is not None else None
     checks = probe_checks(scenario, probe, shown, store, answer)
+    if model.backend_errors:  # measured on a store the model never got to build
+        why = f"{BACKEND_FAILED} ({model.backend_errors[0]})"
+        checks = [c.model_copy(update={"ok": None, "why": why}) for c in checks]
     return ProbeResult(
         id=probe.id,
         at=probe.at,

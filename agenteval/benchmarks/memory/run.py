@@ -18,7 +18,7 @@ from typing import Any
 
 from agenteval.benchmarks.memory.checks import shares, standing
 from agenteval.benchmarks.memory.model import EndpointModel, make_model
-from agenteval.benchmarks.memory.replay import replay
+from agenteval.benchmarks.memory.replay import BACKEND_FAILED, replay
 from agenteval.benchmarks.memory.scenarios import Loaded, load_scenarios
 from agenteval.fileio import write_json, write_text
 from agenteval.memory.base import make_memory
@@ -123,6 +123,19 @@ def run_suite(
         checks={c.id: c.ok for c in sorted(checks, key=lambda c: c.id)},
         scenarios=scenarios,
     )
+
+
+def unmeasured_headline(results: MemoryResults) -> tuple[str | None, bool]:
+    """What the headline says of unmeasured checks (`45 of 105 unmeasured: model backend
+    failed (...)`), and whether nothing at all was measured (the run then exits 3)."""
+    c = results.counts
+    if not c["unmeasured"]:
+        return None, False
+    whys = [k.why for s in results.scenarios for p in s.probes for k in p.checks if k.ok is None]
+    backend = next((w for w in whys if w.startswith(BACKEND_FAILED)), None)
+    reason = backend.removeprefix("unmeasured: ") if backend else "a judge could not settle them"
+    line = f"{c['unmeasured']} of {c['checks']} unmeasured: {reason}"
+    return line, c["unmeasured"] == c["checks"]
 
 
 def metrics_of(results: MemoryResults) -> dict[str, Any]:

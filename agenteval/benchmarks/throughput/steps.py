@@ -141,6 +141,18 @@ def summary_lines(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def unmeasured_headline(results: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """`N of M requests unmeasured: <first error>` when requests failed (a failed request is
+    the endpoint's fault, never a figure), and whether nothing at all was measured (exit 3:
+    every figure would be n/a)."""
+    levels = [f for run in results["endpoints"].values() for f in run["levels"].values()]
+    total, failed = sum(f["requests"] for f in levels), sum(f["errors"] for f in levels)
+    if not failed:
+        return None, False
+    first = next((e for run in results["endpoints"].values() for e in run["errors"]), "unknown")
+    return f"{failed} of {total} requests unmeasured: {first}", failed == total
+
+
 def _ms(figure: Mapping[str, Any]) -> str:
     return "n/a" if figure["value"] is None else f"{figure['value']:.0f} ms"
 
