@@ -352,7 +352,9 @@ def score_scenario(
     problem = _verdict_problem(verdict, info.turns)
     if problem:
         return result(Status.ERRORED, warnings=[problem])
-    turns = [_turn_result(tv.turn, judged_scores(tv), tv.reported_score, rules) for tv in verdict.turns]
+    turns = [
+        _turn_result(tv.turn, judged_scores(tv), tv.reported_score, rules) for tv in verdict.turns
+    ]
     faults = [f"turn {tv.turn}: {tv.simulator_fault}" for tv in verdict.turns if tv.simulator_fault]
     if faults:
         # Unmeasured, like an infrastructure status: after a faulty user turn the conversation

@@ -238,8 +238,8 @@ def validate(
     from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
     from agenteval.benchmarks.tasks.steps import step_validate
 
-    sets = list(set_ or []) + _options(suite, None, None, tasks, None, None)
-    params = load_params(params_file, sets)
+    options = _options(suite, None, None, tasks, None, None)
+    params = load_params(params_file, list(set_ or []), options)
     try:
         found = step_validate(params, Path.cwd().resolve())
     except TaskFileError as exc:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from agenteval.layout import Layout
     from agenteval.llm.scrub import Scrubber
-    from agenteval.schema.scorecard import Scorecard
+    from agenteval.schema.scorecard import ScenarioResult, Scorecard
     from agenteval.schema.suite import SuiteItem
     from agenteval.tracking.models import EvaluationLinks
 

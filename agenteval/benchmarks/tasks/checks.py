@@ -212,6 +212,7 @@ async def _equivalent(
     detail = "" if why is None else f"{why}\n{_tail(result)}"
     return CheckResult(name="equivalent", target=rel, ok=why is None, detail=detail)
 
+
 async def missing_toolchain(
     env: Mapping[str, str], timeout_s: float, sandbox: Sandbox = NO_SANDBOX
 ) -> str | None:
