@@ -41,6 +41,12 @@ def stale_entries(status: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def _has_lock(stage: str) -> bool:
+    """Whether the dvc.yaml a `dvc status` stage name belongs to has a committed lock."""
+    pipeline = stage.split(":", 1)[0] if ":" in stage else "dvc.yaml"
+    return (ROOT / pipeline).with_name("dvc.lock").is_file()
+
+
 def test_stale_entries_are_moved_digests_not_what_a_fresh_clone_lacks() -> None:
     status = {
         "fetch": [{"changed outs": {"data/corpora": "not in cache"}}],
@@ -65,7 +71,11 @@ def test_every_committed_lock_is_current_with_the_code() -> None:
         timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    stale = stale_entries(json.loads(done.stdout or "{}"))
+    status = json.loads(done.stdout or "{}")
+    # A pipeline with no committed lock has never been run here (the sessions replay needs
+    # the user's own pinned dataset): nothing of it is stale, it is simply not run yet.
+    status = {stage: changes for stage, changes in status.items() if _has_lock(stage)}
+    stale = stale_entries(status)
     assert stale == [], "committed locks are stale; regenerate with .ci/relock:\n" + "\n".join(
         stale
     )
