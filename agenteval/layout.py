@@ -50,8 +50,10 @@ ANSWER_BEARING = (
     # The response cache (llm.cache_dir): the judge's and the simulated user's replies.
     ".cache",
 )
-# Documents inside a protected folder that the agent may read: the fetched corpus.
-READABLE_INSIDE = ("data/corpora",)
+# Documents inside a protected folder that the agent may read: the fetched corpus, and the
+# document the retrieval benchmark plants for its agent (its "planted instruction" hard case
+# adds that folder, and nothing else of pipelines/, to the agent's library).
+READABLE_INSIDE = ("data/corpora", "pipelines/retrieval/data/hard_cases/planted_library")
 
 
 @dataclass(frozen=True)
