@@ -1,11 +1,12 @@
 """The chat harness: any OpenAI-compatible or Anthropic endpoint, with the file, search and
 shell tools over the task's copy (agenteval.benchmarks.tasks.tools).
 
-The model is called through the project's clients (agenteval.llm: retries, the response
-cache, token counts); every tool call goes through the confined tools and lands in the tool
-record as it finishes. The conversation ends at the first reply without tool calls (the
-answer), or after `tasks.max_steps` tool calls, when the model is asked for its summary with
-no tools offered.
+The model is called through the project's clients (agenteval.llm: retries, the response cache,
+token counts), via the model gateway when the run has one (tasks.gateway_url: the client gets
+its URL and no key); every tool call goes through the confined tools and lands in the tool
+record as it finishes. The conversation ends at the first reply without tool calls (the answer),
+or after `tasks.max_steps` tool calls, when the model is asked for its summary with no tools
+offered.
 """
 
 from __future__ import annotations

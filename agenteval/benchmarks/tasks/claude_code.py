@@ -2,17 +2,19 @@
 parsed into the same tool record as the project's own harness.
 
 Claude Code runs in the task's copy with the agent environment (no provider key: it signs in
-with its own login) and permissions skipped, as a whole process inside the run's sandbox
-(agenteval.benchmarks.tasks.sandbox): its installation and its login files read-only, the
-copy writable, the repository, the snapshot and the rest of the home hidden; the network is
-on (its API needs it, so the commands it runs have it too). Its stream is read line by line
-as it comes, so a task cut off at the cap keeps every call Claude Code made up to then. Its
-tools are named in the record's vocabulary (Bash -> run, Read -> read_file, Edit ->
-edit_file, ...), paths made relative to the copy, so `verified`, `after_answer` and the
-judge read both harnesses alike. Cost: Claude Code's own `total_cost_usd` (api_equivalent:
-a list price, not money spent) on Anthropic models; otherwise its token counts with the
-rate card (harness_counts), and n/a when it counted none. Where `claude` is not installed
-the harness is refused before any task starts.
+with its own login, or, where target.base_url names an upstream, reaches it through the model
+gateway with a dummy token, agenteval.benchmarks.tasks.gateway) and permissions skipped, as a
+whole process inside the run's sandbox (agenteval.benchmarks.tasks.sandbox): its installation
+and its login files read-only, the copy writable, the repository, the snapshot and the rest of
+the home hidden; the network is on (its API needs it, so the commands it runs have it too). Its
+stream is read line by line as it comes, so a task cut off at the cap keeps every call Claude
+Code made up to then. Its tools are named in the record's vocabulary (Bash -> run, Read ->
+read_file, Edit -> edit_file, ...), paths made relative to the copy, so `verified`,
+`after_answer` and the judge read both harnesses alike. Cost: Claude Code's own `total_cost_usd`
+(api_equivalent: a list price, not money spent) on Anthropic models; otherwise its token counts
+with the rate card (harness_counts; the gateway's own per-call counts when it went through one
+in this process), and n/a when it counted none. Where `claude` is not installed the harness is
+refused before any task starts.
 """
 
 from __future__ import annotations
