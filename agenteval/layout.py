@@ -53,7 +53,11 @@ ANSWER_BEARING = (
 # Documents inside a protected folder that the agent may read: the fetched corpus, and the
 # document the retrieval benchmark plants for its agent (its "planted instruction" hard case
 # adds that folder, and nothing else of pipelines/, to the agent's library).
-READABLE_INSIDE = ("data/corpora", "pipelines/retrieval/data/hard_cases/planted_library")
+READABLE_INSIDE = (
+    "data/corpora",
+    "pipelines/retrieval/data/hard_cases/planted_library",
+    ".cache/agenteval/hard_cases/planted_library",  # the same, for a run outside the repository
+)
 
 
 @dataclass(frozen=True)

@@ -126,8 +126,7 @@ def run(
     _track(params, layout, out)
     if result.retry and not result.stop_reason:
         typer.echo(f"{result.retry}: send again with: agenteval run --resume {out}", err=True)
-    _finish(result.scorecard, out)
-    if result.stop_reason:
+    if result.stop_reason:  # stopped early is resumable (3), whatever it measured so far
         fail(
             [
                 f"run stopped early: {result.stop_reason}",
@@ -135,6 +134,7 @@ def run(
             ],
             EXIT_STOPPED,
         )
+    _finish(result.scorecard, out)
 
 
 def _print_outcome(result: Any, out: Path) -> None:
