@@ -79,3 +79,37 @@ def test_every_committed_lock_is_current_with_the_code() -> None:
     assert stale == [], "committed locks are stale; regenerate with .ci/relock:\n" + "\n".join(
         stale
     )
+
+
+# The participants whose code digest (fileio.code_of) is stored in what a stage writes: a
+# transcript or verdict names every file its producer is built from, so each such file must
+# be a dependency of the stage, or an edit changes the committed outputs while `dvc status`
+# still calls them current (the fresh-copy test then finds different bytes).
+DIGESTED = {
+    "infer": (
+        "agenteval.targets.builtin",
+        "agenteval.targets.chat",
+        "agenteval.targets.mcp",
+        "agenteval.targets.claude_code",
+        "agenteval.simulators.llm",
+        "agenteval.simulators.scripted",
+    ),
+    "judge": (
+        "agenteval.judges.llm",
+        "agenteval.judges.code",
+        "agenteval.judges.pairwise",
+        "agenteval.judges.mlflow_judge",
+    ),
+}
+
+
+@pytest.mark.parametrize("stage", sorted(DIGESTED))
+def test_every_file_a_stored_code_digest_names_is_a_dependency(stage: str) -> None:
+    import yaml
+
+    from agenteval.fileio import code_identity
+
+    deps = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]["deps"]
+    named = {f"agenteval/{f}" for m in DIGESTED[stage] for f in code_identity(m)}
+    uncovered = sorted(f for f in named if not any(f == d or f.startswith(d + "/") for d in deps))
+    assert uncovered == [], f"dvc.yaml stage {stage!r} lacks deps: {uncovered}"
