@@ -69,126 +69,6 @@ PARTIAL_SCORE = 4.0
 REASK_CAP = PARTIAL_SCORE
 
 
-@dataclass(frozen=True)
-class CodeFinding:
-    """A rule the code judge grades by: the dimension it scores and the score it gives."""
-
-    dimension: str
-    meaning: str  # the case it names, in the judge prompt's words
-    score: float | None = None  # the score it always gives; None: graded (see meaning)
-
-
-def _findings() -> dict[str, CodeFinding]:
-    beyond = f"{AUTO_ZERO_DEVIATION * 100:g}%"
-    minor, partial = f"{MINOR_SCORE:g}", f"{PARTIAL_SCORE:g}"
-
-    def zero(dimension: str, meaning: str) -> CodeFinding:
-        return CodeFinding(dimension, meaning, SCORE_MIN)
-
-    def full(dimension: str, meaning: str) -> CodeFinding:
-        return CodeFinding(dimension, meaning, SCORE_MAX)
-
-    return {
-        # correctness of an answerable turn
-        "precision": CodeFinding("correctness", "at most the precision table's cap for a "
-                                 f"figure within {beyond} of the expected one"),
-        "stated": CodeFinding("correctness", f"at most {minor} for an expected date given "
-                              "without its year or an expected name given only in part"),
-        "wrong_value": zero("correctness", f"a committed figure more than {beyond} off, "
-                            "including an estimate or a range that excludes the expected one"),
-        "wrong_identifier": zero("correctness", "a committed year, date, time, version or "
-                                 "identifier that differs from the expected one"),
-        "wrong_name": zero("correctness", "a different person or entity named"),
-        "other_value": zero("correctness", "a different value of the kind asked, never the "
-                            "expected one, in a clause that does not say what it is about"),
-        "alternatives": zero("correctness", "several candidate values offered together "
-                             "without committing to one"),
-        "conflicting": zero("correctness", "the expected value and a conflicting one both "
-                            "committed to for the same thing"),
-        "negated": zero("correctness", "the expected value named only to be denied"),
-        "absent": zero("correctness", "the expected value nowhere in the reply, in any form "
-                       "code reads (figures, number words, units, dates, names)"),
-        "refused": zero("correctness", "a refusal of a question the documents answer, after "
-                        "searching them"),
-        "lazy_refusal": zero("correctness", "a refusal of a question the documents answer, "
-                             "without searching them"),
-        "phrases_missing": zero("correctness", "an expected phrase missing from the reply"),
-        "phrases_present": full("correctness", "every expected phrase in the reply"),
-        # correctness of a turn whose answer is not in the documents
-        "abstained": full("correctness", "an abstention with nothing guessed"),
-        "abstain_guess": zero("correctness", "a value guessed (stated or hedged) when the "
-                              "answer is not in the documents"),
-        "answered_unknown": zero("correctness", "an answer without any abstention when the "
-                                 "answer is not in the documents"),
-        # correctness of a turn that asks for an action
-        "action_done": full("correctness", "the requested tool action performed"),
-        "action_missing": zero("correctness", "a requested tool action never performed "
-                               "successfully"),
-        "action_denied": zero("correctness", "a reply saying the requested action failed "
-                              "when it succeeded"),
-        "coverage": CodeFinding("completeness", "at most 10 times the share of the expected "
-                                "facts or phrases the reply states"),
-        "forbidden_tool": zero("tool_selection", "a call to a forbidden tool"),
-        "missing_tool": CodeFinding("tool_selection", f"at most {partial} when an expected "
-                                    "tool never succeeded (0 when fewer than half did)"),
-        "tools_used": full("tool_selection", "the expected tools called, no forbidden one"),
-        "tool_loop": zero("efficiency", f"the same call {TOOL_LOOP_REPEATS} or more times in "
-                          "a row, or two calls alternating"),
-        "repeats": CodeFinding("efficiency", f"at most {minor} for one or two repeated tool "
-                               f"calls, {partial} for more"),
-        "no_repeats": full("efficiency", "no tool call repeated"),
-        "failure_told": full("error_recovery", "a failed or empty tool call told to the user"),
-        "retried": CodeFinding("error_recovery", "a failed call retried until it worked, "
-                               "without telling the user", MINOR_SCORE),
-        "failure_hidden": zero("error_recovery", "a failed or empty tool call the reply "
-                               "does not mention"),
-        # issue #49: every value a reply commits to, and the sources it names
-        "corrected": zero("correctness", "a value committed to, then corrected to a "
-                          "different one (\"actually\", \"I mean\", \"correction\")"),
-        "retracted": zero("correctness", "an answer the reply's last word takes back"),
-        "other_entity": zero("correctness", "the expected value said of another entity, "
-                             "the asked one never named"),
-        "invented_source": zero("correctness", "the answer credited to a section, appendix, "
-                                "table, row or document the indexed documents do not have"),
-        "misattributed_source": CodeFinding("correctness", f"at most {minor} when the "
-                                            "source the reply names exists but does not hold "
-                                            "the value"),
-        # context retention: applied by the recompute from the verdict's `reasked` flag
-        "reasked": CodeFinding("context_retention", f"at most {REASK_CAP:g} when the agent "
-                               "asks again for a fact an earlier turn established"),
-    }  # fmt: skip
-
-
-# Every rule the code judge grades by (it names the rule in TurnVerdict.findings; a score
-# without a rule of this table is refused when it is made). Code scores only what it can
-# settle and defers the rest, so each of these is a certain finding.
-CODE_FINDINGS: dict[str, CodeFinding] = _findings()
-# The rules of the table the recompute applies to any judge's verdict from what the judge
-# observed (TurnVerdict.reasked), rather than the code judge from the transcript.
-RECOMPUTE_FINDINGS: frozenset[str] = frozenset({"reasked"})
-# The findings that bind a model judge (judge `hybrid`): every one that can score below full
-# marks. The code's score on its dimension is a ceiling the model's score cannot exceed:
-# code proves a reply wrong (or a figure only so close), never that all else in it is right.
-# Derived, never listed by hand: a rule added to the code judge binds from then on.
-BINDING_FINDINGS: dict[str, str] = {
-    rule: f.meaning for rule, f in CODE_FINDINGS.items() if f.score is None or f.score < SCORE_MAX
-}
-
-
-def finding_score(rule: str, graded: float | None = None) -> float:
-    """The score a code finding gives: its fixed score, or `graded` for a graded rule."""
-    found = CODE_FINDINGS.get(rule)
-    if found is None:
-        raise ValueError(f"code finding {rule!r} is not in scoring.CODE_FINDINGS")
-    if found.score is None:
-        if graded is None:
-            raise ValueError(f"code finding {rule!r} is graded: give its score")
-        return graded
-    if graded is not None and graded != found.score:
-        raise ValueError(f"code finding {rule!r} scores {found.score:g}, not {graded:g}")
-    return found.score
-
-
 # Dimensions a turn may leave out (null) because they do not apply to it; the others must
 # be scored. Left out, they drop from the weighted mean instead of inflating it with a 10.
 OPTIONAL_DIMENSIONS: tuple[str, ...] = ("context_retention", "error_recovery")
@@ -380,7 +260,7 @@ def reask_capped(score: float | None, reasked: bool | None) -> float | None:
     again for an established fact; left out (None) stays left out."""
     if score is None or not reasked:
         return score
-    return min(score, finding_score("reasked", REASK_CAP))
+    return min(score, REASK_CAP)
 
 
 def judged_scores(turn: TurnVerdict) -> dict[str, float | None]:

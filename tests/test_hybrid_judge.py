@@ -22,6 +22,7 @@ from servers import AnthropicServer, FakeLLMServer, OpenAIServer, Reply
 from servers.judges import invalid_json, is_scenario_request, lenient, scenario_json, turn_json
 
 from agenteval.controls.measure import measure_judge
+from agenteval.findings import BINDING_FINDINGS, CODE_FINDINGS, RECOMPUTE_FINDINGS
 from agenteval.judges.base import make_judge
 from agenteval.judges.correctness import Result, finding
 from agenteval.judges.hybrid import bind
@@ -31,10 +32,7 @@ from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Participant, ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict, Verdict
 from agenteval.scoring import (
-    BINDING_FINDINGS,
-    CODE_FINDINGS,
     DIMENSIONS,
-    RECOMPUTE_FINDINGS,
     SCORE_MAX,
     ScenarioInfo,
     ScoringRules,
@@ -410,8 +408,9 @@ def test_anthropic_judges_get_the_schema_as_output_config(suite: dict[str, Suite
 
 
 def test_the_prompt_renders_what_code_does_from_code() -> None:
+    from agenteval.findings import BINDING_FINDINGS
     from agenteval.judges.prompts import code_checks
-    from agenteval.scoring import AUTO_ZERO_DEVIATION, BINDING_FINDINGS, TOOL_LOOP_REPEATS
+    from agenteval.scoring import AUTO_ZERO_DEVIATION, TOOL_LOOP_REPEATS
 
     text = code_checks()
     assert f"more than {AUTO_ZERO_DEVIATION * 100:g}% off" in text

@@ -6,12 +6,11 @@ import math
 
 import pytest
 
+from agenteval.findings import BINDING_FINDINGS, CODE_FINDINGS
 from agenteval.schema.status import Status
 from agenteval.schema.transcript import Participant
 from agenteval.schema.verdict import TurnVerdict, Verdict
 from agenteval.scoring import (
-    BINDING_FINDINGS,
-    CODE_FINDINGS,
     DEFAULT_WEIGHTS,
     DIMENSIONS,
     REASK_CAP,

@@ -18,6 +18,7 @@ from typing import Any
 from agenteval.controls.agreement import estimate, self_consistency
 from agenteval.controls.build import build
 from agenteval.controls.load import LoadedControl
+from agenteval.findings import BINDING_FINDINGS
 from agenteval.judges.base import Judge
 from agenteval.judges.code import CodeJudge, judge_transcript
 from agenteval.schema.controls import Control
@@ -26,14 +27,7 @@ from agenteval.schema.status import JUDGED_STATUSES, NO_OPINION, Status
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Verdict
-from agenteval.scoring import (
-    BINDING_FINDINGS,
-    ScoringRules,
-    fails_alone,
-    judged_scores,
-    turn_passes,
-    turn_score,
-)
+from agenteval.scoring import ScoringRules, fails_alone, judged_scores, turn_passes, turn_score
 
 DEFERRED = "deferred"
 Pair = tuple[SuiteItem, Transcript]
@@ -97,7 +91,7 @@ def code_certain(control: Control, code: Verdict, rules: ScoringRules) -> str | 
     """The rule that makes a control *code-certain*, or None.
 
     A control is code-certain when its label is fail and the code judge's verdict on its
-    judged turn carries a binding finding (scoring.BINDING_FINDINGS) on a dimension the
+    judged turn carries a binding finding (findings.BINDING_FINDINGS) on a dimension the
     label names as failing, whose score alone fails the turn by the scoring rules (every
     other dimension at 10 would not save it). On these controls a hybrid judge must never
     pass the reply, whatever the model says. Derived from the code judge's own findings,

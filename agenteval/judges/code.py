@@ -47,7 +47,7 @@ FAILURE_DENIED = re.compile(
     r"\bno errors?\b|\bnothing (?:is |was )?missing\b|\bwithout (?:any )?errors?\b", re.I
 )
 KIND = "code"
-# A grade (Mark) is a score with the rule of scoring.CODE_FINDINGS it was given by, or a
+# A grade (Mark) is a score with the rule of findings.CODE_FINDINGS it was given by, or a
 # deferral (score None) with the reason.
 
 

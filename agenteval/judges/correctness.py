@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agenteval.findings import CODE_FINDINGS, finding_score
 from agenteval.judges import literals, sources
 from agenteval.judges.answers import (
     ASKED,
@@ -46,14 +47,7 @@ from agenteval.judges.reading import (
     sentence_bounds,
     stem,
 )
-from agenteval.scoring import (
-    AUTO_ZERO_DEVIATION,
-    CODE_FINDINGS,
-    MINOR_SCORE,
-    SCORE_MAX,
-    SCORE_MIN,
-    finding_score,
-)
+from agenteval.scoring import AUTO_ZERO_DEVIATION, MINOR_SCORE, SCORE_MAX, SCORE_MIN
 
 
 @dataclass(frozen=True)
@@ -62,17 +56,17 @@ class Result:
 
     score: float | None  # None: code cannot settle it (the dimension is deferred)
     reason: str
-    rule: str | None = None  # the finding graded by: a key of scoring.CODE_FINDINGS
+    rule: str | None = None  # the finding graded by: a key of findings.CODE_FINDINGS
 
     def __post_init__(self) -> None:
-        # Every score names its rule, so the hybrid judge binds it (scoring.BINDING_FINDINGS)
+        # Every score names its rule, so the hybrid judge binds it (findings.BINDING_FINDINGS)
         # and no grade can be added to the code judge without being classified.
         if self.score is not None and self.rule not in CODE_FINDINGS:
-            raise ValueError(f"a code score needs a rule of scoring.CODE_FINDINGS: {self}")
+            raise ValueError(f"a code score needs a rule of findings.CODE_FINDINGS: {self}")
 
 
 def finding(rule: str, reason: str, graded: float | None = None) -> Result:
-    """The result of a code finding, scored as scoring.CODE_FINDINGS says."""
+    """The result of a code finding, scored as findings.CODE_FINDINGS says."""
     return Result(finding_score(rule, graded), reason, rule)
 
 

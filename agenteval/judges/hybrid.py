@@ -1,8 +1,8 @@
 """Judge `hybrid`: the LLM judge, with the code judge's findings binding.
 
 The code judge grades only what it can settle and defers the rest; every grade it gives
-names its rule (`scoring.CODE_FINDINGS`). Each rule that can score below full marks
-(`scoring.BINDING_FINDINGS`, derived from that table) sets a ceiling on its dimension: a
+names its rule (`findings.CODE_FINDINGS`). Each rule that can score below full marks
+(`findings.BINDING_FINDINGS`, derived from that table) sets a ceiling on its dimension: a
 committed figure off (or only so close, by the precision table), a different name or
 identifier, a refusal of an answerable question with or without a search, an expected value
 absent, denied or offered among alternatives, a guess where the answer is not in the
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.fileio import digest_of
+from agenteval.findings import BINDING_FINDINGS
 from agenteval.judges.code import KIND as CODE_KIND
 from agenteval.judges.code import judge_transcript
 from agenteval.judges.llm import LLMJudge, disagreements
@@ -35,7 +36,7 @@ from agenteval.schema.status import Status
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import Transcript
 from agenteval.schema.verdict import Override, TurnVerdict, Verdict
-from agenteval.scoring import BINDING_FINDINGS, DIMENSIONS, ScoringRules, fails_alone
+from agenteval.scoring import DIMENSIONS, ScoringRules, fails_alone
 
 KIND = "hybrid"
 

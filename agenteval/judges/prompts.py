@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 
+from agenteval.findings import BINDING_FINDINGS, CODE_FINDINGS
 from agenteval.schema.scenario import Turn
 from agenteval.schema.suite import SuiteItem
 from agenteval.schema.transcript import ToolCall, Transcript, TranscriptTurn
 from agenteval.schema.verdict import TurnVerdict
 from agenteval.scoring import (
     AUTO_ZERO_DEVIATION,
-    BINDING_FINDINGS,
-    CODE_FINDINGS,
     CRITICAL_SEVERITY,
     DIMENSIONS,
     MINOR_SCORE,
@@ -90,7 +89,7 @@ def code_checks() -> str:
     One text for the `llm` and `hybrid` judges, true for both: the same prompt lets the two
     be compared (and a hybrid rerun reuse an llm run's cached answers), and a judge that
     knows its numbers are checked has no reason to grade them differently. Rendered from
-    scoring.BINDING_FINDINGS, so it names every rule that binds and nothing else.
+    findings.BINDING_FINDINGS, so it names every rule that binds and nothing else.
     """
     rows = ";\n".join(f"- {_binding_line(rule)}" for rule in BINDING_FINDINGS) + "."
     return (

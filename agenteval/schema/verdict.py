@@ -22,7 +22,7 @@ class TurnVerdict(BaseModel):
     findings: dict[str, str] = Field(
         default_factory=dict,
         description="Dimension -> the code rule that scored it (wrong_value, tool_loop, ...): "
-        "a key of scoring.CODE_FINDINGS; the binding ones are scoring.BINDING_FINDINGS.",
+        "a key of findings.CODE_FINDINGS; the binding ones are findings.BINDING_FINDINGS.",
     )
     simulator_fault: str | None = None
     reasked: bool | None = Field(
@@ -52,7 +52,7 @@ class Override(BaseModel):
 
     turn: int
     dimension: str
-    rule: str = Field(description="The code rule (a key of scoring.BINDING_FINDINGS).")
+    rule: str = Field(description="The code rule (a key of findings.BINDING_FINDINGS).")
     llm_score: float | None = Field(description="What the model judge gave (null: nothing).")
     code_score: float = Field(description="The ceiling code set, now the dimension's score.")
     code_reason: str | None = None
