@@ -85,6 +85,12 @@ def test_every_committed_lock_is_current_with_the_code() -> None:
 # transcript or verdict names every file its producer is built from, so each such file must
 # be a dependency of the stage, or an edit changes the committed outputs while `dvc status`
 # still calls them current (the fresh-copy test then finds different bytes).
+JUDGES = (
+    "agenteval.judges.llm",
+    "agenteval.judges.code",
+    "agenteval.judges.pairwise",
+    "agenteval.judges.mlflow_judge",
+)
 DIGESTED = {
     "infer": (
         "agenteval.targets.builtin",
@@ -94,12 +100,8 @@ DIGESTED = {
         "agenteval.simulators.llm",
         "agenteval.simulators.scripted",
     ),
-    "judge": (
-        "agenteval.judges.llm",
-        "agenteval.judges.code",
-        "agenteval.judges.pairwise",
-        "agenteval.judges.mlflow_judge",
-    ),
+    "judge": JUDGES,
+    "controls": JUDGES,  # the same judges graded on the labelled controls
 }
 
 
