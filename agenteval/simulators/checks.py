@@ -17,7 +17,8 @@ from dataclasses import dataclass
 CHECKS = ("asks_needed", "no_answer_leak", "no_early_stop", "in_persona")
 WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
-STOP = re.compile(
+# A simulated user's "the conversation is over" (the simulator strips it; the checks see it).
+STOP_MARKERS = re.compile(
     r"\[(?:end|stop|done|finished)[^\]]*\]|<\|?\s*(?:end|stop)[^>]*>|\bend[_ ]of[_ ]conversation\b"
     r"|\bconversation (?:is |has )?(?:over|ended|complete|finished|concluded)\b"
     r"|\b(?:i have|i've got|there are) no (?:more|further) questions\b|^(?:goodbye|bye)\b",
@@ -90,7 +91,7 @@ def check_message(
         found.append(Finding("asks_needed", why))
     if (why := answer_leak(text, objective, expected)) is not None:
         found.append(Finding("no_answer_leak", why))
-    stop = STOP.search(text)
+    stop = STOP_MARKERS.search(text)
     if stop and not last:
         found.append(Finding("no_early_stop", f"ends the conversation ({stop.group(0)!r}) "
                                               "before the scenario's last step"))  # fmt: skip

@@ -23,7 +23,7 @@ from agenteval.llm.prompts import load_prompt, split_sections
 from agenteval.schema.scenario import Scenario, Turn
 from agenteval.schema.transcript import Participant, TranscriptTurn
 from agenteval.simulators.base import UserMessage
-from agenteval.simulators.checks import check_message
+from agenteval.simulators.checks import STOP_MARKERS, check_message
 
 PERSONA_MARKER = "### "
 PERSONAS_HEADING = re.compile(r"^##[ \t]+Personas[ \t]*$", re.MULTILINE)
@@ -50,12 +50,6 @@ LEAK_RUN_WORDS = 12
 LEAK_MIN_OBJECTIVE_WORDS = 4
 QUOTED = re.compile(r"[\"“'‘][^\"”'’]{3,}[\"”'’]")
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-STOP_MARKERS = re.compile(
-    r"\[(?:end|stop|done|finished)[^\]]*\]|<\|?\s*(?:end|stop)[^>]*>|\bend[_ ]of[_ ]conversation\b"
-    r"|\bconversation (?:is |has )?(?:over|ended|complete|finished|concluded)\b"
-    r"|\b(?:i have|i've got|there are) no (?:more|further) questions\b|^(?:goodbye|bye)\b",
-    re.IGNORECASE,
-)
 ROLE_LABEL = re.compile(r"^\s*(?:user|message|person|customer)\s*:\s*", re.IGNORECASE)
 ASSISTANT_LABEL = re.compile(r"\n\s*(?:assistant|agent)\s*:", re.IGNORECASE)
 
