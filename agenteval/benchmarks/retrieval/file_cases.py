@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agenteval.benchmarks.retrieval.hard_cases import result
+from agenteval.benchmarks.retrieval.hard_cases import most_asked, result, top5, top5_share
 from agenteval.benchmarks.retrieval.library import Chunk, chunk_library
 from agenteval.benchmarks.retrieval.pdfs import scanned_pdf, text_pdf
 from agenteval.benchmarks.retrieval.pipelines import Ranker
@@ -46,7 +46,7 @@ def near_duplicate_filings(
     original still ranks first among them (no threshold: a retriever cannot know which
     version is current from the text alone)."""
     condition = "measured: near-copies' share of the top 5 and the original ranked first"
-    original = max(docs, key=lambda d: sum(q.document == d for q in questions))
+    original, asked = most_asked(docs, questions)
     text = (root / original).read_text(encoding="utf-8", errors="replace")
     copies = []
     for version in range(1, NEAR_DUPLICATES + 1):
@@ -55,13 +55,10 @@ def near_duplicate_filings(
         path.write_text(_amended(text, version), encoding="utf-8")
         copies.append(path.resolve().relative_to(root.resolve()).as_posix())
     chunks, _ = chunk_library(root, [*docs, *copies], IndexCache(work / "cache_filings", 400))
-    asked = [q for q in questions if q.document == original]
     share, first = {}, {}
     for ranker in build(chunks):
-        tops = [ranker.rank(q.question, 5) for q in asked]
-        share[ranker.name] = round(
-            sum(sum(c.doc in copies for c in top) / 5 for top in tops) / len(tops), 4
-        )
+        tops = top5(ranker, asked)
+        share[ranker.name] = round(top5_share(tops, copies.__contains__), 4)
         first[ranker.name] = round(
             sum(bool(top) and top[0].doc == original for top in tops) / len(tops), 4
         )
