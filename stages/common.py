@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from agenteval import heap
 from agenteval.fileio import sha256_file, write_json
 from agenteval.layout import Layout
+from agenteval.measured import NOTHING_MEASURED_STATUS, Coverage
 from agenteval.params import ParamsError, load_params
 
 if TYPE_CHECKING:
@@ -98,6 +99,17 @@ def run_step(
             print(line, file=sys.stderr)
         return fail.status
     for line in summary(results):
+        print(f"{stage}: {line}")
+    return 0
+
+
+def coverage_status(stage: str, coverage: Coverage) -> int:
+    """The headline's unmeasured line under the stage's name and status 0, or, when nothing
+    was measured, the reason on stderr and status 3 (agenteval.measured)."""
+    if coverage.nothing:
+        print(f"{stage}: {coverage.refusal()}", file=sys.stderr)
+        return NOTHING_MEASURED_STATUS
+    if line := coverage.line():
         print(f"{stage}: {line}")
     return 0
 

@@ -2,7 +2,7 @@
 
 Thin: the benchmarks package does the work (`agenteval.benchmarks.*`). Exit codes: 0 done
 (or the gate holds); 1 the gate fails; 2 invalid input; 3 stopped early and resumable
-(qa), or the baseline is not comparable (gate).
+or nothing measured (qa), or the baseline is not comparable (gate).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from agenteval.cli.common import (
     fail,
     load_params,
     readable_file,
+    say_coverage,
     writable_folder,
 )
 
@@ -47,7 +48,7 @@ def qa(
     track: Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow.")] = True,
 ) -> None:
     """Two-stage QA benchmark: the agent answers, then the pre-check and A/B/C judge grade."""
-    from agenteval.benchmarks.qa.steps import run_qa, step_qa_track
+    from agenteval.benchmarks.qa.steps import coverage, run_qa, step_qa_track
     from agenteval.benchmarks.qa.tasks import TaskFileError
     from agenteval.layout import Layout
     from agenteval.llm import QuotaExhausted
@@ -74,6 +75,7 @@ def qa(
         block = scored.metrics[name]
         typer.echo(f"{name} {block['value']} ({block['evaluated']} of {block['total']} tasks)")
     typer.echo(f"reports in {layout.reports}/ (metrics.json, summary.md, details/)")
+    say_coverage(coverage(scored))
     if track:
         result = step_qa_track(params, layout, None)
         if result is not None:

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agenteval.cli.common import (
-    EXIT_FAILED,
     EXIT_INVALID,
     EXIT_STOPPED,
     fail,
@@ -187,16 +186,17 @@ def _run_failed(exc: BaseException, out: Path, picked: bool) -> None:
 
 
 def _finish(card: Any, out: Path) -> None:
-    """Exit 1 when nothing was measured (no scenario judged: every unit ERRORED, or
-    INFRA_ERROR against a pinned model, ...), 2 when selected scenario files were skipped as
-    invalid; both after the reports and the MLflow run (FAILED then) are written."""
-    from agenteval.scoring import nothing_measured
+    """Exit 3 when nothing was measured (no scenario judged: every unit ERRORED or
+    INFRA_ERROR, ...), 2 when selected scenario files were skipped as invalid; both after
+    the reports and the MLflow run (FAILED then) are written. A partial run says how much
+    it left unmeasured."""
+    from agenteval.measured import scenario_coverage
 
-    why = nothing_measured(card.scenarios)
-    if why is not None:
-        first = next((w for r in card.scenarios for w in r.warnings), "no error recorded")
-        fail([f"the evaluation measured nothing ({why}); first error: {first}",
-              f"details in {out}/data/transcripts/"], EXIT_FAILED)  # fmt: skip
+    coverage = scenario_coverage(card.scenarios)
+    if coverage.nothing:
+        fail([coverage.refusal(), f"details in {out}/data/transcripts/"], EXIT_STOPPED)
+    if line := coverage.line():
+        typer.echo(line)
     if card.invalid:
         lines = [error for entry in card.invalid for error in entry.errors]
         lines.append(
