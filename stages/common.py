@@ -103,6 +103,21 @@ def run_step(
     return 0
 
 
+def measured_step(
+    step: Callable[[], T], coverage_of: Callable[[T], Coverage], summary: Callable[[T], list[str]]
+) -> tuple[Callable[[], T], Callable[[T], list[str]]]:
+    """`step` and its summary for run_step, where a run that measured nothing raises
+    NothingMeasured after writing its outputs, and the summary ends with the unmeasured line
+    (list Failure(NothingMeasured, 3) among the failures)."""
+
+    def run() -> T:
+        results = step()
+        coverage_of(results).check()
+        return results
+
+    return run, lambda results: [*summary(results), *filter(None, [coverage_of(results).line()])]
+
+
 def coverage_status(stage: str, coverage: Coverage) -> int:
     """The headline's unmeasured line under the stage's name and status 0, or, when nothing
     was measured, the reason on stderr and status 3 (agenteval.measured)."""

@@ -157,6 +157,7 @@ def code_retrieval(
     from agenteval.benchmarks.code_retrieval.history import HistoryError
     from agenteval.benchmarks.code_retrieval.steps import (
         PinsError,
+        coverage,
         step_evaluate,
         step_track,
         summary_lines,
@@ -173,8 +174,9 @@ def code_retrieval(
         fail([f"{params['code_retrieval']['commits']}: {exc}"])
     except (ValueError, OSError) as exc:
         fail([f"cannot run: {type(exc).__name__}: {exc}"])
+    say_coverage(coverage(results), summary_lines(results))
     log_run = (lambda: step_track(params, layout, None)) if track else None
-    _report(summary_lines(results), layout, log_run, baseline, tolerance)
+    _report([], layout, log_run, baseline, tolerance)
 
 
 def _run_layout(out: Path | None, kind: str) -> Layout:
