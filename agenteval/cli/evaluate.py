@@ -172,9 +172,12 @@ def _run_failed(exc: BaseException, out: Path, picked: bool) -> None:
     from agenteval.judging import JudgingStopped
     from agenteval.runlock import EvalLocked
     from agenteval.suite.build import SuiteError
+    from agenteval.targets.base import AgentFilesMissing
 
     if isinstance(exc, SuiteError):
         suite_failure(exc, picked)
+    if isinstance(exc, AgentFilesMissing):  # refused before any work, the setting named
+        fail([str(exc)])
     if isinstance(exc, ControlsError):  # the mixed-in controls (judge.controls_per_run)
         fail([str(p) for p in exc.problems])
     if isinstance(exc, JudgingStopped):
