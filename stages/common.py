@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from agenteval import heap
+from agenteval import heap, scratch
 from agenteval.fileio import sha256_file, write_json
 from agenteval.layout import Layout
 from agenteval.measured import NOTHING_MEASURED_STATUS, Coverage
@@ -28,7 +28,13 @@ def run_stage(main: Callable[[], int]) -> NoReturn:
     its `path:line: key: expected` lines and status 2, before any work (no traceback)."""
     heap.claim()
     heap.settle()
-    sys.exit(exit_status(main))
+    scratch.end_on_signals()  # SIGTERM unwinds: temporary copies go, outputs stay resumable
+    try:
+        status = exit_status(main)
+        sys.stdout.flush()  # a pipe's reader gone is found here, not at interpreter exit
+    except BrokenPipeError:
+        scratch.output_closed()
+    sys.exit(status)
 
 
 def exit_status(main: Callable[[], int]) -> int:

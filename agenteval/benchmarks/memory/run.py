@@ -10,7 +10,6 @@ an unchanged `pr` run writes the same bytes.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from agenteval.measured import Coverage
 from agenteval.memory.base import make_memory
 from agenteval.schema.memory import MemoryResults, ScenarioResult
 from agenteval.schema.transcript import Participant
+from agenteval.scratch import temporary_folder
 
 SUITES = ("pr", "full")
 
@@ -72,7 +72,7 @@ async def _run_all(
     section = section_of(params)
     results: list[ScenarioResult] = []
     memory_participant = model_participant = None
-    with tempfile.TemporaryDirectory(prefix="agenteval-memory-") as stores:
+    with temporary_folder("agenteval-memory-") as stores:
         for item in loaded:
             memory = make_memory(section.get("adapter") or {"kind": "reference"}, root)
             model = make_model(suite, params, root, item.scenario)
