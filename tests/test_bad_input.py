@@ -268,6 +268,36 @@ CASES: list[tuple[str, list[str], int, str]] = [
         2,
         "--gate /nonexistent.json: cannot read",
     ),
+    (
+        "tp-gate-not-json",
+        ["bench", "throughput", "--gate", "/etc/hostname"],
+        2,
+        "--gate /etc/hostname: /etc/hostname: not a JSON file",
+    ),
+    (
+        "tp-gate-other-kind",
+        ["bench", "throughput", "--gate", "eval/baselines/code_retrieval/pr.json"],
+        2,
+        "a code_retrieval result, not a throughput baseline",
+    ),
+    (
+        "cr-gate-not-json",
+        ["bench", "code-retrieval", "--gate", "/etc/hostname"],
+        2,
+        "--gate /etc/hostname: /etc/hostname: not a JSON file",
+    ),
+    (
+        "cr-gate-other-kind",
+        ["bench", "code-retrieval", "--gate", "eval/baselines/throughput/pr.json"],
+        2,
+        "a throughput result, not a code_retrieval baseline",
+    ),
+    (
+        "retrieval-gate-not-json",
+        ["retrieval", "--gate", "/etc/hostname"],
+        2,
+        "--gate /etc/hostname: /etc/hostname: not a JSON file",
+    ),
     ("tp-model-alone", ["bench", "throughput", "--model", "m"], 2, "--model needs --endpoint-url"),
     (
         "tp-two-endpoints",

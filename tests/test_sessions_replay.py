@@ -151,7 +151,9 @@ def test_an_unparsable_grade_is_unjudged_never_a_score(
     ):
         result = run_cli(out, sets_for(projects, agent, judge, tmp_path), "--no-track")
         asked = len(judge.requests)
-    assert result.exit_code == 1  # the controls could not be graded either
+    # No case judged: nothing measured (exit 3), whatever the controls (not graded either).
+    assert result.exit_code == 3, result.output
+    assert "nothing measured: 7 of 7 cases unmeasured" in result.output
     card = read(out / "scorecard.json")
     assert card["counts"]["judged"] == 0 and card["counts"]["unjudged"] == 5
     assert card["mean_grade"]["value"] is None and card["pass_rate"]["value"] is None

@@ -103,7 +103,7 @@ def retrieval(
     from agenteval.layout import Layout
 
     params = load_params(params_file, list(set_ or []))
-    readable_file("--gate", baseline)
+    gate_baseline(baseline, "retrieval")
     folder = _out(out, "retrieval")
     writable_folder("--out", folder)
     layout = Layout.run_dir(Path.cwd().resolve(), folder)
@@ -121,6 +121,22 @@ def retrieval(
     typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
     if baseline is not None:
         benchmark_gate(layout.reports, baseline, tolerance)
+
+
+def gate_baseline(baseline: Path | None, kind: str) -> None:
+    """The --gate file read and checked before any work (a 230 s run then refused for a file
+    that was never a baseline): exit 2 naming the option, the file and what it is."""
+    if baseline is None:
+        return
+    from agenteval.benchmarks import gate as gating
+
+    readable_file("--gate", baseline)
+    try:
+        found = gating.load_run(baseline).get("kind")
+    except gating.GateInputError as exc:
+        fail([f"--gate {baseline}: {exc}"])
+    if found != kind:
+        fail([f"--gate {baseline}: a {found} result, not a {kind} baseline"])
 
 
 def benchmark_gate(run: Path, baseline: Path, tolerance: float | None) -> None:

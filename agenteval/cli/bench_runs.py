@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agenteval.cli.bench import SetOption, _out, benchmark_gate
+from agenteval.cli.bench import SetOption, _out, benchmark_gate, gate_baseline
 from agenteval.cli.common import (
     EXIT_STOPPED,
     fail,
     load_params,
-    readable_file,
     say_coverage,
     writable_folder,
 )
@@ -125,7 +124,7 @@ def throughput(
     if repeats is not None:
         options["throughput.repeats"] = ("--repeats", repeats)
     params = load_params(params_file, list(set_ or []), options)
-    readable_file("--gate", baseline)
+    gate_baseline(baseline, "throughput")
     layout = _run_layout(out, "throughput")
     try:
         results = step_run(params, layout)
@@ -164,7 +163,7 @@ def code_retrieval(
     )
 
     params = load_params(params_file, list(set_ or []))
-    readable_file("--gate", baseline)
+    gate_baseline(baseline, "code_retrieval")
     layout = _run_layout(out, "code_retrieval")
     try:
         results = step_evaluate(params, layout)
