@@ -91,6 +91,7 @@ def step_infer(
     from agenteval.runlock import endpoint_key, eval_lock
 
     install_scrubber(params)
+    check_agent_files(params, layout.root)  # named before the suite is even read
     suite = load_suite(layout)
     target = make_target(params, layout.root)
     simulator = make_simulator(params, layout.root)
