@@ -148,6 +148,14 @@ def is_quota(exc: BaseException) -> bool:
     return isinstance(exc, QuotaExhausted)
 
 
+def is_backend_failure(exc: BaseException) -> bool:
+    """A model endpoint that stayed unreachable, 5xx or unreadable through every attempt: the
+    unit is INFRA_ERROR (unmeasured, agenteval.measured), never the agent's ERRORED."""
+    from agenteval.llm.retry import TransientError
+
+    return isinstance(exc, TransientError)
+
+
 class UnitRunner:
     """Runs one unit of work: the conversation under its time limit and budgets. It writes
     no file, so any process holding the same target and simulator can run a unit (an
@@ -255,6 +263,9 @@ class UnitRunner:
             transcript.status, transcript.resumable = Status.INFRA_ERROR, True
             transcript.error = f"quota or credential failure: {exc}"
             self.stop_reason = self.stop_reason or transcript.error
+        elif is_backend_failure(exc):
+            transcript.status = Status.INFRA_ERROR
+            transcript.error = f"model backend failed: {type(exc).__name__}: {exc}"
         else:
             transcript.status = Status.ERRORED
             transcript.error = f"{type(exc).__name__}: {exc}"

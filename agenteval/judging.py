@@ -37,7 +37,7 @@ def _still_valid(verdict: Verdict, item: SuiteItem, transcript: Transcript, judg
         verdict.transcript_digest == digest_of(transcript)
         and verdict.ground_truth_digest == item.ground_truth_digest
         and verdict.judge.same_as(judge.participant)
-        and verdict.status != "ERRORED"
+        and verdict.status not in ("ERRORED", "INFRA_ERROR")  # a judge fault is graded again
     )
 
 

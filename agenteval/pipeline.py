@@ -23,7 +23,7 @@ from agenteval.schema.verdict import Verdict
 from agenteval.scorecard import build_scorecard, metrics_of
 from agenteval.simulators.base import make_simulator
 from agenteval.suite.build import build_suite
-from agenteval.targets.base import make_target
+from agenteval.targets.base import check_agent_files, make_target
 
 
 @contextmanager
@@ -91,6 +91,7 @@ def step_infer(
     from agenteval.runlock import endpoint_key, eval_lock
 
     install_scrubber(params)
+    check_agent_files(params, layout.root)  # named before the suite is even read
     suite = load_suite(layout)
     target = make_target(params, layout.root)
     simulator = make_simulator(params, layout.root)
@@ -285,6 +286,7 @@ def run_evaluation(
     from agenteval.controls.inrun import check
 
     check(params, layout.root)  # mixed-in controls' files, before the agent runs
+    check_agent_files(params, layout.root)  # the agent's own files, before any work
     step_suite(params, layout)
     overlapped = overlaps_judging(params)
     inferred = step_infer(params, layout, progress, judge_too=overlapped, graded=graded)

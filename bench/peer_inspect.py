@@ -48,6 +48,7 @@ import json
 import os
 import re
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -307,6 +308,9 @@ def main() -> int:
     workload.prepare_to_measure()
     inspect = inspect_env()
     kinds = list(WORKLOADS) if args.workload == "both" else [args.workload]
+    # SIGTERM unwinds like Ctrl-C, so the temporary project goes too (this script runs in a
+    # peer's venv too, without agenteval.scratch).
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     with tempfile.TemporaryDirectory(prefix="agenteval-peer-") as tmp:
         for kind in kinds:
             (Path(tmp) / kind).mkdir()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -142,6 +143,9 @@ def main() -> int:
         parser.error(f"--configs: unknown {unknown}; known: {', '.join(CONFIGS)}")
     workload.prepare_to_measure()
     rows: dict[str, dict[str, Any]] = {}
+    # SIGTERM unwinds like Ctrl-C, so the temporary project goes too (this script runs in a
+    # peer's venv too, without agenteval.scratch).
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     with tempfile.TemporaryDirectory(prefix="agenteval-realistic-") as tmp:
         root = project(Path(tmp), args, port=0)
         for name in names:

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from agenteval import heap
+from agenteval import heap, scratch
 from agenteval.fileio import sha256_file, write_json
 from agenteval.layout import Layout
+from agenteval.measured import NOTHING_MEASURED_STATUS, Coverage
 from agenteval.params import ParamsError, load_params
 
 if TYPE_CHECKING:
@@ -27,7 +28,13 @@ def run_stage(main: Callable[[], int]) -> NoReturn:
     its `path:line: key: expected` lines and status 2, before any work (no traceback)."""
     heap.claim()
     heap.settle()
-    sys.exit(exit_status(main))
+    scratch.end_on_signals()  # SIGTERM unwinds: temporary copies go, outputs stay resumable
+    try:
+        status = exit_status(main)
+        sys.stdout.flush()  # a pipe's reader gone is found here, not at interpreter exit
+    except BrokenPipeError:
+        scratch.output_closed()
+    sys.exit(status)
 
 
 def exit_status(main: Callable[[], int]) -> int:
@@ -98,6 +105,32 @@ def run_step(
             print(line, file=sys.stderr)
         return fail.status
     for line in summary(results):
+        print(f"{stage}: {line}")
+    return 0
+
+
+def measured_step(
+    step: Callable[[], T], coverage_of: Callable[[T], Coverage], summary: Callable[[T], list[str]]
+) -> tuple[Callable[[], T], Callable[[T], list[str]]]:
+    """`step` and its summary for run_step, where a run that measured nothing raises
+    NothingMeasured after writing its outputs, and the summary ends with the unmeasured line
+    (list Failure(NothingMeasured, 3) among the failures)."""
+
+    def run() -> T:
+        results = step()
+        coverage_of(results).check()
+        return results
+
+    return run, lambda results: [*summary(results), *filter(None, [coverage_of(results).line()])]
+
+
+def coverage_status(stage: str, coverage: Coverage) -> int:
+    """The headline's unmeasured line under the stage's name and status 0, or, when nothing
+    was measured, the reason on stderr and status 3 (agenteval.measured)."""
+    if coverage.nothing:
+        print(f"{stage}: {coverage.refusal()}", file=sys.stderr)
+        return NOTHING_MEASURED_STATUS
+    if line := coverage.line():
         print(f"{stage}: {line}")
     return 0
 

@@ -7,6 +7,7 @@ import sys
 from agenteval.llm.config import DEFAULT_CACHE_DIR
 from agenteval.pipeline import step_infer
 from agenteval.runlock import EvalLocked
+from agenteval.targets.base import AgentFilesMissing
 from stages.common import layout, params, root, run_stage, show_progress
 
 
@@ -21,6 +22,9 @@ def main() -> int:
     except EvalLocked as exc:
         print(f"infer: not started: {exc}", file=sys.stderr)
         return 3
+    except AgentFilesMissing as exc:  # target.agent names no agent here: before any unit
+        print(f"infer: {exc}", file=sys.stderr)
+        return 2
     completed = sum(t.status == "COMPLETED" for t in result.transcripts)
     print(f"infer: {completed}/{len(result.transcripts)} conversation(s) completed")
     if result.retry and not result.stop_reason:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 import time
 
-from agenteval.benchmarks.memory.run import run_suite, unmeasured_headline, write_outputs
+from agenteval.benchmarks.memory.run import coverage, run_suite, write_outputs
 from agenteval.benchmarks.memory.scenarios import ScenarioError
 from agenteval.llm import QuotaExhausted
 from agenteval.memory.base import MemoryServerError
-from stages.common import root, run_stage, variant_dir, variant_params
+from stages.common import coverage_status, root, run_stage, variant_dir, variant_params
 
 NAME = "memory"
 
@@ -39,13 +39,7 @@ def main() -> int:
         f"run: {c['passed']}/{c['checks']} checks passed, {c['failed']} failed, "
         f"{c['unmeasured']} unmeasured ({time.perf_counter() - started:.1f}s)"
     )
-    unmeasured, nothing = unmeasured_headline(results)
-    if nothing:
-        print(f"run: nothing measured: {unmeasured}", file=sys.stderr)
-        return 3
-    if unmeasured:
-        print(f"run: {unmeasured}")
-    return 0
+    return coverage_status("run", coverage(results))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agenteval.benchmarks.qa.steps import step_qa_score
-from stages.common import run_stage, variant_layout, variant_params
+from agenteval.benchmarks.qa.steps import coverage, step_qa_score
+from stages.common import coverage_status, run_stage, variant_layout, variant_params
 
 
 def main() -> int:
@@ -13,7 +13,7 @@ def main() -> int:
         f"score: correct.native@1 {first['value']} "
         f"({first['evaluated']} evaluated of {first['total']})"
     )
-    return 0
+    return coverage_status("score", coverage(scored))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from agenteval.benchmarks.tasks.score import coverage
 from agenteval.benchmarks.tasks.steps import step_score
-from stages.common import run_stage, variant_layout, variant_params
+from stages.common import coverage_status, run_stage, variant_layout, variant_params
 
 
 def main() -> int:
@@ -13,7 +14,7 @@ def main() -> int:
         f"score: {first.passed}/{first.tasks} passed, {first.verified}/{first.coding} verified, "
         f"{first.misreported} misreported, {first.unmeasured} unmeasured"
     )
-    return 0
+    return coverage_status("score", coverage(card.tasks))
 
 
 if __name__ == "__main__":

@@ -2,38 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from agenteval.benchmarks.throughput.workload import WorkloadError
 from agenteval.llm import LLMError
-from stages.common import Failure, run_stage, run_step, variant_layout, variant_params
+from agenteval.measured import NothingMeasured
+from stages.common import (
+    Failure,
+    measured_step,
+    run_stage,
+    run_step,
+    variant_layout,
+    variant_params,
+)
 
 
 def main() -> int:
-    from agenteval.benchmarks.throughput.steps import step_run, summary_lines, unmeasured_headline
+    from agenteval.benchmarks.throughput.steps import coverage, step_run, summary_lines
 
     settings, layout = variant_params("throughput"), variant_layout("throughput")
+    step, summary = measured_step(lambda: step_run(settings, layout), coverage, summary_lines)
     return run_step(
         "run",
-        lambda: measured(step_run(settings, layout)),
-        lambda results: [*summary_lines(results), *filter(None, [unmeasured_headline(results)[0]])],
+        step,
+        summary,
         Failure(WorkloadError, 2),
         Failure((LLMError, NothingMeasured), 3, "stopped"),
     )
-
-
-class NothingMeasured(RuntimeError):
-    pass
-
-
-def measured(results: dict[str, Any]) -> dict[str, Any]:
-    """The results, unless every request failed: the outputs are written, the stage fails."""
-    from agenteval.benchmarks.throughput.steps import unmeasured_headline
-
-    line, nothing = unmeasured_headline(results)
-    if nothing:
-        raise NothingMeasured(f"nothing measured: {line}")
-    return results
 
 
 if __name__ == "__main__":

@@ -13,11 +13,11 @@ import sys
 
 from agenteval.fileio import read_json
 from agenteval.layout import Layout
+from agenteval.measured import scenario_coverage
 from agenteval.schema.scorecard import Scorecard
-from agenteval.scoring import nothing_measured
 from agenteval.tracking.run import log_evaluation, write_run_record
 from agenteval.tracking.store import TrackingError
-from stages.common import layout, params, run_stage, write_tracked
+from stages.common import coverage_status, layout, params, run_stage, write_tracked
 
 
 def main() -> int:
@@ -27,8 +27,7 @@ def main() -> int:
     except TrackingError as exc:
         print(f"track: {exc}", file=sys.stderr)
         return 1
-    measured = not where.scorecard.is_file() or nothing_measured(load_card(where).scenarios) is None
-    code = 0 if measured else 1
+    coverage = scenario_coverage(load_card(where).scenarios) if where.scorecard.is_file() else None
     write_tracked(where.reports, settings, result)
     if result is None:
         write_run_record(where, None)
@@ -39,10 +38,9 @@ def main() -> int:
             f"track: {verb} run {result.run_id} in {result.tracking_uri} "
             f"(experiment {result.experiment_id}, {result.traces_logged} trace(s))"
         )
-    if code:
-        # The last stage fails, so `dvc repro` exits non-zero with every report written.
-        print("track: every scenario ERRORED: the evaluation measured nothing", file=sys.stderr)
-    return code
+    # The last stage fails (3) when nothing was measured, so `dvc repro` exits non-zero
+    # with every report written; a partial run says how much it left unmeasured.
+    return 0 if coverage is None else coverage_status("track", coverage)
 
 
 def load_card(where: Layout) -> Scorecard:

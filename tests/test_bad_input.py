@@ -268,6 +268,36 @@ CASES: list[tuple[str, list[str], int, str]] = [
         2,
         "--gate /nonexistent.json: cannot read",
     ),
+    (
+        "tp-gate-not-json",
+        ["bench", "throughput", "--gate", "/etc/hostname"],
+        2,
+        "--gate /etc/hostname: /etc/hostname: not a JSON file",
+    ),
+    (
+        "tp-gate-other-kind",
+        ["bench", "throughput", "--gate", "eval/baselines/code_retrieval/pr.json"],
+        2,
+        "a code_retrieval result, not a throughput baseline",
+    ),
+    (
+        "cr-gate-not-json",
+        ["bench", "code-retrieval", "--gate", "/etc/hostname"],
+        2,
+        "--gate /etc/hostname: /etc/hostname: not a JSON file",
+    ),
+    (
+        "cr-gate-other-kind",
+        ["bench", "code-retrieval", "--gate", "eval/baselines/throughput/pr.json"],
+        2,
+        "a throughput result, not a code_retrieval baseline",
+    ),
+    (
+        "retrieval-gate-not-json",
+        ["retrieval", "--gate", "/etc/hostname"],
+        2,
+        "--gate /etc/hostname: /etc/hostname: not a JSON file",
+    ),
     ("tp-model-alone", ["bench", "throughput", "--model", "m"], 2, "--model needs --endpoint-url"),
     (
         "tp-two-endpoints",
@@ -336,6 +366,12 @@ CASES: list[tuple[str, list[str], int, str]] = [
         "tasks.judge.base_url",
     ),
     ("climb-rounds", ["climb", "--set", "climb.rounds=abc"], 2, "climb.rounds"),
+    (
+        "run-agent-files",
+        ["run", "--set", "target.agent={tmp}/noagent", "--out", "{tmp}/r"],
+        2,
+        "target.agent: ",
+    ),
 ]
 
 
@@ -357,6 +393,33 @@ def test_refused_before_any_work(argv: list[str], code: int, named: str, tmp_pat
     assert isinstance(result.exception, SystemExit), repr(result.exception)  # no traceback
     assert "Traceback" not in said
     assert named in said, said
+
+
+def test_another_projects_scenarios_name_the_agent_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another project's scenario folder, run from that project's root: the builtin agent's
+    files (target.agent, relative to the working directory) are not there. Refused before
+    any work with the setting and the file named, not a FileNotFoundError."""
+    import shutil
+
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    for name in ("concise_answer.yaml", "admit_missing_benefit.yaml"):
+        shutil.copy(ROOT / "eval/scenarios/personality" / name, scenarios / name)
+    shutil.copy(ROOT / "eval/corpus/manifest.json", tmp_path / "manifest.json")
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--no-progress", "--out", str(tmp_path / "run"),
+            "--set", "suite.scenarios=scenarios", "--set", "suite.manifest=manifest.json",
+            "--set", "tracking.enabled=false"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit) and "Traceback" not in result.output
+    missing = tmp_path / "eval/agents/default/replies.yaml"
+    assert f"target.agent: {missing} is missing" in result.output
+    assert not (tmp_path / "run/data").exists()  # no suite built, no unit run
+    fixed = [*argv, "--set", f"target.agent={ROOT / 'eval/agents/default'}"]
+    assert "target.agent" not in CliRunner().invoke(app, fixed).output
 
 
 def test_enough_cases() -> None:

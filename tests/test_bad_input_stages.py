@@ -172,6 +172,20 @@ def test_enough_cases() -> None:
     assert len(CASES) >= 25
 
 
+def test_the_infer_stage_names_a_missing_agent_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`dvc exp run -S target.agent=...` naming no agent folder: status 2, the setting and
+    the file named, before the suite is read or any unit runs."""
+    (tmp_path / "params.yaml").write_text("target:\n  agent: agents/nosuch\n")
+    monkeypatch.chdir(tmp_path)
+    status = exit_status(importlib.import_module("stages.infer").main)
+    said = capsys.readouterr().err
+    assert status == 2, said
+    assert f"infer: target.agent: {tmp_path / 'agents/nosuch/replies.yaml'} is missing" in said
+    assert "Traceback" not in said
+
+
 def test_a_stage_as_dvc_runs_it(tmp_path: Path) -> None:
     """`dvc exp run -S run.concurrency=abc`: the stage's process exits 2, one clear line."""
     (tmp_path / "params.yaml").write_text("run:\n  concurrency: abc\n")

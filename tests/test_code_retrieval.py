@@ -7,15 +7,17 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from agenteval.benchmarks.code_retrieval import robustness
 from agenteval.benchmarks.code_retrieval.chunks import chunk_file, symbol_spans
-from agenteval.benchmarks.code_retrieval.grep import grep_rank, identifiers
+from agenteval.benchmarks.code_retrieval.grep import GrepFailed, grep_rank, identifiers
 from agenteval.benchmarks.code_retrieval.history import (
     HistoryError,
     Selection,
@@ -25,6 +27,7 @@ from agenteval.benchmarks.code_retrieval.history import (
 from agenteval.benchmarks.code_retrieval.index import CodeIndex, IndexConfig, IndexDamaged
 from agenteval.benchmarks.code_retrieval.swebench import modified_files, status
 from agenteval.benchmarks.gate import GateRefused, gate, load_run
+from agenteval.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "eval/baselines/code_retrieval/pr.json"
@@ -217,6 +220,44 @@ def test_grep_baseline_weights_identifiers_by_rarity(history: dict[str, Any]) ->
     files, symbols = grep_rank(history["repo"], history["start"], PY, "parcel_weight is off")
     assert files == ["shop/shipping.py"] and symbols == ["shop/shipping.py::parcel_weight"]
     assert grep_rank(history["repo"], history["start"], PY, "no identifiers here") == ([], [])
+
+
+def test_grep_that_fails_is_a_fault_never_an_empty_ranking(
+    history: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No match (git grep exits 1) ranks nothing; git grep itself failing (128: a broken
+    repository, a crashed tool) makes the query unmeasured: through the CLI, a run whose
+    every query lost its baseline ranking exits 3 with git's reason, no figure written as a
+    miss."""
+    assert grep_rank(history["repo"], history["start"], PY, "nowhere_named_thing") == ([], [])
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    wrapper = tools / "git"
+    wrapper.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = grep ] && '
+                       '{ echo "fatal: injected fault" >&2; exit 128; }; done\n'
+                       f'exec {shutil.which("git")} "$@"\n')  # fmt: skip
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(GrepFailed, match="injected fault"):
+        grep_rank(history["repo"], history["start"], PY, "parcel_weight is off")
+    pins = tmp_path / "commits.yaml"
+    pins.write_text(json.dumps({"repositories": [{"name": "shop", "path": str(history["repo"]),
+        "fixes": [{"commit": history["round"], "why": "rounding"}]}]}))  # fmt: skip
+    monkeypatch.chdir(ROOT)
+    argv = ["bench", "code-retrieval", "--no-track", "--out", str(tmp_path / "run")]
+    for value in (
+        f"code_retrieval.commits={pins}",
+        "code_retrieval.robustness=false",
+        "code_retrieval.incremental=false",
+        "code_retrieval.swebench.enabled=false",
+    ):
+        argv += ["--set", value]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 3, result.output
+    assert "nothing measured: 1 of 1 queries unmeasured: git grep failed" in result.output
+    assert "injected fault" in result.output
+    written = json.loads((tmp_path / "run/results.json").read_text())
+    assert written["metrics"] == {} and len(written["meta"]["unmeasured"]) == 1
 
 
 def test_swebench_is_refused_with_a_reason_offline() -> None:

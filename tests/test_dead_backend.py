@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from servers import OpenAIServer, server_error
 from typer.testing import CliRunner
 
 from agenteval.cli import app
@@ -56,7 +57,7 @@ def test_memory_on_a_dead_model_measures_nothing(dead_url: str, tmp_path: Path) 
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 3, result.output
     assert isinstance(result.exception, SystemExit)
-    assert "nothing measured: 20 of 20 unmeasured: model backend failed" in result.output
+    assert "nothing measured: 20 of 20 checks unmeasured: model backend failed" in result.output
     assert "0 failed" in result.output  # no failure is the memory's
     results = read_json(out / "results.json")  # what ran is on disk, marked
     assert results["counts"]["failed"] == 0 and results["counts"]["passed"] == 0
@@ -116,3 +117,50 @@ def test_throughput_partly_measured_says_so(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     assert "2 of 4 requests unmeasured:" in result.output
+
+
+def test_qa_on_a_dead_agent_measures_nothing(dead_url: str, tmp_path: Path) -> None:
+    """Every attempt's agent call refused: each attempt is unmeasured (INFRA_ERROR), never a
+    wrong answer, and a run with no evaluated attempt exits 3 saying why."""
+    argv = ["qa", "--no-track", "--out", str(tmp_path / "qa"), "--k", "1",
+            "--set", "target.kind=chat", "--set", f"target.base_url={dead_url}",
+            "--set", "target.model=m", "--set", "qa.ids=[cw_battery_warranty, fo_core_hours]",
+            "--set", "run.max_attempts=1",
+            "--set", f"run.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 3, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "nothing measured: 2 of 2 attempts unmeasured: INFRA_ERROR: model backend failed" in (
+        result.output
+    )
+    metrics = read_json(tmp_path / "qa/metrics.json")  # written, and no attempt scored wrong
+    assert metrics["correct.native@1"]["value"] is None
+    assert metrics["correct.native@1"]["error"] == 2
+
+
+def test_a_scenario_run_on_an_agent_answering_500_measures_nothing(tmp_path: Path) -> None:
+    """A loopback agent that answers 500 on every call: the units are INFRA_ERROR (the
+    backend's fault, not ERRORED as the agent's), and the run exits 3 with the reason."""
+    with OpenAIServer(reply_fn=lambda _body: server_error(500)) as server:
+        argv = ["run", "--out", str(tmp_path / "run"), "--no-progress",
+                "--scenario", "quarterly_revenue_lookup"]  # fmt: skip
+        for key, value in {"target.kind": "chat", "target.model": "m",
+                           "target.base_url": server.base_url, "run.max_attempts": "1",
+                           "run.cache_dir": str(tmp_path / "cache"), "suite.iterations": "1",
+                           "tracking.enabled": "false"}.items():  # fmt: skip
+            argv += ["--set", f"{key}={value}"]
+        result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 3, result.output
+    assert "nothing measured: 1 of 1 scenarios unmeasured: 1 INFRA_ERROR" in result.output
+    assert "model backend failed" in result.output
+
+
+def test_coverage_says_how_much_and_refuses_nothing() -> None:
+    from agenteval.measured import Coverage
+
+    partial = Coverage(45, 105, "backend unreachable", "checks")
+    assert partial.line() == "45 of 105 checks unmeasured: backend unreachable"
+    assert not partial.nothing
+    assert Coverage(0, 3, "").line() is None and not Coverage(0, 3, "").nothing
+    assert Coverage(3, 3, "refused").nothing and Coverage(0, 0, "").nothing  # nothing ran
+    assert Coverage(0, 0, "").refusal() == "nothing measured: no unit ran"

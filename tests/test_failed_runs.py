@@ -1,6 +1,6 @@
 """An evaluation that judged no scenario (every unit ERRORED, or INFRA_ERROR against a pinned
-model) measured nothing: it exits non-zero and its MLflow run is FAILED, not finished, and
-named so."""
+model) measured nothing: it exits 3 with the reason and its MLflow run is FAILED, not
+finished, and named so."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def model_not_found(_body: object) -> Raw:
     return Raw(404, {"error": {"type": "not_found_error", "message": "no model named nope"}})
 
 
-def test_every_unit_errored_exits_1_and_fails_the_mlflow_run(tmp_path: Path) -> None:
+def test_every_unit_errored_exits_3_and_fails_the_mlflow_run(tmp_path: Path) -> None:
     uri = f"sqlite:///{(tmp_path / 'mlflow.db').as_posix()}"
     with OpenAIServer(reply_fn=model_not_found) as server:
         args = ["run", "--out", str(tmp_path / "run"), "--no-progress",
@@ -35,8 +35,8 @@ def test_every_unit_errored_exits_1_and_fails_the_mlflow_run(tmp_path: Path) -> 
         }.items():  # fmt: skip
             args += ["--set", f"{key}={value}"]
         result = CliRunner().invoke(app, args)
-        assert result.exit_code == 1, result.output
-        assert "the evaluation measured nothing (every unit ERRORED)" in result.output
+        assert result.exit_code == 3, result.output
+        assert "nothing measured: 6 of 6 scenarios unmeasured: 6 ERRORED" in result.output
         assert "no model named nope" in result.output  # the first error, not only in files
         client = MlflowClient(tracking_uri=uri)
         (experiment,) = [e for e in client.search_experiments() if e.name == "agenteval"]
@@ -50,7 +50,7 @@ def test_every_unit_errored_exits_1_and_fails_the_mlflow_run(tmp_path: Path) -> 
         assert len(client.search_runs([experiment.experiment_id])) == 1
 
 
-def test_a_model_pinned_run_that_measured_nothing_exits_1_and_is_named_so(
+def test_a_model_pinned_run_that_measured_nothing_exits_3_and_is_named_so(
     tmp_path: Path,
 ) -> None:
     """The pin (run.agent_model) cannot be checked against the offline agent, which reports
@@ -60,8 +60,8 @@ def test_a_model_pinned_run_that_measured_nothing_exits_1_and_is_named_so(
             "--set", "run.agent_model=pinned-1", "--set", f"tracking.uri={uri}",
             "--set", "tracking.traces=false"]  # fmt: skip
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 1, result.output
-    assert "the evaluation measured nothing (nothing judged: " in result.output, result.output
+    assert result.exit_code == 3, result.output
+    assert "nothing measured: " in result.output and "scenarios unmeasured" in result.output
     assert "INFRA_ERROR" in result.output
     client = MlflowClient(tracking_uri=uri)
     (experiment,) = [e for e in client.search_experiments() if e.name == "agenteval"]

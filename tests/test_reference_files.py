@@ -132,8 +132,8 @@ def test_filters_apply_before_validation(suite_root: Path) -> None:
          "--set", "tracking.enabled=false"],
     )  # fmt: skip
     # The filter picked the valid scenario and the run went ahead (not refused: exit 2); the
-    # code judge leaves that scenario NOT_JUDGED, and a run that measured nothing exits 1.
-    assert result.exit_code == 1 and "measured nothing" in result.output, result.output
+    # code judge leaves that scenario NOT_JUDGED, and a run that measured nothing exits 3.
+    assert result.exit_code == 3 and "nothing measured" in result.output, result.output
     card = json.loads((out / "scorecard.json").read_text())
     assert [r["id"] for r in card["scenarios"]] == ["two_reports_same_fact_id"]
     assert card["invalid"] == []

@@ -151,7 +151,9 @@ def test_an_unparsable_grade_is_unjudged_never_a_score(
     ):
         result = run_cli(out, sets_for(projects, agent, judge, tmp_path), "--no-track")
         asked = len(judge.requests)
-    assert result.exit_code == 1  # the controls could not be graded either
+    # No case judged: nothing measured (exit 3), whatever the controls (not graded either).
+    assert result.exit_code == 3, result.output
+    assert "nothing measured: 7 of 7 cases unmeasured" in result.output
     card = read(out / "scorecard.json")
     assert card["counts"]["judged"] == 0 and card["counts"]["unjudged"] == 5
     assert card["mean_grade"]["value"] is None and card["pass_rate"]["value"] is None
@@ -347,3 +349,21 @@ def test_the_shipped_controls_hold_every_kind() -> None:
     assert {c.split for c in controls} == {"dev", "held"}
     assert all(set(c.planted) == set(BANDS) for c in controls)
     assert all(not c.planted["claimed_change"].tools for c in controls)
+
+
+def test_a_dead_agent_measures_nothing_and_exits_3(
+    world: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The agent's endpoint refuses every connection: each replayed case is INFRA_ERROR,
+    never graded as the agent's answer, and a run with no judged case exits 3 saying why."""
+    projects, _ = world
+    with OpenAIServer() as gone:
+        closed = type("Closed", (), {"base_url": gone.base_url})()
+    with OpenAIServer(reply_fn=judges.graded_by_kind(other=3)) as judge:
+        sets = sets_for(projects, closed, judge, tmp_path, "run.max_attempts=1")
+        result = run_cli(tmp_path / "run", sets, "--no-track")
+    assert result.exit_code == 3, result.output
+    assert "nothing measured: 7 of 7 cases unmeasured: model backend failed" in result.output
+    results = read(tmp_path / "run/results.json")["results"]
+    assert {r["status"] for r in results} == {"INFRA_ERROR", "SKIPPED_NO_DOCUMENT"}
+    assert all(r.get("grade") is None for r in results)

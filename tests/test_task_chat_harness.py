@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 from servers import AnthropicServer, Call, OpenAIServer, Reply
 from servers.openai_server import quota_exhausted
+from typer.testing import CliRunner
 
 from agenteval.benchmarks.tasks.definitions import load_task_file
 from agenteval.benchmarks.tasks.runner import attempt_dir, load_attempt
 from agenteval.benchmarks.tasks.steps import run_tasks, step_run
 from agenteval.benchmarks.tasks.tracking import log_tasks_run
+from agenteval.cli import app
+from agenteval.fileio import read_json
 from agenteval.layout import Layout
 from agenteval.params import load_params
 
@@ -57,7 +60,15 @@ def agent_script() -> list[Reply]:
 def params_for(
     tmp_path: Path, agent: Any, judge: Any, protocol: str = "openai", **extra: Any
 ) -> dict[str, Any]:
-    sets = [
+    return load_params(
+        ROOT / "pipelines/tasks/params.yaml", sets_for(tmp_path, agent, judge, protocol, **extra)
+    )
+
+
+def sets_for(
+    tmp_path: Path, agent: Any, judge: Any, protocol: str = "openai", **extra: Any
+) -> list[str]:
+    return [
         "tasks.harness=chat",
         "tasks.ids=[bugfix-durations]",
         "tasks.command_timeout_s=60",
@@ -76,7 +87,6 @@ def params_for(
         f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
         *[f"{k}={v}" for k, v in extra.items()],
     ]
-    return load_params(ROOT / "pipelines/tasks/params.yaml", sets)
 
 
 @pytest.fixture
@@ -172,16 +182,25 @@ def test_chat_harness_speaks_anthropic_too(tmp_path: Path, keys: None, judge: Op
 
 
 def test_unreachable_backend_is_infra_error_not_a_worse_agent(
-    tmp_path: Path, keys: None, judge: OpenAIServer
+    tmp_path: Path, keys: None, judge: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Through `agenteval tasks run`: the attempt is INFRA_ERROR (unmeasured), and a run
+    that measured nothing exits 3 with the backend's failure as the reason."""
     with OpenAIServer() as gone:
         base = gone.base_url
     closed = type("Closed", (), {"base_url": base})()
-    params = params_for(tmp_path, closed, judge)
-    card = run_tasks(params, Layout.run_dir(ROOT, tmp_path / "run"))
-    (row,) = card.tasks
-    assert row.result == "INFRA_ERROR" and "backend" in row.reasons[0]
-    assert card.draws[0].passed == 0 and card.draws[0].failed == 0 and card.draws[0].unmeasured == 1
+    monkeypatch.chdir(ROOT)
+    argv = ["tasks", "run", "--no-track", "--out", str(tmp_path / "run")]
+    for value in sets_for(tmp_path, closed, judge):
+        argv += ["--set", value]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 3, result.output
+    assert "nothing measured: 1 of 1 task attempts unmeasured: INFRA_ERROR" in result.output
+    card = read_json(tmp_path / "run/scorecard.json")
+    (row,) = card["tasks"]
+    assert row["result"] == "INFRA_ERROR" and "backend" in row["reasons"][0]
+    (first,) = card["draws"]
+    assert (first["passed"], first["failed"], first["unmeasured"]) == (0, 0, 1)
 
 
 def test_quota_stops_the_run_and_the_rest_is_resumable(

@@ -35,6 +35,8 @@ def load_run(path: Path) -> dict[str, Any]:
                 data = json.loads(candidate.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise GateInputError(f"{candidate}: not a JSON file ({exc})") from None
+            if not isinstance(data, dict):
+                raise GateInputError(f"{candidate}: not a benchmark result (not a JSON object)")
             if data.get("kind") == "qa":
                 data["details"] = _qa_details(candidate.parent / "details")
             if data.get("kind") not in KINDS:

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from agenteval import __version__, heap
+from agenteval import __version__, heap, scratch
 from agenteval.cli import (
     bench,
     bench_runs,
@@ -87,4 +87,11 @@ for group in (
 
 def main() -> None:
     heap.claim()  # the console script: agenteval's own process (see agenteval.heap)
-    app()
+    scratch.end_on_signals()  # SIGTERM unwinds: temporary copies go, state stays resumable
+    try:
+        app()
+    except SystemExit as exc:
+        # click ends a write to a closed pipe with a silent status 1: say it, status 2.
+        if exc.code == 1 and scratch.stdout_closed():
+            scratch.output_closed()
+        raise

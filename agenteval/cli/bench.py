@@ -2,7 +2,7 @@
 
 Thin: the benchmarks package does the work (`agenteval.benchmarks.*`). Exit codes: 0 done
 (or the gate holds); 1 the gate fails; 2 invalid input; 3 stopped early and resumable
-(qa), or the baseline is not comparable (gate).
+or nothing measured (qa), or the baseline is not comparable (gate).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from agenteval.cli.common import (
     fail,
     load_params,
     readable_file,
+    say_coverage,
     writable_folder,
 )
 
@@ -47,7 +48,7 @@ def qa(
     track: Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow.")] = True,
 ) -> None:
     """Two-stage QA benchmark: the agent answers, then the pre-check and A/B/C judge grade."""
-    from agenteval.benchmarks.qa.steps import run_qa, step_qa_track
+    from agenteval.benchmarks.qa.steps import coverage, run_qa, step_qa_track
     from agenteval.benchmarks.qa.tasks import TaskFileError
     from agenteval.layout import Layout
     from agenteval.llm import QuotaExhausted
@@ -74,6 +75,7 @@ def qa(
         block = scored.metrics[name]
         typer.echo(f"{name} {block['value']} ({block['evaluated']} of {block['total']} tasks)")
     typer.echo(f"reports in {layout.reports}/ (metrics.json, summary.md, details/)")
+    say_coverage(coverage(scored))
     if track:
         result = step_qa_track(params, layout, None)
         if result is not None:
@@ -101,7 +103,7 @@ def retrieval(
     from agenteval.layout import Layout
 
     params = load_params(params_file, list(set_ or []))
-    readable_file("--gate", baseline)
+    gate_baseline(baseline, "retrieval")
     folder = _out(out, "retrieval")
     writable_folder("--out", folder)
     layout = Layout.run_dir(Path.cwd().resolve(), folder)
@@ -119,6 +121,22 @@ def retrieval(
     typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
     if baseline is not None:
         benchmark_gate(layout.reports, baseline, tolerance)
+
+
+def gate_baseline(baseline: Path | None, kind: str) -> None:
+    """The --gate file read and checked before any work (a 230 s run then refused for a file
+    that was never a baseline): exit 2 naming the option, the file and what it is."""
+    if baseline is None:
+        return
+    from agenteval.benchmarks import gate as gating
+
+    readable_file("--gate", baseline)
+    try:
+        found = gating.load_run(baseline).get("kind")
+    except gating.GateInputError as exc:
+        fail([f"--gate {baseline}: {exc}"])
+    if found != kind:
+        fail([f"--gate {baseline}: a {found} result, not a {kind} baseline"])
 
 
 def benchmark_gate(run: Path, baseline: Path, tolerance: float | None) -> None:

@@ -7,18 +7,31 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from agenteval.measured import NOTHING_MEASURED_STATUS
+
 if TYPE_CHECKING:
+    from agenteval.measured import Coverage
     from agenteval.suite.build import SuiteError
 
-EXIT_FAILED = 1  # the evaluation measured nothing: no scenario judged (scoring.nothing_measured)
+EXIT_FAILED = 1  # the run finished and failed (a gate, untrusted grades, a machine fault)
 EXIT_INVALID = 2
-EXIT_STOPPED = 3  # quota, credentials or run budget: resumable
+# Quota, credentials, run budget (resumable), or nothing measured (agenteval.measured).
+EXIT_STOPPED = NOTHING_MEASURED_STATUS
 
 
 def fail(lines: list[str], code: int = EXIT_INVALID) -> NoReturn:
     for line in lines:
         typer.echo(line, err=True)
     raise typer.Exit(code)
+
+
+def say_coverage(coverage: Coverage, before: list[str] | None = None) -> None:
+    """The headline's unmeasured line; a run that measured nothing fails with exit 3 after
+    the `before` lines (its summary), saying why."""
+    if coverage.nothing:
+        fail([*(before or []), coverage.refusal()], EXIT_STOPPED)
+    for line in [*(before or []), *filter(None, [coverage.line()])]:
+        typer.echo(line)
 
 
 def suite_failure(exc: SuiteError, flagged: bool) -> NoReturn:

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agenteval.cli.common import (
-    EXIT_FAILED,
     EXIT_INVALID,
     EXIT_STOPPED,
     fail,
@@ -173,9 +172,12 @@ def _run_failed(exc: BaseException, out: Path, picked: bool) -> None:
     from agenteval.judging import JudgingStopped
     from agenteval.runlock import EvalLocked
     from agenteval.suite.build import SuiteError
+    from agenteval.targets.base import AgentFilesMissing
 
     if isinstance(exc, SuiteError):
         suite_failure(exc, picked)
+    if isinstance(exc, AgentFilesMissing):  # refused before any work, the setting named
+        fail([str(exc)])
     if isinstance(exc, ControlsError):  # the mixed-in controls (judge.controls_per_run)
         fail([str(p) for p in exc.problems])
     if isinstance(exc, JudgingStopped):
@@ -187,16 +189,17 @@ def _run_failed(exc: BaseException, out: Path, picked: bool) -> None:
 
 
 def _finish(card: Any, out: Path) -> None:
-    """Exit 1 when nothing was measured (no scenario judged: every unit ERRORED, or
-    INFRA_ERROR against a pinned model, ...), 2 when selected scenario files were skipped as
-    invalid; both after the reports and the MLflow run (FAILED then) are written."""
-    from agenteval.scoring import nothing_measured
+    """Exit 3 when nothing was measured (no scenario judged: every unit ERRORED or
+    INFRA_ERROR, ...), 2 when selected scenario files were skipped as invalid; both after
+    the reports and the MLflow run (FAILED then) are written. A partial run says how much
+    it left unmeasured."""
+    from agenteval.measured import scenario_coverage
 
-    why = nothing_measured(card.scenarios)
-    if why is not None:
-        first = next((w for r in card.scenarios for w in r.warnings), "no error recorded")
-        fail([f"the evaluation measured nothing ({why}); first error: {first}",
-              f"details in {out}/data/transcripts/"], EXIT_FAILED)  # fmt: skip
+    coverage = scenario_coverage(card.scenarios)
+    if coverage.nothing:
+        fail([coverage.refusal(), f"details in {out}/data/transcripts/"], EXIT_STOPPED)
+    if line := coverage.line():
+        typer.echo(line)
     if card.invalid:
         lines = [error for entry in card.invalid for error in entry.errors]
         lines.append(

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_FAILED, EXIT_STOPPED, fail, load_params, writable_folder
+from agenteval.cli.common import (
+    EXIT_FAILED,
+    EXIT_STOPPED,
+    fail,
+    load_params,
+    say_coverage,
+    writable_folder,
+)
 
 if TYPE_CHECKING:
     from agenteval.benchmarks.memory.gate import MemoryGate
@@ -90,12 +97,7 @@ def run(
 
     from agenteval.benchmarks.memory.gate import GateRefused
     from agenteval.benchmarks.memory.gate import gate as compare
-    from agenteval.benchmarks.memory.run import (
-        load_results,
-        run_suite,
-        unmeasured_headline,
-        write_outputs,
-    )
+    from agenteval.benchmarks.memory.run import coverage, load_results, run_suite, write_outputs
     from agenteval.benchmarks.memory.scenarios import ScenarioError
     from agenteval.llm import QuotaExhausted
     from agenteval.memory.base import MemoryServerError
@@ -127,11 +129,7 @@ def run(
         f"wall time {time.perf_counter() - started:.1f}s; outputs in {folder}/ "
         "(results.json, report.md, metrics.json)"
     )
-    unmeasured, nothing = unmeasured_headline(results)
-    if nothing:
-        fail([f"nothing measured: {unmeasured}"], EXIT_STOPPED)
-    if unmeasured:
-        typer.echo(unmeasured)
+    say_coverage(coverage(results))
     if track:
         from agenteval.benchmarks.memory.tracking import log_memory
         from agenteval.tracking.store import TrackingError

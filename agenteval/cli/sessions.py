@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agenteval.cli.common import EXIT_STOPPED, fail, load_params, writable_folder
+from agenteval.cli.common import EXIT_STOPPED, fail, load_params, say_coverage, writable_folder
 
 EXIT_UNTRUSTED = 1
 
@@ -115,6 +115,8 @@ def sessions(
     _summary(outcome, folder)
     if outcome.stop_reason:
         fail([f"stopped: {outcome.stop_reason}", _resume(folder)], EXIT_STOPPED)
+    if outcome.coverage is not None:  # nothing measured: exit 3 with the reason
+        say_coverage(outcome.coverage)
     if outcome.scorecard is not None and not outcome.scorecard.trusted:
         raise typer.Exit(EXIT_UNTRUSTED)
 

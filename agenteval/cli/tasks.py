@@ -22,6 +22,7 @@ from agenteval.cli.common import (
     EXIT_STOPPED,
     fail,
     load_params,
+    say_coverage,
     writable_folder,
 )
 
@@ -113,6 +114,7 @@ def _run_toybox(params: dict[str, Any], folder: Path, no_judge: bool, track: boo
     from agenteval.benchmarks.tasks.definitions import TaskFileError
     from agenteval.benchmarks.tasks.harness import HarnessUnavailable
     from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
+    from agenteval.benchmarks.tasks.score import coverage
     from agenteval.benchmarks.tasks.secrets import SecretSurvived
     from agenteval.benchmarks.tasks.steps import preflight, run_tasks
     from agenteval.fileio import write_text
@@ -138,10 +140,7 @@ def _run_toybox(params: dict[str, Any], folder: Path, no_judge: bool, track: boo
     typer.echo(f"reports in {folder}/ (scorecard.json, summary.md, data/attempts/)")
     if track:
         _track(params, layout)
-    if any(r.result == "INFRA_ERROR" for r in card.tasks):
-        typer.echo(
-            "some tasks were not measured (INFRA_ERROR): the backend, not the agent", err=True
-        )
+    say_coverage(coverage(card.tasks))  # nothing measured: exit 3 with the reason
     _refuse_setup_errors(card)
 
 

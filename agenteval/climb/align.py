@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from agenteval.fileio import digest_of, read_json, write_json
 from agenteval.judges.base import make_judge
 from agenteval.schema.corpus import Manifest
 from agenteval.scoring import ScoringRules
+from agenteval.scratch import temporary_folder
 
 PROMPT = "judge_turn.md"
 HEADING = "\n\n## Alignment\n\nRules added by `agenteval judge align`, each kept on controls:\n"
@@ -193,7 +193,7 @@ def run_align(
     state = HoldoutState(state_file or root / STATE_FILE, held_digest, dict(climb["holdout"]))
     base = root / (params["judge"].get("prompts") or "eval/prompts")
     rule = KeepRule("non-inferior", -margin, "non-inferior")
-    with tempfile.TemporaryDirectory() as tmp:
+    with temporary_folder("agenteval-") as tmp:
         kept: list[str] = []
         current = with_prompts(params, variant(base, kept, Path(tmp) / "parent"))
         dev, held = (

@@ -12,12 +12,12 @@ is not a result (anyone can deal it from the salt) and stays in climb.json.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from agenteval.scratch import temporary_folder
 
 SEALED = ("held", "test")
 PER_SCENARIO = ("improved", "worsened")
@@ -31,8 +31,5 @@ def aggregate(delta: Mapping[str, Any]) -> dict[str, Any]:
 @contextmanager
 def sealed_folder() -> Iterator[Path]:
     """A private folder outside the repository for held and test evaluations."""
-    folder = Path(tempfile.mkdtemp(prefix="agenteval-climb-sealed-"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    with temporary_folder("agenteval-climb-sealed-") as folder:
+        yield Path(folder)

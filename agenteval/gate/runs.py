@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from pydantic import ValidationError
 from agenteval.fileio import read_json
 from agenteval.params import flatten
 from agenteval.schema.scorecard import Scorecard
+from agenteval.scratch import temporary_folder
 
 # MLflow run ids are 32 lowercase hex digits; runs:/<id> is MLflow's own URI form.
 _RUN_ID = re.compile(r"^(?:runs:/)?([0-9a-f]{32})/?$")
@@ -101,7 +101,7 @@ def _from_mlflow(run_id: str) -> LoadedRun:
         artifact = _find_artifact(client, run_id, "scorecard.json")
         if artifact is None:
             raise InputError(f"MLflow run {run_id} ({uri}) has no scorecard.json artifact")
-        with tempfile.TemporaryDirectory() as tmp:
+        with temporary_folder("agenteval-") as tmp:
             local = mlflow.artifacts.download_artifacts(
                 run_id=run_id, artifact_path=artifact, dst_path=tmp, tracking_uri=uri
             )

@@ -37,6 +37,7 @@ from agenteval.llm import (
     Message,
     QuotaExhausted,
     SystemMessage,
+    TransientError,
     UserMessage,
 )
 from agenteval.llm.config import EndpointConfig, endpoint_from, sum_usage
@@ -199,6 +200,9 @@ class LLMJudge:
         except JudgeOutputError as exc:
             verdict.status, verdict.error = Status.ERRORED, f"{type(exc).__name__}: {exc}"
             verdict.raw_reply = exc.raw
+        except TransientError as exc:  # the judge's backend, not the agent: unmeasured
+            verdict.status = Status.INFRA_ERROR
+            verdict.error = f"judge backend failed: {type(exc).__name__}: {exc}"
         except LLMError as exc:
             verdict.status, verdict.error = Status.ERRORED, f"{type(exc).__name__}: {exc}"
         finally:

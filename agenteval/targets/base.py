@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from agenteval.fileio import sha256_file
 from agenteval.registry import build
+from agenteval.schema.params import TargetParams
 from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.transcript import Participant, ToolCall, Usage
 
@@ -69,6 +70,35 @@ def agent_files_digest(folder: Path, names: tuple[str, ...]) -> dict[str, str | 
     return {
         name: sha256_file(folder / name) if (folder / name).is_file() else None for name in names
     }
+
+
+# The files each kind of target reads from its `target.agent` folder (one home: the targets
+# digest exactly these, and a run refuses before any work when one is missing).
+AGENT_FILES_BY_KIND = {"builtin": ("replies.yaml",), "chat": ("system_prompt.md", "tools.yaml")}
+DEFAULT_AGENT = str(TargetParams.model_fields["agent"].default)
+
+
+class AgentFilesMissing(ValueError):
+    """A file the target reads from `target.agent` is not there (named, with the fix)."""
+
+
+def check_agent_files(params: dict[str, Any], root: Path) -> Path:
+    """The target's agent folder, or AgentFilesMissing naming `target.agent` and the file:
+    the setting is relative to the working directory, so another project's scenario folder
+    run from that project's root finds no eval/agents/ there."""
+    section = params.get("target") or {}
+    kind = str(section.get("kind") or "builtin")
+    setting = str(section.get("agent") or DEFAULT_AGENT)
+    folder = root / setting
+    for name in AGENT_FILES_BY_KIND.get(kind, ()):
+        if not (folder / name).is_file():
+            needs = ", ".join(AGENT_FILES_BY_KIND[kind])
+            raise AgentFilesMissing(
+                f"target.agent: {folder / name} is missing (the {kind} agent reads {needs} "
+                f"from target.agent, here {setting!r} under {root}): set target.agent to a "
+                "folder holding them, e.g. the agenteval checkout's eval/agents/default"
+            )
+    return folder
 
 
 # kind -> "module:factory"; adding a target is adding a module and a line here.

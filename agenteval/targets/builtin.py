@@ -21,16 +21,18 @@ from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.status import Status
 from agenteval.schema.transcript import Participant, ToolCall
 from agenteval.targets.base import (
+    AGENT_FILES_BY_KIND,
     DEFAULT_KNOBS,
     AgentReply,
     SessionContext,
     SetupFailed,
     agent_files_digest,
+    check_agent_files,
 )
 from agenteval.targets.fence import DEFAULT_LIBRARY, corpus_fence
 from agenteval.targets.tools import DocumentTools
 
-AGENT_FILES = ("replies.yaml",)  # the builtin agent's phrasings; nothing else it reads
+AGENT_FILES = AGENT_FILES_BY_KIND["builtin"]  # its phrasings; nothing else it reads
 LIST_INTENT = re.compile(
     r"\b(which|what) (documents|docs|files)\b|\blist (the |all |your )?(documents|docs|files)\b"
     r"|\b(documents|files) (do you have|are (available|indexed|loaded))",
@@ -50,7 +52,7 @@ class BuiltinTarget:
         section = params["target"]
         self.root = root
         self.knobs = {**DEFAULT_KNOBS, **(section.get("params") or {})}
-        self.agent_dir = root / section.get("agent", "eval/agents/default")
+        self.agent_dir = check_agent_files(params, root)
         replies_file = self.agent_dir / AGENT_FILES[0]
         self.replies: dict[str, str] = yaml.safe_load(replies_file.read_text(encoding="utf-8"))
         self.library = list(section.get("library") or DEFAULT_LIBRARY)

@@ -33,18 +33,20 @@ from agenteval.schema.scenario import IndexDocument, Scenario
 from agenteval.schema.status import Status
 from agenteval.schema.transcript import Participant, ToolCall
 from agenteval.targets.base import (
+    AGENT_FILES_BY_KIND,
     DEFAULT_KNOBS,
     AgentReply,
     SessionContext,
     SetupFailed,
     agent_files_digest,
+    check_agent_files,
     distinct,
 )
 from agenteval.targets.fence import DEFAULT_LIBRARY, corpus_fence
 from agenteval.targets.tools import SEARCH_TOOL, TOOL_NAMES, DocumentTools
 
 DEFAULT_MAX_TOOL_STEPS = 8
-AGENT_FILES = ("system_prompt.md", "tools.yaml")
+AGENT_FILES = AGENT_FILES_BY_KIND["chat"]
 TOOL_MODES = ("native", "context")
 ADVERSARIAL_CATEGORY = "adversarial"
 
@@ -79,7 +81,7 @@ class ChatTarget:
     def __init__(self, params: dict[str, Any], root: Path) -> None:
         section = params["target"]
         self.config = EndpointConfig.from_params(params, "target", root)
-        self.agent_dir = root / section.get("agent", "eval/agents/default")
+        self.agent_dir = check_agent_files(params, root)
         self.system_prompt = (self.agent_dir / "system_prompt.md").read_text(encoding="utf-8")
         self.tool_specs = load_tool_specs(self.agent_dir)
         knobs = {**DEFAULT_KNOBS, **(section.get("params") or {})}

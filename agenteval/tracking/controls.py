@@ -8,12 +8,12 @@ measurement of one instrument.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agenteval.fileio import digest_of
+from agenteval.scratch import temporary_folder
 
 CONTROLS_EXPERIMENT_SUFFIX = "-controls"
 JUDGE_DIGEST_TAG = "agenteval.judge.config_digest"
@@ -131,7 +131,7 @@ def log_controls(
         try:
             for metric, value in _metrics(report).items():
                 client.log_metric(run_id, metric, value)
-            with tempfile.TemporaryDirectory() as tmp:
+            with temporary_folder("agenteval-") as tmp:
                 path = Path(tmp) / "controls.json"
                 path.write_text(json.dumps(report, indent=2, ensure_ascii=False), "utf-8")
                 client.log_artifact(run_id, str(path))

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agenteval.params import ParamsError, flatten, load_params
+from agenteval.scratch import temporary_folder
 
 # The sections whose changes tell runs apart (those the run's params are logged from).
 NAMED_SECTIONS = ("suite", "target", "simulator", "judge", "run")
@@ -77,7 +77,7 @@ def committed_params(root: Path, name: str = "params.yaml") -> dict[str, Any] | 
         return None
     if shown.returncode != 0:
         return None
-    with tempfile.TemporaryDirectory(prefix="agenteval-params-") as tmp:
+    with temporary_folder("agenteval-params-") as tmp:
         path = Path(tmp) / name
         path.write_text(shown.stdout, encoding="utf-8")
         try:

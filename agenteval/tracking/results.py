@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agenteval.schema.scorecard import Scorecard
+from agenteval.scratch import temporary_folder
 from agenteval.tracking.provenance import mlflow_key
 from agenteval.tracking.store import (
     MAX_METRICS_PER_BATCH,
@@ -207,7 +207,7 @@ def log_artifacts(
 
     secrets = list(secrets)
     logged: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="agenteval-mlflow-") as tmp:
+    with temporary_folder("agenteval-mlflow-") as tmp:
         if provenance is not None:
             text = json_text(provenance)
             for secret in secrets:

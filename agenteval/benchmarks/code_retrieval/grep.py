@@ -29,6 +29,12 @@ DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
 SNAKE = re.compile(r"\b_*[a-z0-9]+(?:_[a-z0-9]+)+\b")
 CAMEL = re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
 MIN_LENGTH = 3
+NO_MATCH = 1  # git grep's exit status when nothing matched (2 and up: it failed)
+
+
+class GrepFailed(RuntimeError):
+    """git grep itself failed on a query (not "no match"): the baseline's ranking of that
+    query is unmeasured, never an empty ranking scored as a miss."""
 
 
 def identifiers(query: str) -> list[str]:
@@ -68,8 +74,10 @@ def grep_rank(
 def _grep(repo: Path, commit: str, selection: Selection, name: str) -> dict[str, list[int]]:
     try:
         raw = git(repo, "grep", "-n", "-F", "-I", "-e", name, commit, "--", *selection.pathspecs())
-    except HistoryError:
-        return {}  # git grep exits 1 when nothing matches
+    except HistoryError as exc:
+        if exc.returncode == NO_MATCH:
+            return {}
+        raise GrepFailed(f"git grep failed: {str(exc).strip()}") from None
     out: dict[str, list[int]] = {}
     prefix = f"{commit}:"
     for line in raw.decode("utf-8", "replace").splitlines():

@@ -28,13 +28,18 @@ HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.MULTILINE)
 class HistoryError(ValueError):
     """A pinned commit or repository cannot be used (named, with the reason)."""
 
+    def __init__(self, message: str, returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.returncode = returncode  # git's exit status, when git ran and failed
+
 
 def git(repo: Path, *args: str, data: bytes | None = None) -> bytes:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"LC_ALL": "C"}
     done = subprocess.run(["git", "-C", str(repo), *args], input=data, capture_output=True,
                           env=env)  # fmt: skip
     if done.returncode != 0:
-        raise HistoryError(f"git {' '.join(args[:3])}: {done.stderr.decode(errors='replace')}")
+        raise HistoryError(f"git {' '.join(args[:3])}: {done.stderr.decode(errors='replace')}",
+                           done.returncode)  # fmt: skip
     return done.stdout
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.benchmarks.code_retrieval import robustness, scoring, swebench
-from agenteval.benchmarks.code_retrieval.grep import grep_rank
+from agenteval.benchmarks.code_retrieval.grep import GrepFailed, grep_rank
 from agenteval.benchmarks.code_retrieval.history import (
     HistoryError,
     WorkTree,
@@ -25,6 +25,7 @@ from agenteval.benchmarks.qa.steps import check_kind
 from agenteval.benchmarks.throughput.metrics import percentile
 from agenteval.fileio import write_json
 from agenteval.layout import Layout
+from agenteval.measured import Coverage, first_reason
 from agenteval.schema.code_retrieval import PinnedCommits
 from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
@@ -65,6 +66,7 @@ def _rank_queries(
     tree = WorkTree(repo, work / "tree", config.selection)
     index = CodeIndex(tree.folder, work / "store", config)
     rows: dict[str, Any] = {}
+    failed: dict[str, str] = {}  # query id -> why it is unmeasured
     syncs: list[dict[str, float]] = []
     order = oldest_first(repo, sorted({q.base for q in queries}))
     for base in order:
@@ -78,7 +80,11 @@ def _rank_queries(
             bm25 = scoring.ranked_from_chunks(q.id, [h.chunk for h in hits],
                                               (time.perf_counter() - start) * 1000)  # fmt: skip
             start = time.perf_counter()
-            files, symbols = grep_rank(repo, base, config.selection, q.query)
+            try:
+                files, symbols = grep_rank(repo, base, config.selection, q.query)
+            except GrepFailed as exc:  # out of both pipelines' figures: they stay paired
+                failed[q.id] = str(exc)
+                continue
             grep = scoring.Ranking(q.id, tuple(files), tuple(symbols),
                                    round((time.perf_counter() - start) * 1000, 3))  # fmt: skip
             rows[q.id] = {"query": q, "bm25": bm25, "git grep": grep}
@@ -93,7 +99,7 @@ def _rank_queries(
         "store_bytes": sum(p.stat().st_size for p in index.store.glob("*") if p.is_file()),
         "bases": len(order),
     }  # fmt: skip
-    return rows, {"scale": scale, "index": index}
+    return rows, {"scale": scale, "index": index, "unmeasured": failed}
 
 
 def _per_query(rows: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,6 +128,7 @@ def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
     shutil.rmtree(work, ignore_errors=True)
     depth = int(section["depth"])
     rows: dict[str, Any] = {}
+    unmeasured: dict[str, str] = {}
     repos: dict[str, Any] = {}
     incremental: dict[str, Any] = {}
     cases: list[dict[str, Any]] = []
@@ -130,6 +137,7 @@ def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
         config = IndexConfig(selection, int(section["max_lines"]), int(section["max_bytes"]))
         mine, built = _rank_queries(repo, queries, config, work / spec.name, depth)
         rows.update(mine)
+        unmeasured.update(built["unmeasured"])
         repos[spec.name] = {"path": spec.path, "queries": len(queries),
                             "config": config.describe(), "scale": built["scale"]}  # fmt: skip
         texts = [q.query for q in queries][: int(section["compare_queries"])]
@@ -142,6 +150,7 @@ def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
     if section["robustness"]:
         cases += robustness.hostile_tree_cases(work / "hostile", int(section["max_bytes"]))
     results = _results(section, rows, repos, incremental, cases)
+    results["meta"]["unmeasured"] = unmeasured
     write_json(results_path(layout), results)
     write_json(layout.metrics, flat_metrics(results))
     write_summary(layout, results)
@@ -158,7 +167,7 @@ def _results(
     files = {qid: row["query"].files for qid, row in rows.items()}
     symbols = {qid: row["query"].symbols for qid, row in rows.items()}
     scores = {name: scoring.metrics([r[name] for r in rows.values()], files, symbols)
-              for name in PIPELINES}  # fmt: skip
+              for name in PIPELINES if rows}  # fmt: skip
     latencies = {name: [r[name].latency_ms for r in rows.values()] for name in PIPELINES}
     for name, values in latencies.items():
         for repo in repos.values():
@@ -189,6 +198,14 @@ def flat_metrics(results: Mapping[str, Any]) -> dict[str, Any]:
     flat["robustness"] = {c["case"]: c["status"] for c in results["robustness"]}
     flat["scale"] = {n: r["scale"] for n, r in results["meta"]["repositories"].items()}
     return flat
+
+
+def coverage(results: Mapping[str, Any]) -> Coverage:
+    """Queries a tool failed on (git grep) of all pinned: out of every figure, said in the
+    headline; none measured: the run exits 3 (agenteval.measured)."""
+    failed = results["meta"].get("unmeasured") or {}
+    total = results["meta"]["queries"] + len(failed)
+    return Coverage(len(failed), total, first_reason(failed.values(), "unknown"), "queries")
 
 
 def summary_lines(results: Mapping[str, Any]) -> list[str]:

@@ -10,7 +10,6 @@ an unchanged `pr` run writes the same bytes.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +20,11 @@ from agenteval.benchmarks.memory.model import EndpointModel, make_model
 from agenteval.benchmarks.memory.replay import BACKEND_FAILED, replay
 from agenteval.benchmarks.memory.scenarios import Loaded, load_scenarios
 from agenteval.fileio import write_json, write_text
+from agenteval.measured import Coverage
 from agenteval.memory.base import make_memory
 from agenteval.schema.memory import MemoryResults, ScenarioResult
 from agenteval.schema.transcript import Participant
+from agenteval.scratch import temporary_folder
 
 SUITES = ("pr", "full")
 
@@ -71,7 +72,7 @@ async def _run_all(
     section = section_of(params)
     results: list[ScenarioResult] = []
     memory_participant = model_participant = None
-    with tempfile.TemporaryDirectory(prefix="agenteval-memory-") as stores:
+    with temporary_folder("agenteval-memory-") as stores:
         for item in loaded:
             memory = make_memory(section.get("adapter") or {"kind": "reference"}, root)
             model = make_model(suite, params, root, item.scenario)
@@ -125,17 +126,14 @@ def run_suite(
     )
 
 
-def unmeasured_headline(results: MemoryResults) -> tuple[str | None, bool]:
-    """What the headline says of unmeasured checks (`45 of 105 unmeasured: model backend
-    failed (...)`), and whether nothing at all was measured (the run then exits 3)."""
+def coverage(results: MemoryResults) -> Coverage:
+    """How many checks went unmeasured (`45 of 105 checks unmeasured: model backend failed
+    (...)`) and why; nothing measured at all: the run exits 3 (agenteval.measured)."""
     c = results.counts
-    if not c["unmeasured"]:
-        return None, False
     whys = [k.why for s in results.scenarios for p in s.probes for k in p.checks if k.ok is None]
     backend = next((w for w in whys if w.startswith(BACKEND_FAILED)), None)
     reason = backend.removeprefix("unmeasured: ") if backend else "a judge could not settle them"
-    line = f"{c['unmeasured']} of {c['checks']} unmeasured: {reason}"
-    return line, c["unmeasured"] == c["checks"]
+    return Coverage(c["unmeasured"], c["checks"], reason, "checks")
 
 
 def metrics_of(results: MemoryResults) -> dict[str, Any]:

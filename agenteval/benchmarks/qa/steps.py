@@ -20,6 +20,7 @@ from agenteval.benchmarks.qa.metrics import Observation, qa_metrics
 from agenteval.benchmarks.qa.tasks import TaskFileError, build_qa_suite, load_tasks, select
 from agenteval.fileio import digest_of, read_json, write_json
 from agenteval.layout import Layout, load_suite, load_transcript, transcript_path
+from agenteval.measured import Coverage, first_reason
 from agenteval.params import section_digest
 from agenteval.pipeline import install_scrubber, step_infer
 from agenteval.schema.corpus import Manifest
@@ -134,6 +135,7 @@ def step_qa_judge(params: dict[str, Any], layout: Layout) -> list[QAVerdict]:
 class Scored:
     metrics: dict[str, Any]
     verdicts: list[QAVerdict]
+    planned: int  # attempts: tasks x k
 
 
 def load_verdicts(layout: Layout, tasks: list[QATask], attempts: int) -> list[QAVerdict]:
@@ -182,7 +184,17 @@ def step_qa_score(params: dict[str, Any], layout: Layout) -> Scored:
     write_json(layout.metrics, metrics)
     write_details(layout, tasks, verdicts, suite)
     write_summary(layout, metrics, tasks, verdicts, suite.iterations)
-    return Scored(metrics, verdicts)
+    return Scored(metrics, verdicts, len(tasks) * suite.iterations)
+
+
+def coverage(scored: Scored) -> Coverage:
+    """Attempts not evaluated of all planned, with the first reason: an attempt whose agent
+    or judge backend failed is unmeasured (status error), never a wrong answer."""
+    evaluated = sum(v.status == "evaluated" for v in scored.verdicts)
+    errors = (v.reason for v in scored.verdicts if v.status == "error")
+    others = (v.reason for v in scored.verdicts if v.status != "evaluated")
+    reason = first_reason(errors, "") or first_reason(others, "never judged")
+    return Coverage(scored.planned - evaluated, scored.planned, reason, "attempts")
 
 
 def run_qa(params: dict[str, Any], layout: Layout, progress: bool = False) -> Scored:

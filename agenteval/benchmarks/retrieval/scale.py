@@ -18,7 +18,6 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from agenteval.benchmarks.retrieval.scoring import judge_ranking, metrics
 from agenteval.corpus.documents import read_text
 from agenteval.corpus.index_cache import IndexCache
 from agenteval.corpus.retrieval import split_sentences
+from agenteval.scratch import temporary_folder
 
 ROOT = Path.cwd()
 LIBRARY = ["eval/corpus/documents", "data/corpora"]
@@ -79,7 +79,7 @@ def run_tier(tier: int, root: Path = ROOT) -> dict[str, object]:
     asked = Counter(q.document for q in questions)
     labelled = sorted(library_files(root, LIBRARY), key=lambda d: (-asked[d], d))
     chosen = labelled[: min(tier, len(labelled))]
-    with tempfile.TemporaryDirectory(prefix="agenteval-scale-") as tmp:
+    with temporary_folder("agenteval-scale-") as tmp:
         rng = random.Random(tier)
         pool = distractor_sentences(root, labelled, [q.quote for q in questions])
         docs = list(chosen)

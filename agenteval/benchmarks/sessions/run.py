@@ -15,6 +15,7 @@ from typing import Any
 from agenteval.benchmarks.sessions import steps
 from agenteval.benchmarks.sessions.extract import transcript_files
 from agenteval.benchmarks.sessions.privacy import check_private_folder
+from agenteval.measured import Coverage
 from agenteval.schema.sessions import SessionDataset, SessionScorecard
 
 
@@ -24,6 +25,7 @@ class Outcome:
     scorecard: SessionScorecard | None = None
     stop_reason: str | None = None
     tracked: Any = None
+    coverage: Coverage | None = None
 
 
 def preflight(params: dict[str, Any], root: Path, out: Path, dataset_only: bool) -> None:
@@ -69,6 +71,7 @@ def run_sessions(
     outcome.stop_reason = replayed.stop_reason
     steps.step_judge(params, root, out, outcome.dataset)
     outcome.scorecard = steps.step_score(params, root, out)
+    outcome.coverage = steps.step_coverage(out)
     if track:
         from agenteval.benchmarks.sessions.tracking import log_sessions
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
+from agenteval.measured import Coverage, first_reason
 from agenteval.schema.sessions import (
     CaseResult,
     ControlCheck,
@@ -79,6 +80,15 @@ def counts(results: Sequence[CaseResult]) -> dict[str, int]:
         "not_run": sum(r.outcome == "not_run" for r in results),
         "skipped_repository_gone": skipped,
     }
+
+
+def coverage(results: SessionResults) -> Coverage:
+    """Cases not judged (the agent's or the judge's backend failed, a repository gone, a
+    reply the judge could not grade) of all, with the first reason, a backend's first."""
+    unmeasured = [r for r in results.results if r.outcome != "judged"]
+    ordered = sorted(unmeasured, key=lambda r: r.status != Status.INFRA_ERROR)
+    reason = first_reason((r.reason for r in ordered), "not judged")
+    return Coverage(len(unmeasured), len(results.results), reason, "cases")
 
 
 def worst(results: Sequence[CaseResult]) -> list[WorstCase]:

@@ -32,6 +32,7 @@ from agenteval.benchmarks.sessions.privacy import (
 )
 from agenteval.benchmarks.sessions.transcript import MAX_LINE_BYTES
 from agenteval.fileio import digest_of, sha256_file
+from agenteval.measured import Coverage
 from agenteval.schema.sessions import (
     DatasetSource,
     SessionCase,
@@ -297,3 +298,10 @@ def step_score(params: dict[str, Any], root: Path, out: Path) -> SessionScorecar
     text = scrubber.scrub_text(render(card, results, dataset))
     write_private(paths.report, text, scrubber)
     return card
+
+
+def step_coverage(out: Path) -> Coverage:
+    """How many of the replayed results.json's cases went unmeasured, and why."""
+    from agenteval.benchmarks.sessions.score import coverage
+
+    return coverage(SessionResults.model_validate_json(Paths(out).results.read_bytes()))

@@ -27,7 +27,6 @@ import asyncio
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.workspace import Grading, Workspace, _copy_ignore
 from agenteval.schema.task_records import CheckResult
 from agenteval.schema.tasks import Expect, KillsMutants, Mutant, Probe, TestsPass
+from agenteval.scratch import temporary_folder
 
 PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # pytest's exit statuses: 1 tests failed, 2 interrupted (a collection error counts: the
@@ -85,7 +85,7 @@ async def run_pytest(
 ) -> tuple[CommandResult, str | None]:
     """pytest in `project`, and why its own report (JUnit XML, written outside the project)
     does not show a passing run: None when it does. The exit status alone never passes."""
-    with tempfile.TemporaryDirectory(prefix="agenteval-report-") as tmp:
+    with temporary_folder("agenteval-report-") as tmp:
         report = Path(tmp) / "junit.xml"
         argv = [*PYTEST, f"--junitxml={report}", *args]
         result = await run_command(
@@ -178,7 +178,7 @@ async def _kill(
         if mutant.snapshot
         else (f"{mutant.path}: {mutant.replace!r} -> {mutant.with_!r}")
     )
-    with tempfile.TemporaryDirectory(prefix="agenteval-mutant-") as tmp:
+    with temporary_folder("agenteval-mutant-") as tmp:
         project = Path(tmp) / "project"
         await asyncio.to_thread(
             shutil.copytree, ws.graded, project, symlinks=True, ignore=_copy_ignore
@@ -204,7 +204,7 @@ async def _equivalent(
 ) -> CheckResult:
     """The agent's tests on a copy where `rel` is an equivalent, differently written
     implementation: tests of behaviour pass; tests that pin bytes do not."""
-    with tempfile.TemporaryDirectory(prefix="agenteval-equivalent-") as tmp:
+    with temporary_folder("agenteval-equivalent-") as tmp:
         project = Path(tmp) / "project"
         await asyncio.to_thread(shutil.copytree, ws.graded, project, symlinks=True)
         (project / rel).write_text(source, encoding="utf-8")
@@ -218,7 +218,7 @@ async def missing_toolchain(
 ) -> str | None:
     """Why the tasks' toolchain cannot run here (the tool named, and how to add it), or
     None: each tool is run once, as the checks run it, in the run's sandbox."""
-    with tempfile.TemporaryDirectory(prefix="agenteval-toolchain-") as tmp:
+    with temporary_folder("agenteval-toolchain-") as tmp:
         for tool, argv in TOOLCHAIN.items():
             result = await run_command(argv, Path(tmp), env, timeout_s, sandbox=sandbox)
             if result.timed_out or result.exit_code != 0:

@@ -15,7 +15,6 @@ the invented run and the empty claim whatever the judge says.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from agenteval.benchmarks.tasks.steps import attempt_digest, guard_for, project_
 from agenteval.layout import Layout
 from agenteval.schema.task_records import TaskAttempt, TaskGrade
 from agenteval.schema.tasks import Reference, Task
+from agenteval.scratch import temporary_folder
 
 CONTROL_TASK = "bugfix-durations"
 NOTHING_ANSWER = (
@@ -171,5 +171,5 @@ def run_controls(
         raise ValueError(
             f"--task {task_id}: not a coding task of {section.get('file', DEFAULT_FILE)}"
         )
-    with tempfile.TemporaryDirectory(prefix="agenteval-task-controls-") as tmp:
+    with temporary_folder("agenteval-task-controls-") as tmp:
         return asyncio.run(_run(params, root, found[0], spec.toybox, Path(tmp)))

@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 from agenteval.benchmarks.tasks.definitions import DEFAULT_FILE
 from agenteval.layout import ANSWER_BEARING
+from agenteval.scratch import temporary_folder
 
 SandboxKind = Literal["bwrap", "none"]
 KINDS: tuple[SandboxKind, ...] = ("bwrap", "none")
@@ -190,7 +191,7 @@ class Sandbox:
                 "(the run is then recorded as 'sandbox: none')"
             )
         sandbox = replace(self, executable=found, nested_userns_off=_has_option(found))
-        with tempfile.TemporaryDirectory(prefix="agenteval-sandbox-check-") as tmp:
+        with temporary_folder("agenteval-sandbox-check-") as tmp:
             argv = sandbox.wrap(["true"], Path(tmp), writable=[Path(tmp)])
             try:
                 done = subprocess.run(argv, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)

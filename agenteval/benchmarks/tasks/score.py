@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from agenteval.benchmarks.tasks.rules import read_attempt
+from agenteval.measured import Coverage, first_reason
 from agenteval.schema.status import Status
 from agenteval.schema.task_records import DIMENSIONS, TaskAttempt, TaskGrade
 from agenteval.schema.task_results import Draw, TaskResult
@@ -130,6 +131,15 @@ def results(
 
 def draws(rows: Sequence[TaskResult], repeats: int, conf: float = 0.95) -> list[Draw]:
     return [draw(r, [row for row in rows if row.repeat == r], conf) for r in range(repeats)]
+
+
+def coverage(rows: Sequence[TaskResult]) -> Coverage:
+    """Attempts neither PASS nor FAIL (a backend that failed, a task not set up, a question
+    not judged) of all, with the first reason, a backend's first: never the agent's failure."""
+    unmeasured = [r for r in rows if r.result not in (Status.PASS, Status.FAIL)]
+    ordered = sorted(unmeasured, key=lambda r: r.result != Status.INFRA_ERROR)
+    reason = first_reason((r.reasons[0] if r.reasons else r.result for r in ordered), "")
+    return Coverage(len(unmeasured), len(rows), reason, "task attempts")
 
 
 def machine() -> str:

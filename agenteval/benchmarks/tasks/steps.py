@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agenteval import scratch
 from agenteval.benchmarks.tasks.definitions import (
     DEFAULT_FILE,
     TaskFileError,
@@ -27,7 +28,7 @@ from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_param
 from agenteval.benchmarks.tasks.score import draws, machine, results
 from agenteval.benchmarks.tasks.secrets import SecretGuard
 from agenteval.benchmarks.tasks.setups import SetupError
-from agenteval.benchmarks.tasks.workspace import prepare, remove_on_signals
+from agenteval.benchmarks.tasks.workspace import prepare
 from agenteval.fileio import digest_of, read_json, sha256_text, write_json
 from agenteval.layout import Layout
 from agenteval.schema.problems import Problem
@@ -125,7 +126,7 @@ def _run_all(
         found = step_validate(params, layout.root)
         if found:
             raise TaskFileError(found)
-    remove_on_signals()
+    scratch.end_on_signals()  # copies and snapshots go on SIGTERM too
     layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
     sealed = [layout.data, layout.reports]
     settings = RunSettings.from_params(params, layout.root, toybox, sealed)

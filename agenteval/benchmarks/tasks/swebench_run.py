@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from agenteval import scratch
 from agenteval.benchmarks.tasks import swebench
 from agenteval.benchmarks.tasks.boundary import agent_env
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
@@ -56,7 +55,7 @@ async def attempt_instance(
 ) -> tuple[ToolRecord, str, bool]:
     """(tool record, diff against the base commit, cut off at the cap)."""
     url = repo_url or f"https://github.com/{instance['repo']}.git"
-    base = Path(tempfile.mkdtemp(prefix="agenteval-swebench-", dir=work_root))
+    base = scratch.make_folder("agenteval-swebench-", work_root)
     try:
         dest = await asyncio.to_thread(
             swebench.checkout, cache_root, url, str(instance["base_commit"]), base / "repo"
@@ -83,7 +82,7 @@ async def attempt_instance(
         patch = await asyncio.to_thread(swebench.diff_of, dest, sandbox)
         return record, patch, capped
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        scratch.discard(base)
 
 
 async def capture(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from agenteval.benchmarks.tasks.graded import IGNORED_DIRS
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.llm.types import ToolSpec
 from agenteval.schema.task_records import Answer, TaskToolCall
+from agenteval.scratch import temporary_folder
 
 READ_CHARS = 20_000  # one read_file call; the rest by offset
 LIST_ENTRIES = 400
@@ -173,7 +173,7 @@ class WorkspaceTools:
         folder outside the copy (PYTEST_ADDOPTS), read here; its text output verifies
         nothing (rules.verified)."""
         command = _string(arguments, "command")
-        with tempfile.TemporaryDirectory(prefix="agenteval-observed-") as tmp:
+        with temporary_folder("agenteval-observed-") as tmp:
             report = Path(tmp) / "report.xml"
             env = {**self.env, "PYTEST_ADDOPTS": f"--junitxml={report}"}
             done = await run_command(

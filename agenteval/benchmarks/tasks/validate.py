@@ -12,7 +12,6 @@ the tasks it chose first.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from agenteval.schema.located import load_located
 from agenteval.schema.problems import Problem
 from agenteval.schema.status import Status
 from agenteval.schema.tasks import Reference, Task
+from agenteval.scratch import temporary_folder
 
 UNTOUCHED = Reference(steps=[], answer="I looked at it and changed nothing.")
 
@@ -50,7 +50,7 @@ def problems(
     coding = [t for t in tasks if t.kind == "coding"]
     if not coding:
         return []
-    with tempfile.TemporaryDirectory(prefix="agenteval-validate-") as tmp:
+    with temporary_folder("agenteval-validate-") as tmp:
         reference = _results(coding, settings, ScriptedHarness(label="validate-reference"),
                              Path(tmp) / "reference")  # fmt: skip
         nothing = ScriptedHarness({t.id: UNTOUCHED for t in coding}, label="validate-untouched")

@@ -8,24 +8,21 @@ over the two trees (new and deleted files included; caches and git's own folder 
 The checks never run in the copy: `grade` builds a fresh tree from the snapshot and the
 agent's changes to regular text files (agenteval.benchmarks.tasks.graded).
 
-Every live copy and snapshot is known to this module: `close_all` removes them, at exit and on
-SIGTERM / SIGINT (`remove_on_signals`), so no exit path leaves them behind.
+The copy and the snapshot are agenteval.scratch folders: removed by `close`, and at the latest
+when the process ends (SIGTERM and SIGINT included), so no exit path leaves them behind.
 """
 
 from __future__ import annotations
 
-import atexit
 import difflib
 import os
 import shutil
-import signal
 import stat
-import tempfile
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agenteval import scratch
 from agenteval.benchmarks.tasks import graded, protected, setups
 from agenteval.benchmarks.tasks.graded import COMPILED_SUFFIXES, IGNORED_DIRS
 from agenteval.fileio import sha256_bytes
@@ -57,14 +54,6 @@ def _read_only(root: Path) -> None:
             path = Path(dirpath) / name
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-
-
-def _writable(root: Path) -> None:
-    for dirpath, _dirnames, filenames in os.walk(root):
-        for name in [*filenames, ""]:
-            path = Path(dirpath) / name
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | stat.S_IWUSR)
 
 
 @dataclass
@@ -128,45 +117,16 @@ class Workspace:
         return done.diff, done.changed
 
     def close(self) -> None:
-        LIVE.discard(self)
         for folder in (self.snapshot.parent, self.base):
-            if folder.exists():
-                _writable(folder)
-                shutil.rmtree(folder, ignore_errors=True)
-
-
-LIVE: set[Workspace] = set()
-
-
-def close_all() -> None:
-    """Remove every copy and snapshot still on disk (an exit path that skipped `close`)."""
-    for ws in list(LIVE):
-        ws.close()
-
-
-atexit.register(close_all)
-
-
-def remove_on_signals() -> None:
-    """SIGTERM and SIGHUP end the process through SystemExit (so `finally` blocks and
-    `close_all` run); SIGINT already raises KeyboardInterrupt. Main thread only."""
-
-    def stop(signum: int, _frame: object) -> None:
-        close_all()
-        raise SystemExit(128 + signum)
-
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, stop)
+            scratch.discard(folder)
 
 
 def prepare(source: Path, setup: str | None, work_root: Path | None = None) -> Workspace:
     """A fresh copy of `source` with `setup` applied, and its snapshot outside the copy."""
-    base = Path(tempfile.mkdtemp(prefix="agenteval-task-", dir=work_root))
-    snapshot = Path(tempfile.mkdtemp(prefix="agenteval-snapshot-", dir=work_root))
+    base = scratch.make_folder("agenteval-task-", work_root)
+    snapshot = scratch.make_folder("agenteval-snapshot-", work_root)
     work = base / "project"
     ws = Workspace(base, work, snapshot / "project", source)
-    LIVE.add(ws)
     try:
         shutil.copytree(source, work, symlinks=True, ignore=_copy_ignore)
         setups.apply(setup, work)

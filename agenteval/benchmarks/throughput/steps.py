@@ -17,6 +17,7 @@ from agenteval.benchmarks.throughput.tokens import resolve_tokenizer
 from agenteval.benchmarks.throughput.workload import load_workload
 from agenteval.fileio import write_json, write_text
 from agenteval.layout import Layout
+from agenteval.measured import Coverage, first_reason
 
 KIND = "throughput"
 TIMING = (
@@ -141,16 +142,13 @@ def summary_lines(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def unmeasured_headline(results: Mapping[str, Any]) -> tuple[str | None, bool]:
-    """`N of M requests unmeasured: <first error>` when requests failed (a failed request is
-    the endpoint's fault, never a figure), and whether nothing at all was measured (exit 3:
-    every figure would be n/a)."""
+def coverage(results: Mapping[str, Any]) -> Coverage:
+    """Failed requests are the endpoint's fault, never a figure: `N of M requests unmeasured:
+    <first error>`; every request failed: the run exits 3 (agenteval.measured)."""
     levels = [f for run in results["endpoints"].values() for f in run["levels"].values()]
     total, failed = sum(f["requests"] for f in levels), sum(f["errors"] for f in levels)
-    if not failed:
-        return None, False
-    first = next((e for run in results["endpoints"].values() for e in run["errors"]), "unknown")
-    return f"{failed} of {total} requests unmeasured: {first}", failed == total
+    errors = (e for run in results["endpoints"].values() for e in run["errors"])
+    return Coverage(failed, total, first_reason(errors, "unknown"), "requests")
 
 
 def _ms(figure: Mapping[str, Any]) -> str:
