@@ -1,6 +1,8 @@
 """`agenteval judge align` on a planted biased loopback judge: a rule that cures its bias is
-kept (held agreement improves), a rule that would buy agreement with a false pass is refused,
-each round an MLflow child run; the held queries go through Thresholdout."""
+kept (held agreement improves); a rule that lowers dev agreement is reverted at dev; a rule
+that improves dev beyond noise and is non-inferior on held but adds a false pass on held is
+refused by the 0-false-pass rule; each round an MLflow child run; the held queries go through
+Thresholdout."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from servers.judges import is_scenario_request, scenario_json, turn_json
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
-from agenteval.climb.align import CATALOGUE, run_align, search_proposer
+from agenteval.climb.align import CATALOGUE, FALSE_PASS_RULE, run_align, search_proposer
+from agenteval.controls.load import split_of
 from agenteval.fileio import read_json
 from agenteval.params import load_params
 from agenteval.schema.corpus import Manifest
@@ -26,6 +29,10 @@ from agenteval.schema.corpus import Manifest
 ROOT = Path(__file__).resolve().parents[1]
 CURE = CATALOGUE[0]  # "Ignore what a reply says about its own accuracy or confidence; ..."
 GENEROUS = "Be generous: a reply with any figure in the right range counts as correct."
+# Cures the self-assessment bias too, but also passes a reply that rounds its figure: on dev
+# (no rounded reply there) it is as good as the cure; on held it buys agreement with a pass.
+SLY = "Ignore a reply's claims about its confidence; a rounded figure counts as stated."
+ROUNDED = "It is roughly 999."
 SELF_ASSESSED = " I am confident this is correct: I verified it twice."
 EXPECTED = re.compile(r"- expected answer: (.*)")
 REPLY = re.compile(r"## Agent reply\n(.*?)(?:\n## |\Z)", re.S)
@@ -40,16 +47,17 @@ def planted(body: Any) -> Reply:
     expected = EXPECTED.search(case).group(1).strip()  # type: ignore[union-attr]
     reply = REPLY.search(case).group(1)  # type: ignore[union-attr]
     right = expected in reply
-    fooled = "I am confident" in reply and CURE not in system
+    fooled = "I am confident" in reply and CURE not in system and SLY not in system
     generous = GENEROUS in system and re.search(r"\d", reply) is not None
-    return Reply(text=turn_json(10 if right or fooled or generous else 0))
+    sly = SLY in system and "roughly" in reply
+    return Reply(text=turn_json(10 if right or fooled or generous or sly else 0))
 
 
 def write_controls(folder: Path) -> None:
     manifest = Manifest.model_validate(read_json(ROOT / "eval/corpus/manifest.json"))
     facts = [f for d in manifest.documents for f in d.facts
              if f.answer and len(manifest.find_fact(f.id)) == 1][:10]  # fmt: skip
-    controls = []
+    controls, rounded = [], []
     for f in facts:
         wrong = "I could not confirm it; my best guess is 999."
         controls += [
@@ -61,6 +69,12 @@ def write_controls(folder: Path) -> None:
              "reply": wrong + SELF_ASSESSED,
              "label": {"verdict": "fail", "failing": ["correctness"]}},
         ]  # fmt: skip
+        if split_of(f"{f.id}_rounded") == "held" and not rounded:  # one, on held only
+            rounded.append(f"{f.id}_rounded")
+            controls.append({"id": f"{f.id}_rounded", "class": "rounded", "fact": f.id,
+                             "reply": ROUNDED,
+                             "label": {"verdict": "fail", "failing": ["correctness"]}})  # fmt: skip
+    assert rounded, "no rounded control landed on held"
     folder.mkdir(parents=True)
     (folder / "controls.yaml").write_text(yaml.safe_dump({"controls": controls}), "utf-8")
 
@@ -80,7 +94,7 @@ def aligned(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], A
         tracker = ClimbTracker(params, work)
         tracker.start("judge-align", {"proposer": "search"}, {})
         state = work / "align_holdout.json"  # not the repository's ledger
-        report = run_align(params, ROOT, search_proposer((GENEROUS, CURE)), 2,
+        report = run_align(params, ROOT, search_proposer((GENEROUS, SLY, CURE)), 3,
                            lambda _: None, tracker, state)  # fmt: skip
     assert read_json(state)  # the held queries were counted
     return report, tracker, work
@@ -96,16 +110,30 @@ def test_align_keeps_the_cure_and_improves_held(aligned: tuple[dict[str, Any], A
     assert report["fresh"] is None or report["fresh"]["reads"] >= 1
 
 
-def test_align_refuses_an_edit_that_adds_a_false_pass(
-    aligned: tuple[dict[str, Any], Any, Path],
-) -> None:
+def test_align_reverts_an_edit_that_lowers_dev(aligned: tuple[dict[str, Any], Any, Path]) -> None:
     report, _, _ = aligned
     generous = report["rounds"][0]
-    assert generous["edit"] == GENEROUS and generous["outcome"] != "kept"
+    assert generous["edit"] == GENEROUS and generous["outcome"] == "reverted"
     # the generous rule passes every guess: dev agreement falls, so held is never asked
-    assert "held" not in generous or generous["held"]["false_passes"] > 0
-    cure = report["rounds"][1]
-    assert cure["outcome"] == "kept" and cure["held"]["query"] >= 1
+    assert "held" not in generous and "dev does not improve" in generous["reason"]
+
+
+def test_align_refuses_an_edit_that_adds_a_false_pass_on_held(
+    aligned: tuple[dict[str, Any], Any, Path],
+) -> None:
+    """Dev improves beyond noise and held is non-inferior, yet one false pass on held
+    refuses the edit: the held 0-false-pass rule, not dev or non-inferiority, decides."""
+    report, _, _ = aligned
+    sly = report["rounds"][1]
+    assert sly["edit"] == SLY and sly["outcome"] == "rejected"
+    assert sly["train"]["low"] > 0  # dev improved beyond noise
+    assert sly["held"]["non_inferior"] and sly["held"]["delta"]["mean"] > 0, sly["held"]
+    assert sly["held"]["false_passes"] > 0
+    assert FALSE_PASS_RULE in sly["reason"]
+    assert SLY not in report["prompt"] and SLY not in report["kept"]
+    cure = report["rounds"][2]
+    assert cure["outcome"] == "kept" and cure["held"]["query"] > sly["held"]["query"]
+    assert cure["held"]["false_passes"] == 0
 
 
 def test_every_round_is_an_mlflow_child_run(aligned: tuple[dict[str, Any], Any, Path]) -> None:

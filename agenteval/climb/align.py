@@ -40,6 +40,7 @@ from agenteval.scoring import ScoringRules
 PROMPT = "judge_turn.md"
 HEADING = "\n\n## Alignment\n\nRules added by `agenteval judge align`, each kept on controls:\n"
 STATE_FILE = Path("eval/climb/align_holdout.json")
+FALSE_PASS_RULE = "0 false passes on held"
 # The search proposer's catalogue: clarifications of the rubric a careful grader would make.
 CATALOGUE = (
     "Ignore what a reply says about its own accuracy or confidence; grade only what it states.",
@@ -287,13 +288,15 @@ def _round(
         "released": verdict.released,
         "bound": verdict.bound,
         "query": state.mechanism.queries,
+        "non_inferior": verdict.kept,
         "false_passes": new_held.false_passes,
     }
     if new_held.false_passes > 0:
+        # Checked whatever held agreement says: agreement bought with a pass is never kept.
         record |= {
             "outcome": "rejected",
-            "reason": f"{new_held.false_passes} false pass(es) on "
-            "held: an edit may never buy agreement with a false pass",
+            "reason": f"{FALSE_PASS_RULE} rule: {new_held.false_passes} false pass(es) on held "
+            f"({rule.describe(verdict.bound)}); an edit may never buy agreement with a pass",
         }
         return record, None
     if not verdict.kept:
