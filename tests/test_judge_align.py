@@ -6,9 +6,12 @@ Thresholdout."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,14 @@ from servers.judges import is_scenario_request, scenario_json, turn_json
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
-from agenteval.climb.align import CATALOGUE, FALSE_PASS_RULE, run_align, search_proposer
+from agenteval.climb.align import (
+    CATALOGUE,
+    FALSE_PASS_RULE,
+    load_controls,
+    run_align,
+    search_proposer,
+)
+from agenteval.climb.mlflow_align import side_by_side
 from agenteval.controls.load import split_of
 from agenteval.fileio import read_json
 from agenteval.params import load_params
@@ -38,11 +48,50 @@ EXPECTED = re.compile(r"- expected answer: (.*)")
 REPLY = re.compile(r"## Agent reply\n(.*?)(?:\n## |\Z)", re.S)
 
 
+MLFLOW_JUDGE = "Correctness judge (MLflow make_judge)"  # judge_mlflow.md, kept by align()
+ADVICE_ASKED = "module_advice"  # DSPy's OfferFeedback signature: SIMBA asks for a rule
+MLFLOW_EXPECTED = re.compile(r'"expected_response": "([^"]*)"')
+_draws: dict[str, int] = {}
+_lock = threading.Lock()
+
+
+def sampled(body: Any) -> float:
+    """A planted judge's draw at temperature: the n-th identical request gets the n-th draw
+    of a stream seeded by the request, whichever thread sends it."""
+    key = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()
+    with _lock:
+        _draws[key] = _draws.get(key, 0) + 1
+        n = _draws[key]
+    return random.Random(f"{key}:{n}").random()
+
+
+def planted_mlflow(body: Any) -> Reply:
+    """MLflow's make_judge requests: the same planted bias, sampled (half the self-assessed
+    guesses pass), so SIMBA sees variance; SIMBA's rule requests get the tempting SLY rule,
+    which cures dev and passes the rounded reply only held has."""
+    said = "\n".join(str(m.get("content")) for m in body["messages"])
+    if ADVICE_ASKED in said:
+        advice = json.dumps({"self": SLY})
+        return Reply(text=f"[[ ## discussion ## ]]\nplanted\n\n[[ ## module_advice ## ]]\n"
+                          f"{advice}\n\n[[ ## completed ## ]]")  # fmt: skip
+    system, case = body["messages"][0]["content"], body["messages"][-1]["content"]
+    reply = case.split("outputs:", 1)[-1].split("expectations:", 1)[0]
+    expected = MLFLOW_EXPECTED.search(case)
+    right = expected is not None and expected.group(1) in reply
+    cured = CURE in system or SLY in system
+    fooled = "I am confident" in reply and not cured and sampled(body) < 0.5
+    sly = SLY in system and "roughly" in reply
+    return Reply(text=json.dumps({"result": right or fooled or sly, "rationale": "planted"}))
+
+
 def planted(body: Any) -> Reply:
     """Right when the reply states the expected answer; fooled by a self-assessment unless its
     rubric says to ignore one; passes every figure when its rubric is 'generous'."""
     if is_scenario_request(body):
         return Reply(text=scenario_json("PASS"))
+    said = "\n".join(str(m.get("content")) for m in body["messages"])
+    if MLFLOW_JUDGE in said or ADVICE_ASKED in said:
+        return planted_mlflow(body)
     system, case = body["messages"][0]["content"], body["messages"][-1]["content"]
     expected = EXPECTED.search(case).group(1).strip()  # type: ignore[union-attr]
     reply = REPLY.search(case).group(1)  # type: ignore[union-attr]
@@ -94,8 +143,15 @@ def aligned(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], A
         tracker = ClimbTracker(params, work)
         tracker.start("judge-align", {"proposer": "search"}, {})
         state = work / "align_holdout.json"  # not the repository's ledger
+        controls = load_controls(params, ROOT)
         report = run_align(params, ROOT, search_proposer((GENEROUS, SLY, CURE)), 3,
-                           lambda _: None, tracker, state)  # fmt: skip
+                           lambda _: None, tracker, state, controls)  # fmt: skip
+        # MLflow's own align() (SIMBA through DSPy) on the same dev controls, same endpoint
+        report["mlflow_align"] = side_by_side(params, ROOT, controls, report["end"], 2, 2,
+                                              lambda _: None)  # fmt: skip
+        tracker.log_side_by_side(report["mlflow_align"])
+        asked = [r.body for r in server.requests]
+    report["asked"] = asked
     assert read_json(state)  # the held queries were counted
     return report, tracker, work
 
@@ -147,4 +203,27 @@ def test_every_round_is_an_mlflow_child_run(aligned: tuple[dict[str, Any], Any, 
     assert sorted(r.data.tags["climb.outcome"] for r in children) == sorted(
         r["outcome"] for r in report["rounds"]
     )
-    assert json.loads(json.dumps(report["mlflow_align"]))["why"]
+    parent = client.get_run(tracker.parent_id).data
+    if report["mlflow_align"]["ran"]:  # the side by side is on the parent run too
+        assert "mlflow_aligned.held.false_passes" in parent.metrics
+    assert parent.tags["align.mlflow"] == report["mlflow_align"]["why"]
+
+
+def test_mlflow_align_side_by_side_on_the_same_held_set(
+    aligned: tuple[dict[str, Any], Any, Path],
+) -> None:
+    """MLflow's judge.align() (SIMBA) learns from the dev controls logged as traces with
+    HUMAN feedback; held to nothing, it takes the tempting rule that cures dev and buys a
+    false pass on held, where agenteval's rule-bound alignment has none."""
+    report, _, _ = aligned
+    found = report["mlflow_align"]
+    assert found["ran"], found["why"]
+    assert found["dev_traces"] == found["mlflow_before"]["dev"]["n"] >= 10
+    held = {k: found[k]["held"] for k in ("mlflow_before", "mlflow_aligned", "agenteval_aligned")}
+    assert len({h["n"] for h in held.values()}) == 1  # the same held controls for all three
+    assert any(ADVICE_ASKED in json.dumps(b) for b in report["asked"])  # SIMBA asked for a rule
+    assert SLY in found["instructions"]
+    assert found["mlflow_aligned"]["dev"]["agreement"] > found["mlflow_before"]["dev"]["agreement"]
+    assert held["mlflow_aligned"]["false_passes"] > 0
+    assert held["agenteval_aligned"]["false_passes"] == 0
+    assert held["agenteval_aligned"]["agreement"] > held["mlflow_aligned"]["agreement"]

@@ -72,12 +72,24 @@ def with_prompts(params: dict[str, Any], folder: Path) -> dict[str, Any]:
     return {**params, "judge": {**params["judge"], "prompts": str(folder)}}
 
 
-def measure(params: dict[str, Any], root: Path, controls: Controls, split: str) -> Measured:
+def load_controls(params: dict[str, Any], root: Path) -> Controls:
+    """The labelled controls by split, each turned once into the (item, transcript) judged."""
+    _, loaded = chosen_controls(params, root, "all", None)
+    manifest = chosen_controls(params, root, "dev", None)[0]
+    by_split = {s: [c for c in loaded if c.split == s] for s in ("dev", "held", "fresh")}
+    pairs = {s: pairs_of(cs, manifest, root) for s, cs in by_split.items()}
+    return Controls(manifest, by_split, pairs)
+
+
+def measure(
+    params: dict[str, Any], root: Path, controls: Controls, split: str, judge: Any = None
+) -> Measured:
+    """Agreement of the params' judge (or `judge`, any judge kind) with the split's labels."""
     chosen = controls.by_split[split]
     rules = ScoringRules.from_params(params["judge"])
     pairs = controls.pairs[split]
     run = judge_controls(
-        make_judge(params, root),
+        judge or make_judge(params, root),
         chosen,
         controls.manifest,
         root,
@@ -152,25 +164,6 @@ def search_proposer(catalogue: Sequence[str] = CATALOGUE) -> Proposer:
     return propose
 
 
-def mlflow_align_status() -> dict[str, Any]:
-    """Whether MLflow's own `judge.align()` can run here (feature-detected): it needs an
-    MLflow judge with `align` and an optimizer's package (DSPy for SIMBA)."""
-    import importlib.util
-
-    from mlflow.genai.judges import Judge
-
-    if not hasattr(Judge, "align"):
-        return {"available": False, "ran": False, "why": "this MLflow's judges have no align()"}
-    if importlib.util.find_spec("dspy") is None:
-        why = "judge.align() is there, but its default optimizer (SIMBA) needs dspy, not installed"
-        return {"available": True, "ran": False, "why": why}
-    return {
-        "available": True,
-        "ran": False,
-        "why": "not run by this session: align() tunes judge.kind mlflow only",
-    }
-
-
 def run_align(
     params: dict[str, Any],
     root: Path,
@@ -179,13 +172,11 @@ def run_align(
     echo: Callable[[str], None] = print,
     tracker: Any = None,
     state_file: Path | None = None,
+    controls: Controls | None = None,
 ) -> dict[str, Any]:
     """One alignment session; returns the report (kept rules, every round, held and fresh)."""
-    _, loaded = chosen_controls(params, root, "all", None)
-    manifest = chosen_controls(params, root, "dev", None)[0]
-    by_split = {s: [c for c in loaded if c.split == s] for s in ("dev", "held", "fresh")}
-    pairs = {s: pairs_of(cs, manifest, root) for s, cs in by_split.items()}
-    controls = Controls(manifest, by_split, pairs)
+    controls = controls or load_controls(params, root)
+    by_split = controls.by_split
     climb = params["climb"]
     conf, margin = float(climb["conf"]), float(climb["margin"])
     held_digest = digest_of(
@@ -203,6 +194,7 @@ def run_align(
         )
         start = {
             "dev": dev.agreement,
+            "dev_false_passes": dev.false_passes,
             "held": held.agreement,
             "held_false_passes": held.false_passes,
         }
@@ -236,6 +228,7 @@ def run_align(
         "start": start,
         "end": {
             "dev": dev.agreement,
+            "dev_false_passes": dev.false_passes,
             "held": held.agreement,
             "held_false_passes": held.false_passes,
         },
@@ -248,7 +241,6 @@ def run_align(
         },
         "rounds": records,
         "held_queries": state.mechanism.state(),
-        "mlflow_align": mlflow_align_status(),
         "prompt": final_prompt,
     }
 
