@@ -336,6 +336,27 @@ CASES: list[tuple[str, list[str], int, str]] = [
         "tasks.judge.base_url",
     ),
     ("climb-rounds", ["climb", "--set", "climb.rounds=abc"], 2, "climb.rounds"),
+    ("align-mlflow", ["judge", "align", "--mlflow-align", "maybe"], 2, "--mlflow-align"),
+    (  # MLflow's align() asked for where it cannot run: refused before any endpoint call
+        "align-mlflow-protocol",
+        [
+            "judge",
+            "align",
+            "--mlflow-align",
+            "on",
+            "--no-track",
+            "--set",
+            "judge.kind=llm",
+            "--set",
+            "judge.model=m",
+            "--set",
+            "judge.base_url=http://127.0.0.1:9/v1",
+            "--set",
+            "judge.protocol=anthropic",
+        ],
+        2,
+        "MLflow's judge speaks openai, not anthropic",
+    ),
 ]
 
 

@@ -106,7 +106,8 @@ def write_controls(folder: Path) -> None:
     manifest = Manifest.model_validate(read_json(ROOT / "eval/corpus/manifest.json"))
     facts = [f for d in manifest.documents for f in d.facts
              if f.answer and len(manifest.find_fact(f.id)) == 1][:10]  # fmt: skip
-    controls, rounded = [], []
+    controls: list[dict[str, Any]] = []
+    rounded: list[str] = []
     for f in facts:
         wrong = "I could not confirm it; my best guess is 999."
         controls += [
@@ -128,17 +129,51 @@ def write_controls(folder: Path) -> None:
     (folder / "controls.yaml").write_text(yaml.safe_dump({"controls": controls}), "utf-8")
 
 
+def write_reviews(path: Path) -> int:
+    """Reviewers' labels (as `agenteval controls import` writes them) on turns of four more
+    facts: a right reply passed, a self-assessed guess failed, by 'ana' in the MLflow UI."""
+    from agenteval.controls.build import build
+    from agenteval.controls.people import write_people
+    from agenteval.schema.controls import Control
+    from agenteval.schema.people import PeopleControl, PeopleLabel, Review, TracedTurn
+
+    manifest = Manifest.model_validate(read_json(ROOT / "eval/corpus/manifest.json"))
+    facts = [f for d in manifest.documents for f in d.facts
+             if f.answer and len(manifest.find_fact(f.id)) == 1][10:14]  # fmt: skip
+    people = []
+    cases = [(fact, reply, verdict) for fact in facts
+             for reply, verdict in ((f"The answer is {fact.answer}.", "pass"),
+                                    ("My best guess is 999." + SELF_ASSESSED, "fail"))]  # fmt: skip
+    for n, (f, reply, verdict) in enumerate(cases):
+        label = {"verdict": verdict, "failing": ["correctness"] if verdict == "fail" else []}
+        control = Control.model_validate({"id": f"r{n}", "class": "people", "fact": f.id,
+                                          "reply": reply, "label": label})  # fmt: skip
+        item, transcript = build(control, manifest, ROOT)
+        review = Review(reviewer="ana", time="2026-12-01T00:00:00Z", name="feedback",
+                        value=verdict == "pass")  # fmt: skip
+        people.append(PeopleControl(
+            id=f"p_{n:016x}", trace_id=f"tr-{n:032x}", experiment_id="1",
+            scenario_id=item.scenario.id, turn=len(transcript.turns), item=item,
+            turns=[TracedTurn(user=t.user_message, reply=t.response) for t in transcript.turns],
+            label=PeopleLabel(verdict=verdict), reviews=[review],
+        ))  # fmt: skip
+    write_people(path, people)
+    return len(people)
+
+
 @pytest.fixture(scope="module")
 def aligned(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Any, Path]:
     from agenteval.tracking.climb import ClimbTracker
 
     work = tmp_path_factory.mktemp("align")
     write_controls(work / "controls")
+    assert write_reviews(work / "people.json")
     store = fresh_store(work)
     with OpenAIServer(reply_fn=planted) as server:
         params = load_params(ROOT / "params.yaml", [
             "judge.kind=llm", "judge.model=judge-model", f"judge.base_url={server.base_url}",
             "judge.protocol=openai", "run.cache_dir=null", f"controls.folder={work / 'controls'}",
+            f"controls.people={work / 'people.json'}",
             f"tracking.uri={store}"])  # fmt: skip
         tracker = ClimbTracker(params, work)
         tracker.start("judge-align", {"proposer": "search"}, {})
@@ -164,6 +199,19 @@ def test_align_keeps_the_cure_and_improves_held(aligned: tuple[dict[str, Any], A
     assert report["end"]["held_false_passes"] == 0
     assert CURE in report["prompt"] and GENEROUS not in report["prompt"]
     assert report["fresh"] is None or report["fresh"]["reads"] >= 1
+
+
+def test_align_learns_from_the_reviewers_labels_too(
+    aligned: tuple[dict[str, Any], Any, Path],
+) -> None:
+    """The loop from a reviewer's click: the imported people controls are measured in every
+    split beside the written ones, and MLflow's align() gets them as HUMAN feedback too."""
+    report, _, _ = aligned
+    counts = report["controls"]
+    assert sum(c["people"] for c in counts.values()) == 8
+    assert counts["dev"]["people"] and counts["held"]["people"]
+    dev = counts["dev"]["written"] + counts["dev"]["people"]
+    assert report["mlflow_align"]["dev_traces"] == dev
 
 
 def test_align_reverts_an_edit_that_lowers_dev(aligned: tuple[dict[str, Any], Any, Path]) -> None:

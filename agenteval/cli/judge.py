@@ -63,17 +63,22 @@ def align(
         search_proposer,
     )
     from agenteval.controls.load import ControlsError
+    from agenteval.controls.people import PeopleError
     from agenteval.fileio import write_json, write_text
 
     root = Path.cwd().resolve()
     chosen = search_proposer(tuple(edit or CATALOGUE))
     if proposer == "llm":
         chosen = llm_proposer(params, root)
+    # asked for where it cannot run: refused before any work, then once the dev split is known
+    why = side.unavailable(params, side.MIN_TRACES)
+    if mlflow_align == "on" and why is not None:
+        fail([f"--mlflow-align on: {why}"])
     try:
         controls = load_controls(params, root)
-    except ControlsError as exc:
+    except (ControlsError, PeopleError) as exc:
         fail([str(p) for p in exc.problems])
-    why = side.unavailable(params, len(controls.by_split["dev"]))
+    why = side.unavailable(params, controls.count("dev"))
     if mlflow_align == "on" and why is not None:
         fail([f"--mlflow-align on: {why}"])
     tracker = _tracker(params, root, proposer) if track else None

@@ -23,7 +23,7 @@ import asyncio
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from agenteval.climb.holdout import HoldoutSpent, Thresholdout
 from agenteval.climb.keep import Delta, KeepRule, held_verdict, lower_bound
 from agenteval.controls.load import LoadedControl
 from agenteval.controls.measure import chosen_controls
+from agenteval.controls.people import LoadedPeople, judge_people, load_people, people_file
 from agenteval.controls.run import DEFERRED, Pair, judge_controls, pairs_of
 from agenteval.fileio import digest_of, read_json, write_json
 from agenteval.judges.base import make_judge
@@ -66,6 +67,11 @@ class Controls:
     manifest: Manifest
     by_split: dict[str, list[LoadedControl]]
     pairs: dict[str, list[Pair]]  # built once: every judge sees the same turns
+    # the reviewers' labels (`agenteval controls import`), dealt by their own salted hash
+    people: dict[str, list[LoadedPeople]] = field(default_factory=dict)
+
+    def count(self, split: str) -> int:
+        return len(self.by_split.get(split, [])) + len(self.people.get(split, []))
 
 
 def with_prompts(params: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -78,26 +84,26 @@ def load_controls(params: dict[str, Any], root: Path) -> Controls:
     manifest = chosen_controls(params, root, "dev", None)[0]
     by_split = {s: [c for c in loaded if c.split == s] for s in ("dev", "held", "fresh")}
     pairs = {s: pairs_of(cs, manifest, root) for s, cs in by_split.items()}
-    return Controls(manifest, by_split, pairs)
+    people = load_people(people_file(params, root))
+    return Controls(manifest, by_split, pairs, {s: [p for p in people if p.split == s]
+                                                for s in by_split})  # fmt: skip
 
 
 def measure(
     params: dict[str, Any], root: Path, controls: Controls, split: str, judge: Any = None
 ) -> Measured:
-    """Agreement of the params' judge (or `judge`, any judge kind) with the split's labels."""
+    """Agreement of the params' judge (or `judge`, any judge kind) with the split's labels,
+    the written controls' and the reviewers'."""
     chosen = controls.by_split[split]
     rules = ScoringRules.from_params(params["judge"])
     pairs = controls.pairs[split]
-    run = judge_controls(
-        judge or make_judge(params, root),
-        chosen,
-        controls.manifest,
-        root,
-        rules,
-        concurrency=int(params["run"].get("concurrency", 4)),
-        pairs=pairs,
-    )
+    judge = judge or make_judge(params, root)
+    concurrency = int(params["run"].get("concurrency", 4))
+    run = judge_controls(judge, chosen, controls.manifest, root, rules,
+                         concurrency=concurrency, pairs=pairs)  # fmt: skip
     outcomes = asyncio.run(run)
+    if controls.people.get(split):
+        outcomes += asyncio.run(judge_people(judge, controls.people[split], rules, concurrency))
     agree = {o.id: float(o.first.verdict == o.label) for o in outcomes}
     judged = [o for o in outcomes if o.first.verdict != DEFERRED]
     fps = sum(o.label == "fail" and o.first.verdict == "pass" for o in outcomes)
@@ -179,9 +185,11 @@ def run_align(
     by_split = controls.by_split
     climb = params["climb"]
     conf, margin = float(climb["conf"]), float(climb["margin"])
-    held_digest = digest_of(
-        [c.control.model_dump(mode="json", by_alias=True) for c in by_split["held"]]
-    )
+    labels = [c.control.model_dump(mode="json", by_alias=True) for c in by_split["held"]]
+    # reviewers' held labels join the key only when there are some (old keys stay valid)
+    labels += [{"id": p.control.id, "label": p.control.label.verdict}
+               for p in controls.people.get("held", [])]  # fmt: skip
+    held_digest = digest_of(labels)
     state = HoldoutState(state_file or root / STATE_FILE, held_digest, dict(climb["holdout"]))
     base = root / (params["judge"].get("prompts") or "eval/prompts")
     rule = KeepRule("non-inferior", -margin, "non-inferior")
@@ -218,12 +226,16 @@ def run_align(
                 current, (dev, held) = trial, new
             if record["outcome"] == "spent":
                 break
-        fresh = measure(current, root, controls, "fresh") if by_split["fresh"] else None
+        fresh = measure(current, root, controls, "fresh") if controls.count("fresh") else None
         state.fresh_reads += fresh is not None
         state.save()
         final_prompt = (Path(current["judge"]["prompts"]) / PROMPT).read_text(encoding="utf-8")
     return {
         "schema": "agenteval.judge_align/1",
+        "controls": {
+            s: {"written": len(by_split[s]), "people": len(controls.people.get(s, []))}
+            for s in by_split
+        },
         "kept": kept,
         "start": start,
         "end": {

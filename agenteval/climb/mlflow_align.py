@@ -1,13 +1,14 @@
 """MLflow's own `judge.align()` beside `agenteval judge align`, on the same controls.
 
-The dev controls are logged as MLflow traces (the turn's question as the root span's
-inputs, the reply as its outputs, the ground truth as expectations) each with the control's
-label as HUMAN feedback named after the judge, which is what MLflow's optimizers learn
-from. The MLflow judge (`judge.kind: mlflow`: make_judge on the same endpoint) is aligned
-by MLflow's SIMBA optimizer (DSPy), and then it and its unaligned self are measured on the
-same dev and held controls as agenteval's aligned judge: the report puts the figures side
-by side. MLflow's judge is held to nothing: its held figures are reported, never used to
-keep anything, and it may well buy dev agreement with a held false pass (the column says).
+The dev controls (the written ones and the reviewers') are logged as MLflow traces (the
+turn's question as the root span's inputs, the reply as its outputs, the ground truth as
+expectations) each with the control's label as HUMAN feedback named after the judge, which
+is what MLflow's optimizers learn from. The MLflow judge (`judge.kind: mlflow`: make_judge
+on the same endpoint) is aligned by MLflow's SIMBA optimizer (DSPy), and then it and its
+unaligned self are measured on the same dev and held controls as agenteval's aligned judge:
+the report puts the figures side by side. MLflow's judge is held to nothing: its held
+figures are reported, never used to keep anything, and it may well buy dev agreement with a
+held false pass (the column says).
 
 MLflow's optimizer reaches the model through litellm and remakes the judge without its
 base_url, so both read the OpenAI variables: OPENAI_API_BASE / OPENAI_BASE_URL and
@@ -80,6 +81,7 @@ def log_dev_traces(params: dict[str, Any], root: Path, controls: Controls) -> li
     import mlflow
     from mlflow.entities import AssessmentSource, SpanType
 
+    from agenteval.controls.people import pair_of
     from agenteval.judges.mlflow_judge import turn_cases
     from agenteval.tracking.store import (
         DEFAULT_EXPERIMENT,
@@ -92,20 +94,28 @@ def log_dev_traces(params: dict[str, Any], root: Path, controls: Controls) -> li
     section = params.get("tracking") or {}
     uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
     name = f"{section.get('experiment') or DEFAULT_EXPERIMENT}-align-traces"
+    # (control id, who labelled it, the judged pair, the label): written controls, then people
+    labelled = [
+        (c.control.id, f"controls:{c.path}", pair, c.control.label.verdict)
+        for c, pair in zip(controls.by_split["dev"], controls.pairs["dev"], strict=True)
+    ]
+    labelled += [(p.control.id, ",".join(sorted({r.reviewer for r in p.control.reviews})),
+                  pair_of(p.control), p.control.label.verdict)
+                 for p in controls.people.get("dev", [])]  # fmt: skip
     ids = []
     with mlflow_client(uri, synchronous_traces=True) as client:
         experiment = ensure_experiment(client, name, uri)
-        for loaded, pair in zip(controls.by_split["dev"], controls.pairs["dev"], strict=True):
+        for control_id, who, pair, verdict in labelled:
             case = turn_cases(*pair)[-1]  # a control's judged turn is its last
             span = client.start_trace("control", SpanType.AGENT, inputs=case.inputs,
-                                      tags={"agenteval.control": loaded.control.id},
+                                      tags={"agenteval.control": control_id},
                                       experiment_id=experiment)  # fmt: skip
             client.end_trace(span.trace_id, outputs=case.outputs)
-            source = AssessmentSource(source_type="HUMAN", source_id=f"controls:{loaded.path}")
             for key, value in case.expectations.items():
                 mlflow.log_expectation(trace_id=span.trace_id, name=key, value=value)
-            mlflow.log_feedback(trace_id=span.trace_id, name=JUDGE_NAME, source=source,
-                                value=loaded.control.label.verdict == "pass")  # fmt: skip
+            human = AssessmentSource(source_type="HUMAN", source_id=who)
+            mlflow.log_feedback(trace_id=span.trace_id, name=JUDGE_NAME, source=human,
+                                value=verdict == "pass")  # fmt: skip
             ids.append(span.trace_id)
         return [client.get_trace(i) for i in ids]
 
@@ -148,7 +158,7 @@ def side_by_side(
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """MLflow's SIMBA-aligned judge and agenteval's aligned judge on the same controls."""
-    why = unavailable(params, len(controls.by_split["dev"]))
+    why = unavailable(params, controls.count("dev"))
     if why is not None:
         return {"ran": False, "why": why}
     from mlflow.exceptions import MlflowException
@@ -180,12 +190,12 @@ def side_by_side(
             "dev": {
                 "agreement": ours["dev"],
                 "false_passes": ours["dev_false_passes"],
-                "n": len(controls.by_split["dev"]),
+                "n": controls.count("dev"),
             },
             "held": {
                 "agreement": ours["held"],
                 "false_passes": ours["held_false_passes"],
-                "n": len(controls.by_split["held"]),
+                "n": controls.count("held"),
             },
         },
         "instructions": instructions,
