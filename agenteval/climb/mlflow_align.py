@@ -83,17 +83,9 @@ def log_dev_traces(params: dict[str, Any], root: Path, controls: Controls) -> li
 
     from agenteval.controls.people import pair_of
     from agenteval.judges.mlflow_judge import turn_cases
-    from agenteval.tracking.store import (
-        DEFAULT_EXPERIMENT,
-        ensure_experiment,
-        mlflow_client,
-        repository_root,
-        resolve_tracking_uri,
-    )
+    from agenteval.tracking.store import ensure_experiment, mlflow_client, tracking_target
 
-    section = params.get("tracking") or {}
-    uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
-    name = f"{section.get('experiment') or DEFAULT_EXPERIMENT}-align-traces"
+    uri, name = tracking_target(params, root, "-align-traces")
     # (control id, who labelled it, the judged pair, the label): written controls, then people
     labelled = [
         (c.control.id, f"controls:{c.path}", pair, c.control.label.verdict)
