@@ -23,6 +23,7 @@ from servers.judges import is_scenario_request, scenario_json, turn_json
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
+from agenteval.cli.judge import side_by_side_lines
 from agenteval.climb.align import (
     CATALOGUE,
     FALSE_PASS_RULE,
@@ -275,3 +276,6 @@ def test_mlflow_align_side_by_side_on_the_same_held_set(
     assert held["mlflow_aligned"]["false_passes"] > 0
     assert held["agenteval_aligned"]["false_passes"] == 0
     assert held["agenteval_aligned"]["agreement"] > held["mlflow_aligned"]["agreement"]
+    shown = side_by_side_lines(found)  # what `agenteval judge align` prints
+    assert [line.split(":")[0].strip() for line in shown[1:]] == list(held)
+    assert f"({held['mlflow_aligned']['false_passes']})" in shown[2]

@@ -163,7 +163,7 @@ def side_by_side(
     echo(f"MLflow align(): {len(traces)} dev traces with HUMAN feedback; {OPTIMIZER} running")
     try:
         instructions = _aligned_instructions(before, traces, params, steps, candidates)
-    except MlflowException as exc:  # the endpoint or optimizer failed: unmeasured, not 0
+    except (MlflowException, ImportError) as exc:  # endpoint, optimizer: unmeasured, not 0
         return {"ran": False, "why": f"MLflow's align() failed: {exc}"}
     after = MlflowJudge(as_mlflow, root, instructions=instructions)
     splits = ("dev", "held")
