@@ -47,10 +47,7 @@ def align(
         fail([f"--proposer: {proposer!r} is not search or llm"])
     if rounds < 1:
         fail([f"--rounds: {rounds} must be at least 1"])
-    if mlflow_align not in ("auto", "on", "off"):
-        fail([f"--mlflow-align: {mlflow_align!r} is not auto, on or off"])
-    if min(mlflow_steps, mlflow_candidates) < 1:
-        fail(["--mlflow-steps, --mlflow-candidates: each must be at least 1"])
+    _check_mlflow_options(mlflow_align, mlflow_steps, mlflow_candidates)
     params = load_params(params_file, list(set_ or []))
     if params["judge"]["kind"] not in ("llm", "hybrid"):
         fail([f"judge.kind: {params['judge']['kind']!r} has no prompt to align (llm or hybrid)"])
@@ -71,16 +68,12 @@ def align(
     if proposer == "llm":
         chosen = llm_proposer(params, root)
     # asked for where it cannot run: refused before any work, then once the dev split is known
-    why = side.unavailable(params, side.MIN_TRACES)
-    if mlflow_align == "on" and why is not None:
-        fail([f"--mlflow-align on: {why}"])
+    _refuse_mlflow_align(mlflow_align, side.unavailable(params, side.MIN_TRACES))
     try:
         controls = load_controls(params, root)
     except (ControlsError, PeopleError) as exc:
         fail([str(p) for p in exc.problems])
-    why = side.unavailable(params, controls.count("dev"))
-    if mlflow_align == "on" and why is not None:
-        fail([f"--mlflow-align on: {why}"])
+    _refuse_mlflow_align(mlflow_align, side.unavailable(params, controls.count("dev")))
     tracker = _tracker(params, root, proposer) if track else None
     report = run_align(params, root, chosen, rounds, typer.echo, tracker, None, controls)
     report["mlflow_align"] = {"ran": False, "why": "--mlflow-align off"}
@@ -94,17 +87,34 @@ def align(
         tracker.log_side_by_side(report["mlflow_align"])
         tracker.finish({"figures": {"held": report["end"]}, "kept": len(report["kept"])},
                        [out / "align.json", out / "judge_turn.md"])  # fmt: skip
-    end, fresh = report["end"], report["fresh"]
-    typer.echo(f"kept {len(report['kept'])} rule(s); held agreement {report['start']['held']} "
-               f"-> {end['held']}, held false passes {end['held_false_passes']}")  # fmt: skip
-    if fresh is not None:
-        typer.echo(f"fresh (read {fresh['reads']} time(s)): agreement {fresh['agreement']}, "
-                   f"false passes {fresh['false_passes']}")  # fmt: skip
-    for line in side_by_side_lines(report["mlflow_align"]):
+    for line in summary_lines(report, out):
         typer.echo(line)
-    typer.echo(f"aligned prompt: {out / 'judge_turn.md'} (adopt by copying it to eval/prompts)")
     if mlflow_align == "on" and not report["mlflow_align"]["ran"]:
         raise typer.Exit(3)  # asked for and unmeasured: never a quiet success
+
+
+def summary_lines(report: dict[str, Any], out: Path) -> list[str]:
+    end, fresh = report["end"], report["fresh"]
+    lines = [f"kept {len(report['kept'])} rule(s); held agreement {report['start']['held']} "
+             f"-> {end['held']}, held false passes {end['held_false_passes']}"]  # fmt: skip
+    if fresh is not None:
+        lines.append(f"fresh (read {fresh['reads']} time(s)): agreement {fresh['agreement']}, "
+                     f"false passes {fresh['false_passes']}")  # fmt: skip
+    lines += side_by_side_lines(report["mlflow_align"])
+    lines.append(f"aligned prompt: {out / 'judge_turn.md'} (adopt by copying it to eval/prompts)")
+    return lines
+
+
+def _check_mlflow_options(asked: str, steps: int, candidates: int) -> None:
+    if asked not in ("auto", "on", "off"):
+        fail([f"--mlflow-align: {asked!r} is not auto, on or off"])
+    if min(steps, candidates) < 1:
+        fail(["--mlflow-steps, --mlflow-candidates: each must be at least 1"])
+
+
+def _refuse_mlflow_align(asked: str, why: str | None) -> None:
+    if asked == "on" and why is not None:
+        fail([f"--mlflow-align on: {why}"])
 
 
 def side_by_side_lines(found: dict[str, Any]) -> list[str]:

@@ -170,6 +170,20 @@ def search_proposer(catalogue: Sequence[str] = CATALOGUE) -> Proposer:
     return propose
 
 
+def figures(dev: Measured, held: Measured) -> dict[str, Any]:
+    return {"dev": dev.agreement, "dev_false_passes": dev.false_passes,
+            "held": held.agreement, "held_false_passes": held.false_passes}  # fmt: skip
+
+
+def held_key(controls: Controls) -> str:
+    """The held split's content digest: its Thresholdout state is kept under it."""
+    labels = [c.control.model_dump(mode="json", by_alias=True) for c in controls.by_split["held"]]
+    # reviewers' held labels join the key only when there are some (old keys stay valid)
+    labels += [{"id": p.control.id, "label": p.control.label.verdict}
+               for p in controls.people.get("held", [])]  # fmt: skip
+    return digest_of(labels)
+
+
 def run_align(
     params: dict[str, Any],
     root: Path,
@@ -185,12 +199,8 @@ def run_align(
     by_split = controls.by_split
     climb = params["climb"]
     conf, margin = float(climb["conf"]), float(climb["margin"])
-    labels = [c.control.model_dump(mode="json", by_alias=True) for c in by_split["held"]]
-    # reviewers' held labels join the key only when there are some (old keys stay valid)
-    labels += [{"id": p.control.id, "label": p.control.label.verdict}
-               for p in controls.people.get("held", [])]  # fmt: skip
-    held_digest = digest_of(labels)
-    state = HoldoutState(state_file or root / STATE_FILE, held_digest, dict(climb["holdout"]))
+    state = HoldoutState(state_file or root / STATE_FILE, held_key(controls),
+                         dict(climb["holdout"]))  # fmt: skip
     base = root / (params["judge"].get("prompts") or "eval/prompts")
     rule = KeepRule("non-inferior", -margin, "non-inferior")
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,12 +210,7 @@ def run_align(
             measure(current, root, controls, "dev"),
             measure(current, root, controls, "held"),
         )
-        start = {
-            "dev": dev.agreement,
-            "dev_false_passes": dev.false_passes,
-            "held": held.agreement,
-            "held_false_passes": held.false_passes,
-        }
+        start = figures(dev, held)
         echo(
             f"start: dev agreement {dev.agreement}, held {held.agreement}, "
             f"held false passes {held.false_passes}"
@@ -238,12 +243,7 @@ def run_align(
         },
         "kept": kept,
         "start": start,
-        "end": {
-            "dev": dev.agreement,
-            "dev_false_passes": dev.false_passes,
-            "held": held.agreement,
-            "held_false_passes": held.false_passes,
-        },
+        "end": figures(dev, held),
         "fresh": None
         if fresh is None
         else {
