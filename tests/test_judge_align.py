@@ -51,7 +51,7 @@ REPLY = re.compile(r"## Agent reply\n(.*?)(?:\n## |\Z)", re.S)
 
 MLFLOW_JUDGE = "Correctness judge (MLflow make_judge)"  # judge_mlflow.md, kept by align()
 ADVICE_ASKED = "module_advice"  # DSPy's OfferFeedback signature: SIMBA asks for a rule
-MLFLOW_EXPECTED = re.compile(r'"expected_response": "([^"]*)"')
+MLFLOW_EXPECTED = re.compile(r'"expected_answer": "([^"]*)"')
 _draws: dict[str, int] = {}
 _lock = threading.Lock()
 
