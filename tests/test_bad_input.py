@@ -372,6 +372,27 @@ CASES: list[tuple[str, list[str], int, str]] = [
         2,
         "target.agent: ",
     ),
+    ("align-mlflow", ["judge", "align", "--mlflow-align", "maybe"], 2, "--mlflow-align"),
+    (  # MLflow's align() asked for where it cannot run: refused before any endpoint call
+        "align-mlflow-protocol",
+        [
+            "judge",
+            "align",
+            "--mlflow-align",
+            "on",
+            "--no-track",
+            "--set",
+            "judge.kind=llm",
+            "--set",
+            "judge.model=m",
+            "--set",
+            "judge.base_url=http://127.0.0.1:9/v1",
+            "--set",
+            "judge.protocol=anthropic",
+        ],
+        2,
+        "MLflow's judge speaks openai, not anthropic",
+    ),
 ]
 
 

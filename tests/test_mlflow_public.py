@@ -26,6 +26,8 @@ PUBLIC = {
     "mlflow.genai.datasets",
     "mlflow.genai.scorers",  # the scorer decorator (agenteval judges as MLflow scorers)
     "mlflow.genai.judges",  # make_judge (judge.kind: mlflow)
+    # SIMBAAlignmentOptimizer, as MLflow's judge-alignment docs import it (judge align)
+    "mlflow.genai.judges.optimizers",
 }
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from agenteval.climb.holdout import HoldoutSpent, Thresholdout
 from agenteval.climb.keep import Delta, KeepRule, held_verdict, lower_bound
 from agenteval.controls.load import LoadedControl
 from agenteval.controls.measure import chosen_controls
+from agenteval.controls.people import LoadedPeople, judge_people, load_people, people_file
 from agenteval.controls.run import DEFERRED, Pair, judge_controls, pairs_of
 from agenteval.fileio import digest_of, read_json, write_json
 from agenteval.judges.base import make_judge
@@ -40,6 +41,7 @@ from agenteval.scratch import temporary_folder
 PROMPT = "judge_turn.md"
 HEADING = "\n\n## Alignment\n\nRules added by `agenteval judge align`, each kept on controls:\n"
 STATE_FILE = Path("eval/climb/align_holdout.json")
+FALSE_PASS_RULE = "0 false passes on held"
 # The search proposer's catalogue: clarifications of the rubric a careful grader would make.
 CATALOGUE = (
     "Ignore what a reply says about its own accuracy or confidence; grade only what it states.",
@@ -65,26 +67,43 @@ class Controls:
     manifest: Manifest
     by_split: dict[str, list[LoadedControl]]
     pairs: dict[str, list[Pair]]  # built once: every judge sees the same turns
+    # the reviewers' labels (`agenteval controls import`), dealt by their own salted hash
+    people: dict[str, list[LoadedPeople]] = field(default_factory=dict)
+
+    def count(self, split: str) -> int:
+        return len(self.by_split.get(split, [])) + len(self.people.get(split, []))
 
 
 def with_prompts(params: dict[str, Any], folder: Path) -> dict[str, Any]:
     return {**params, "judge": {**params["judge"], "prompts": str(folder)}}
 
 
-def measure(params: dict[str, Any], root: Path, controls: Controls, split: str) -> Measured:
+def load_controls(params: dict[str, Any], root: Path) -> Controls:
+    """The labelled controls by split, each turned once into the (item, transcript) judged."""
+    _, loaded = chosen_controls(params, root, "all", None)
+    manifest = chosen_controls(params, root, "dev", None)[0]
+    by_split = {s: [c for c in loaded if c.split == s] for s in ("dev", "held", "fresh")}
+    pairs = {s: pairs_of(cs, manifest, root) for s, cs in by_split.items()}
+    people = load_people(people_file(params, root))
+    return Controls(manifest, by_split, pairs, {s: [p for p in people if p.split == s]
+                                                for s in by_split})  # fmt: skip
+
+
+def measure(
+    params: dict[str, Any], root: Path, controls: Controls, split: str, judge: Any = None
+) -> Measured:
+    """Agreement of the params' judge (or `judge`, any judge kind) with the split's labels,
+    the written controls' and the reviewers'."""
     chosen = controls.by_split[split]
     rules = ScoringRules.from_params(params["judge"])
     pairs = controls.pairs[split]
-    run = judge_controls(
-        make_judge(params, root),
-        chosen,
-        controls.manifest,
-        root,
-        rules,
-        concurrency=int(params["run"].get("concurrency", 4)),
-        pairs=pairs,
-    )
+    judge = judge or make_judge(params, root)
+    concurrency = int(params["run"].get("concurrency", 4))
+    run = judge_controls(judge, chosen, controls.manifest, root, rules,
+                         concurrency=concurrency, pairs=pairs)  # fmt: skip
     outcomes = asyncio.run(run)
+    if controls.people.get(split):
+        outcomes += asyncio.run(judge_people(judge, controls.people[split], rules, concurrency))
     agree = {o.id: float(o.first.verdict == o.label) for o in outcomes}
     judged = [o for o in outcomes if o.first.verdict != DEFERRED]
     fps = sum(o.label == "fail" and o.first.verdict == "pass" for o in outcomes)
@@ -151,23 +170,18 @@ def search_proposer(catalogue: Sequence[str] = CATALOGUE) -> Proposer:
     return propose
 
 
-def mlflow_align_status() -> dict[str, Any]:
-    """Whether MLflow's own `judge.align()` can run here (feature-detected): it needs an
-    MLflow judge with `align` and an optimizer's package (DSPy for SIMBA)."""
-    import importlib.util
+def figures(dev: Measured, held: Measured) -> dict[str, Any]:
+    return {"dev": dev.agreement, "dev_false_passes": dev.false_passes,
+            "held": held.agreement, "held_false_passes": held.false_passes}  # fmt: skip
 
-    from mlflow.genai.judges import Judge
 
-    if not hasattr(Judge, "align"):
-        return {"available": False, "ran": False, "why": "this MLflow's judges have no align()"}
-    if importlib.util.find_spec("dspy") is None:
-        why = "judge.align() is there, but its default optimizer (SIMBA) needs dspy, not installed"
-        return {"available": True, "ran": False, "why": why}
-    return {
-        "available": True,
-        "ran": False,
-        "why": "not run by this session: align() tunes judge.kind mlflow only",
-    }
+def held_key(controls: Controls) -> str:
+    """The held split's content digest: its Thresholdout state is kept under it."""
+    labels = [c.control.model_dump(mode="json", by_alias=True) for c in controls.by_split["held"]]
+    # reviewers' held labels join the key only when there are some (old keys stay valid)
+    labels += [{"id": p.control.id, "label": p.control.label.verdict}
+               for p in controls.people.get("held", [])]  # fmt: skip
+    return digest_of(labels)
 
 
 def run_align(
@@ -178,19 +192,15 @@ def run_align(
     echo: Callable[[str], None] = print,
     tracker: Any = None,
     state_file: Path | None = None,
+    controls: Controls | None = None,
 ) -> dict[str, Any]:
     """One alignment session; returns the report (kept rules, every round, held and fresh)."""
-    _, loaded = chosen_controls(params, root, "all", None)
-    manifest = chosen_controls(params, root, "dev", None)[0]
-    by_split = {s: [c for c in loaded if c.split == s] for s in ("dev", "held", "fresh")}
-    pairs = {s: pairs_of(cs, manifest, root) for s, cs in by_split.items()}
-    controls = Controls(manifest, by_split, pairs)
+    controls = controls or load_controls(params, root)
+    by_split = controls.by_split
     climb = params["climb"]
     conf, margin = float(climb["conf"]), float(climb["margin"])
-    held_digest = digest_of(
-        [c.control.model_dump(mode="json", by_alias=True) for c in by_split["held"]]
-    )
-    state = HoldoutState(state_file or root / STATE_FILE, held_digest, dict(climb["holdout"]))
+    state = HoldoutState(state_file or root / STATE_FILE, held_key(controls),
+                         dict(climb["holdout"]))  # fmt: skip
     base = root / (params["judge"].get("prompts") or "eval/prompts")
     rule = KeepRule("non-inferior", -margin, "non-inferior")
     with temporary_folder("agenteval-") as tmp:
@@ -200,11 +210,7 @@ def run_align(
             measure(current, root, controls, "dev"),
             measure(current, root, controls, "held"),
         )
-        start = {
-            "dev": dev.agreement,
-            "held": held.agreement,
-            "held_false_passes": held.false_passes,
-        }
+        start = figures(dev, held)
         echo(
             f"start: dev agreement {dev.agreement}, held {held.agreement}, "
             f"held false passes {held.false_passes}"
@@ -225,19 +231,19 @@ def run_align(
                 current, (dev, held) = trial, new
             if record["outcome"] == "spent":
                 break
-        fresh = measure(current, root, controls, "fresh") if by_split["fresh"] else None
+        fresh = measure(current, root, controls, "fresh") if controls.count("fresh") else None
         state.fresh_reads += fresh is not None
         state.save()
         final_prompt = (Path(current["judge"]["prompts"]) / PROMPT).read_text(encoding="utf-8")
     return {
         "schema": "agenteval.judge_align/1",
+        "controls": {
+            s: {"written": len(by_split[s]), "people": len(controls.people.get(s, []))}
+            for s in by_split
+        },
         "kept": kept,
         "start": start,
-        "end": {
-            "dev": dev.agreement,
-            "held": held.agreement,
-            "held_false_passes": held.false_passes,
-        },
+        "end": figures(dev, held),
         "fresh": None
         if fresh is None
         else {
@@ -247,7 +253,6 @@ def run_align(
         },
         "rounds": records,
         "held_queries": state.mechanism.state(),
-        "mlflow_align": mlflow_align_status(),
         "prompt": final_prompt,
     }
 
@@ -287,13 +292,15 @@ def _round(
         "released": verdict.released,
         "bound": verdict.bound,
         "query": state.mechanism.queries,
+        "non_inferior": verdict.kept,
         "false_passes": new_held.false_passes,
     }
     if new_held.false_passes > 0:
+        # Checked whatever held agreement says: agreement bought with a pass is never kept.
         record |= {
             "outcome": "rejected",
-            "reason": f"{new_held.false_passes} false pass(es) on "
-            "held: an edit may never buy agreement with a false pass",
+            "reason": f"{FALSE_PASS_RULE} rule: {new_held.false_passes} false pass(es) on held "
+            f"({rule.describe(verdict.bound)}); an edit may never buy agreement with a pass",
         }
         return record, None
     if not verdict.kept:

@@ -81,6 +81,22 @@ class ClimbTracker:
             client.set_terminated(run_id, "FINISHED")
         return run_id
 
+    def log_side_by_side(self, found: Mapping[str, Any]) -> None:
+        """MLflow's align() beside agenteval's on the parent run: `<judge>.<split>.<figure>`
+        metrics (mlflow_before, mlflow_aligned, agenteval_aligned) and the tuned prompt."""
+        from agenteval.tracking.store import mlflow_client
+
+        with mlflow_client(self.uri) as client:
+            client.set_tag(self.parent_id, "align.mlflow", str(found.get("why"))[:4900])
+            if not found.get("ran"):
+                return
+            for judge in ("mlflow_before", "mlflow_aligned", "agenteval_aligned"):
+                for split, figures in found[judge].items():
+                    for key, value in figures.items():
+                        if isinstance(value, int | float):
+                            client.log_metric(self.parent_id, f"{judge}.{split}.{key}", value)
+            client.log_text(self.parent_id, str(found["instructions"]), "mlflow_aligned.md")
+
     def finish(
         self, summary: Mapping[str, Any], files: Sequence[Path], failed: bool = False
     ) -> None:

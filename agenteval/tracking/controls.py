@@ -92,18 +92,14 @@ def log_controls(
 ) -> tuple[str, bool]:
     """(run id, created) of the MLflow run holding this controls report."""
     from agenteval.tracking.store import (
-        DEFAULT_EXPERIMENT,
         RUN_KEY_TAG,
         ensure_experiment,
         find_run,
         mlflow_client,
-        repository_root,
-        resolve_tracking_uri,
+        tracking_target,
     )
 
-    section = params.get("tracking") or {}
-    uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
-    experiment = (section.get("experiment") or DEFAULT_EXPERIMENT) + CONTROLS_EXPERIMENT_SUFFIX
+    uri, experiment = tracking_target(params, root, CONTROLS_EXPERIMENT_SUFFIX)
     judge = report["judge"]
     repeats = (report.get("self_consistency") or {}).get("repeats", 1)
     probed = sorted(report.get("probes") or {})

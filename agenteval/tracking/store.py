@@ -7,7 +7,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,6 +122,13 @@ def resolve_tracking_uri(configured: str | None, root: Path) -> str:
     if not uri.strip():
         return SQLITE_PREFIX + (root / "mlflow.db").as_posix()
     return _absolute_sqlite(uri.strip(), root)
+
+
+def tracking_target(params: Mapping[str, Any], root: Path, suffix: str = "") -> tuple[str, str]:
+    """(store URI, experiment name + suffix) of params' `tracking` section for this root."""
+    section = params.get("tracking") or {}
+    uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
+    return uri, (section.get("experiment") or DEFAULT_EXPERIMENT) + suffix
 
 
 def _absolute_sqlite(uri: str, root: Path) -> str:
