@@ -24,8 +24,18 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from agenteval.llm.secret_rules import PHONE_CANDIDATE, plausible_secret
+from agenteval.llm.personal import PHONE_CANDIDATE
+from agenteval.llm.secret_rules import plausible_secret
 
+# National formats are read as these countries write them (libphonenumber's regions): the
+# ones the project's users are most likely to paste; a number with its +country code is
+# read whatever its country. A run of digits without a separator is no phone number here
+# (an id, an epoch, a count), nor is a date, a ZIP+4 code, a dotted version or an address.
+PHONE_REGIONS = ("US", "GB", "DE", "FR", "IN", "ES", "IT", "NL", "BR", "AU", "JP", "MX")
+MIN_PHONE_DIGITS, MAX_PHONE_DIGITS = 7, 15
+_NOT_PHONE = re.compile(
+    r"\d+|\d{5}-\d{4}|\d{4}-\d{2}-\d{2}|\d{1,3}(?:\.\d{1,3}){1,3}|\d+(?:\.\d+)+\.\d{1,2}"
+)
 SKIPPED_PLUGINS = frozenset({"HexHighEntropyString", "IPPublicDetector", "KeywordDetector"})
 # KeywordDetector costs ~130 us a line: it runs only on lines naming one of its keywords.
 _KEYWORD_LINE = re.compile(r"(?i)pass|pwd|secret|token|key|cred|auth|private")
@@ -89,9 +99,18 @@ def secrets_in(text: str) -> Iterator[tuple[str, str]]:
 
 
 def personal_in(text: str) -> Iterator[tuple[str, str]]:
-    """(kind, value) for the phone numbers libphonenumber confirms among `text`'s digit runs."""
+    """(kind, value) for the phone numbers libphonenumber confirms among `text`'s digit runs:
+    any country's in international format (+49 30 901820), and national formats valid in
+    one of `PHONE_REGIONS` (07700 900123, 06 12 34 56 78, (415) 555-0132)."""
     import phonenumbers
 
     for candidate in PHONE_CANDIDATE.finditer(text):
-        for match in phonenumbers.PhoneNumberMatcher(candidate.group(0), "US"):
-            yield "phone", match.raw_string
+        raw = candidate.group(0)
+        digits = sum(c.isdigit() for c in raw)
+        if not MIN_PHONE_DIGITS <= digits <= MAX_PHONE_DIGITS or _NOT_PHONE.fullmatch(raw):
+            continue
+        for region in PHONE_REGIONS if not raw.startswith("+") else PHONE_REGIONS[:1]:
+            found = [m.raw_string for m in phonenumbers.PhoneNumberMatcher(raw, region)]
+            if found:
+                yield from (("phone", value) for value in found)
+                break

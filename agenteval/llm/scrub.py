@@ -25,16 +25,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from agenteval.llm.credential_forms import CREDENTIAL_HINT, credential_rules
 from agenteval.llm.detectors import personal_in, secrets_in
+from agenteval.llm.personal import PERSONAL_PREFILTER, personal_rules
 from agenteval.llm.secret_rules import (
     DIGEST_HEX_LENGTHS,
-    PERSONAL_PREFILTER,
     REDACTED,
     SET_ASIDE,
     SET_ASIDE_HINT,
-    SHAPE_PREFILTER,
+    SHAPE_HINT,
     Rule,
-    personal_rules,
     random_looking,
     shape_rules,
 )
@@ -62,9 +62,14 @@ SECRET_FIELD_NAME = re.compile(
 )
 # Shorter values would redact ordinary words and numbers all over the output.
 MIN_SECRET_LEN = 8
+# A value cut short is still redacted from this many characters on, over this many.
+TRUNCATED_MIN, TRUNCATED_SPAN = 12, 160
+_MIXED, _MIXED_DIGIT = re.compile(r"[A-Za-z]"), re.compile(r"\d")
 MEMO_STRINGS = 8192  # scrubbed strings remembered per Scrubber
 _SCALARS = frozenset({int, float, bool, type(None)})  # values no rule can apply to
 _STASH = "\x00stash{}\x00"
+# A text no secret rule can match is left after this one scan (see secret_rules.SHAPE_HINT).
+SHAPE_PREFILTER = re.compile(SHAPE_HINT + "|" + CREDENTIAL_HINT)
 
 
 def _random_looking(match: re.Match[str]) -> str | None:
@@ -72,7 +77,8 @@ def _random_looking(match: re.Match[str]) -> str | None:
 
 
 def _shape_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
-    return shape_rules(exempt_hex)
+    """The forms programs take credentials in first, then the secret shapes."""
+    return [*credential_rules(), *shape_rules(exempt_hex)]
 
 
 class Scrubbed(NamedTuple):
@@ -166,10 +172,10 @@ class Scrubber:
         clean, hits = self._scan(text, values)
         # Once found anywhere in the text, a value is redacted wherever else it stands.
         values = {v for v in values if len(v.strip()) >= MIN_SECRET_LEN and REDACTED not in v}
-        for value in sorted(values, key=len, reverse=True):
-            if value in clean:
-                hits += [f"repeated:{_first_kind(hits)}"] * clean.count(value)
-                clean = clean.replace(value, REDACTED)
+        pattern = value_pattern(values)
+        if pattern is not None:
+            clean, repeated = pattern.subn(REDACTED, clean)
+            hits += [f"repeated:{_first_kind(hits)}"] * repeated
         found = (clean, tuple(hits), frozenset(values))
         if len(self._memo) >= MEMO_STRINGS:
             self._memo = {}
@@ -224,7 +230,9 @@ class Scrubber:
                 if result is None:
                     return match.group(0)
                 hits.append(f"shape:{name}")
-                values.update(_parts(_removed(match.group(0), result)))
+                if REDACTED in result:  # a home folder's `~` is no value to hunt elsewhere
+                    for removed in _removed(match.group(0), result):
+                        values.update(_parts(removed))
                 return result
 
             text = pattern.sub(replace_shape, text)
@@ -323,13 +331,22 @@ class Scrubber:
         return obj, []
 
 
-def _removed(matched: str, replaced: str) -> str:
-    """The part of `matched` a rule's replacement put [REDACTED] for (`DB_PASSWORD=pw1`
-    -> `DB_PASSWORD=[REDACTED]`: `pw1`)."""
-    head, sep, tail = replaced.partition(REDACTED)
-    if not sep or not matched.startswith(head) or not matched.endswith(tail):
-        return matched
-    return matched[len(head) : len(matched) - len(tail)]
+def _removed(matched: str, replaced: str) -> list[str]:
+    """The parts of `matched` a rule's replacement put [REDACTED] for (`DB_PASSWORD=pw1`
+    -> `DB_PASSWORD=[REDACTED]`: `pw1`; a command line with two passwords: both)."""
+    kept = replaced.split(REDACTED)
+    if not matched.startswith(kept[0]) or not matched.endswith(kept[-1]):
+        return [matched]
+    found, at = [], len(kept[0])
+    end = len(matched) - len(kept[-1])
+    for literal in kept[1:-1]:
+        following = matched.find(literal, at + 1, end) if literal else -1
+        if following < 0:
+            return [matched]
+        found.append(matched[at:following])
+        at = following + len(literal)
+    found.append(matched[at:end])
+    return found
 
 
 def _parts(removed: str) -> set[str]:
@@ -350,13 +367,30 @@ def _first_kind(hits: list[str]) -> str:
     return hits[0].split(":", 1)[-1] if hits else "value"
 
 
+def value_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
+    """Every value (longest first), and the first characters of each random-looking one cut
+    short anywhere after its first TRUNCATED_MIN (a command line quoting a key's first 60
+    characters, a log line's ellipsis): one nested optional group per character, so a match
+    runs as far as the text follows the value."""
+    wanted = sorted({v for v in values if len(v.strip()) >= MIN_SECRET_LEN}, key=len, reverse=True)
+    if not wanted:
+        return None
+    parts = [re.escape(v) for v in wanted]
+    for value in wanted:
+        head = value[:TRUNCATED_MIN]
+        if len(value) > TRUNCATED_MIN and _MIXED.search(head) and _MIXED_DIGIT.search(head):
+            rest = value[TRUNCATED_MIN:TRUNCATED_SPAN]
+            nested = "".join("(?:" + re.escape(c) for c in rest) + ")?" * len(rest)
+            parts.append(re.escape(head) + nested)
+    return re.compile("|".join(parts))
+
+
 def replace_everywhere(obj: Any, values: Iterable[str]) -> Any:
     """`obj` with every occurrence of each value (longest first) in any of its strings,
     keys included, replaced by [REDACTED]: the second pass over a unit being scrubbed."""
-    wanted = sorted({v for v in values if len(v.strip()) >= MIN_SECRET_LEN}, key=len, reverse=True)
-    if not wanted:
+    pattern = value_pattern(values)
+    if pattern is None:
         return obj
-    pattern = re.compile("|".join(re.escape(v) for v in wanted))
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):
