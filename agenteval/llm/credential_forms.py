@@ -114,8 +114,8 @@ def _secret_part(start: int, word: str, how: str) -> tuple[int, str] | None:
     start, word = _unquoted(start, word)
     if how not in (VALUE, GLUED):
         head, sep, tail = word.partition(how)
-        if not sep or (how == "pass:" and head):
-            return None
+        if not sep or (how == "pass:" and head) or (how != "pass:" and not head):
+            return None  # `-passin env:X`, `sqlplus /nolog`, `-U guest%`
         start, word = start + len(head) + len(sep), tail
         if how == "/":
             word = word.split("@", 1)[0]

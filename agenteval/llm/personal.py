@@ -68,9 +68,13 @@ _NAMED_VALUE = re.compile(
     r"[\"'`]?(?P<value>[A-Z0-9](?:[A-Z0-9]|[ \-.](?=[A-Z0-9])){4,20})"
 )
 # A necessary condition for any rule here (and for a phone number) to match.
-PERSONAL_PREFILTER = re.compile(r"\d[\d\s().\-]{5,}\d|home|Users|Documents and|root|~[A-Za-z_]")
+PERSONAL_PREFILTER = re.compile(
+    r"\d[\d\s().\-]{5,}\d|[A-Z]{2}\d{6}[A-D]|home|Users|Documents and|root|~[A-Za-z_]"
+)
+# `mobile:+61 ...` but not `14:22:05`: a colon may come before a number with its country code.
 PHONE_CANDIDATE = re.compile(
-    r"(?<![\w.+\-/:#=@$])(?:\+\d{1,3}[ .\-]?(?:\(0\)[ .\-]?)?|\(\d{1,5}\)[ .\-]?)?"
+    r"(?:(?<=:)(?=\+)|(?<![\w.+\-/:#=@$]))"
+    r"(?:\+\d{1,3}[ .\-]?(?:\(0\)[ .\-]?)?|\(\d{1,5}\)[ .\-]?)?"
     r"\d{1,8}(?:[ .\-]\d{1,8}){0,5}(?![\w\-/:])"
 )
 

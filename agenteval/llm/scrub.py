@@ -64,7 +64,8 @@ SECRET_FIELD_NAME = re.compile(
 MIN_SECRET_LEN = 8
 # A value cut short is still redacted from this many characters on, over this many.
 TRUNCATED_MIN, TRUNCATED_SPAN = 12, 160
-_MIXED, _MIXED_DIGIT = re.compile(r"[A-Za-z]"), re.compile(r"\d")
+# ...when its head mixes two of these (a key's, not a path's or a header's: `/home/priya/`)
+_CLASSES = (re.compile(r"[A-Z]"), re.compile(r"[a-z]"), re.compile(r"\d"))
 MEMO_STRINGS = 8192  # scrubbed strings remembered per Scrubber
 _SCALARS = frozenset({int, float, bool, type(None)})  # values no rule can apply to
 _STASH = "\x00stash{}\x00"
@@ -378,7 +379,7 @@ def value_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
     parts = [re.escape(v) for v in wanted]
     for value in wanted:
         head = value[:TRUNCATED_MIN]
-        if len(value) > TRUNCATED_MIN and _MIXED.search(head) and _MIXED_DIGIT.search(head):
+        if len(value) > TRUNCATED_MIN and sum(bool(c.search(head)) for c in _CLASSES) >= 2:
             rest = value[TRUNCATED_MIN:TRUNCATED_SPAN]
             nested = "".join("(?:" + re.escape(c) for c in rest) + ")?" * len(rest)
             parts.append(re.escape(head) + nested)

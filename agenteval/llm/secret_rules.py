@@ -100,11 +100,16 @@ def _named_value(match: re.Match[str]) -> str | None:
     return match.group(1) + REDACTED
 
 
+# A placeholder in docs where a user:password pair goes: PASSWORD, <password>, ${PGPASS}.
+_PAIR_PLACEHOLDER = re.compile(r"[A-Z_]+|<[^>]*>|\$\{?\w+\}?|\*+")
+
+
 def _url_password(match: re.Match[str]) -> str | None:
-    password = match.group(1)
-    if re.fullmatch(r"[A-Z_]+|<[^>]*>|\$\{?\w+\}?|\*+", password):
-        return None  # a placeholder in docs: PASSWORD, <password>, ${PGPASS}
-    return REDACTED
+    return None if _PAIR_PLACEHOLDER.fullmatch(match.group(1)) else REDACTED
+
+
+def _pair_password(match: re.Match[str]) -> str | None:
+    return None if _PAIR_PLACEHOLDER.fullmatch(match.group("value")) else match.group(1) + REDACTED
 
 
 def _token_user(match: re.Match[str]) -> str | None:
@@ -233,8 +238,11 @@ def _named_rules() -> list[Rule]:
     return [
         (
             "cli_user_password",
-            re.compile(r"((?:^|\s)(?:-u|--user|--proxy-user)[\s=]+[\"']?[^\s:\"'@]*:)[^\s\"'@]+"),
-            _keep_group1,
+            re.compile(
+                r"((?:^|\s)(?:-u|--user|--proxy-user)[\s=]+[\"']?[^\s:\"'@]*:)"
+                r"(?P<value>[^\s\"'@]+)"
+            ),
+            _pair_password,
         ),
         (
             "cli_password_flag",
