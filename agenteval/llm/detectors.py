@@ -1,4 +1,4 @@
-"""The maintained detectors behind the scrubber: detect-secrets' plugins and scrubadub's.
+"""The maintained detectors behind the scrubber: detect-secrets' plugins and libphonenumber.
 
 detect-secrets (Yelp) ships a plugin per provider's key format (AWS, Azure storage, Stripe,
 Twilio, SendGrid, Mailchimp, Square, Telegram, Discord, npm, PyPI, private keys...) plus
@@ -9,12 +9,11 @@ every value they find goes through its own false-positive heuristics and the pro
 placeholder check before it is redacted. Skipped: `HexHighEntropyString` (every digest the
 project writes is high-entropy hex) and `IPPublicDetector` (addresses are not credentials).
 
-Phone numbers are confirmed by `phonenumbers` (libphonenumber's port: the engine of
-scrubadub's PhoneDetector, called directly because importing scrubadub loads its whole
-catalogue, 6.5 CPU-s here), only on digit runs a cheap pattern found first (matching whole
-texts costs ~3 ms a kilobyte). Social security and card numbers are the project's rules
-(`llm.secret_rules.personal_rules`: the SSA's number ranges, a Luhn check and the issuers'
-prefixes). Both packages are imported on first use, so the CLI starts without them.
+Phone numbers are confirmed by `phonenumbers` (libphonenumber's port, called directly: the
+engine scrubadub's PhoneDetector wraps, without its whole catalogue's 6.5 CPU-s of import),
+only on digit runs a cheap pattern found first (matching whole texts costs ~3 ms a
+kilobyte). Social security, card, IBAN and identity numbers are `llm.personal`'s rules.
+Both packages are imported on first use, so the CLI starts without them.
 """
 
 from __future__ import annotations

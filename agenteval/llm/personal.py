@@ -29,6 +29,12 @@ HOME_FOLDER = re.compile(
     r"|~(?P<tilde>[A-Za-z_][\w.\-]*)(?=/)"
     r")(?=[/\\]|\b)"
 )
+# An e-mail address (sessions and drafts put a stable fixture in its place, FIXTURE_EMAIL).
+EMAIL = re.compile(
+    r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)+"
+)
+FIXTURE_EMAIL = re.compile(r"person\d+@example\.com")
 HOME_HINT = re.compile(r"home|Users|Documents and|root|~[A-Za-z_]")
 
 
@@ -74,7 +80,7 @@ PERSONAL_PREFILTER = re.compile(
 # `mobile:+61 ...` but not `14:22:05`: a colon may come before a number with its country code.
 PHONE_CANDIDATE = re.compile(
     r"(?:(?<=:)(?=\+)|(?<![\w.+\-/:#=@$]))"
-    r"(?:\+\d{1,3}[ .\-]?(?:\(0\)[ .\-]?)?|\(\d{1,5}\)[ .\-]?)?"
+    r"(?:\+\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?"
     r"\d{1,8}(?:[ .\-]\d{1,8}){0,5}(?![\w\-/:])"
 )
 

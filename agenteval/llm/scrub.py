@@ -5,14 +5,16 @@ replay reads the user's own transcripts, so every text that leaves goes through 
 Layers, in order:
 
 1. exact known secret values (taken from the environment): keys of any shape;
-2. the project's rules (`llm.secret_rules`): provider prefixes, a value after a secret's
-   NAME, credentials in URLs and CLI flags, random-looking values after `=` or `:`;
+2. the project's rules: the forms programs take credentials in (`llm.credential_forms`: the
+   table of CLI password flags, .netrc and .pgpass lines), then `llm.secret_rules`: a value
+   after a secret's NAME, credentials in URLs, provider prefixes (`llm.provider_keys`),
+   random-looking values after `=` or `:`;
 3. detect-secrets' plugins and keyword detector (`llm.detectors`);
 4. with `personal=True` (the user's own text: sessions, drafts, issues), phone, social
-   security and card numbers (scrubadub, a Luhn check).
+   security, card, IBAN and identity numbers, home folders (`llm.personal`, libphonenumber).
 
 Inline base64 images are set aside before and put back after. Measured on the labelled
-corpus `eval/scrub/` (recall and false-scrub rate on its held split: docs/privacy.md).
+corpus `eval/scrub/` (recall and false-scrub rate on its held split: docs/sessions.md).
 
     text, counts = scrub_text("DB_PASSWORD=hunter22 and call 415-555-0132")
 """

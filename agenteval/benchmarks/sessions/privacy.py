@@ -27,8 +27,8 @@ from typing import Any
 
 from agenteval.fileio import write_atomic
 from agenteval.health.redact import FIXTURES, GENERIC_USERS
+from agenteval.llm.personal import EMAIL, FIXTURE_EMAIL, HOME_HINT, home_user
 from agenteval.llm.personal import HOME_FOLDER as HOME
-from agenteval.llm.personal import HOME_HINT, home_user
 from agenteval.llm.scrub import (
     MIN_SECRET_LEN,
     REDACTED,
@@ -37,11 +37,6 @@ from agenteval.llm.scrub import (
     replace_everywhere,
 )
 
-EMAIL = re.compile(
-    r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
-    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)+"
-)
-FIXTURE_EMAIL = re.compile(r"person\d+@example\.com")
 # Account names that are ordinary words as well: replaced in paths, never as words in text.
 COMMON_NAMES = GENERIC_USERS | {"dev", "developer", "test", "git", "build", "ci", "vagrant"}
 MIN_USER_CHARS = 3
