@@ -24,7 +24,7 @@ HOME_FOLDER = re.compile(
     r"(?<![\w.~\-])(?:"
     r"(?:/var|/mnt/[A-Za-z]|[A-Za-z]:)?[/\\]+(?:home|Users|Documents and Settings)[/\\]+"
     rf"(?P<user>{_NAME})"
-    rf"|\\\\+wsl(?:\$|\.localhost)\\+[^\\/\s]+\\+home\\+(?P<wsl>{_NAME})"
+    rf"|\\+wsl(?:\$|\.localhost)\\+[^\\/\s]+\\+home\\+(?P<wsl>{_NAME})"
     r"|/root(?=[/\\]|\b)"
     r"|~(?P<tilde>[A-Za-z_][\w.\-]*)(?=/)"
     r")(?=[/\\]|\b)"
