@@ -148,6 +148,8 @@ def test_scrubbing_layers_one_by_one() -> None:
     assert scrubber.text(f"read {here}.") == "read eval/corpus/documents/fenwick_orla_handbook.md."
     assert scrubber.text("C:\\Users\\zoe\\x\\y.txt") == "x/y.txt"
     assert scrubber.text("/Users/zoe/a/b and zoe") == "a/b and user"
+    scrubber.learn(["toolbox at /var/home/ingrid/src"])  # every home form's user is learned
+    assert "ingrid" not in scrubber.text("ingrid's /var/home/ingrid/src and ~ingrid/x")
     assert scrubber.text("POST /v1/chat/completions") == "POST v1/chat/completions"
     assert scrubber.text("$36,529 on 2026-03-05, 4 of 12, v3.17.2") == (
         "$36,529 on 2026-03-05, 4 of 12, v3.17.2"

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from agenteval.llm.personal import EMAIL, FIXTURE_EMAIL
+from agenteval.llm.personal import EMAIL, FIXTURE_EMAIL, HOME_FOLDER, home_user
 from agenteval.llm.scrub import Scrubber
 
 POSIX_PATH = re.compile(r"(?<![\w.:/~\\-])/[\w.@%+~-]+(?:/[\w.@%+~-]+)+/?")
@@ -107,6 +107,10 @@ class DraftScrubber:
         even where it appears before the path that reveals it."""
         for text in texts:
             self._paths(text)
+            for match in HOME_FOLDER.finditer(text):  # /var/home/u, /mnt/c/Users/u, ~u/ too
+                name = home_user(match)
+                if name:
+                    self._add_user(name)
 
     def _users(self, text: str) -> str:
         for name in sorted(self.users, key=len, reverse=True):
@@ -168,7 +172,7 @@ class DraftScrubber:
             found.append("personal:email")
         if URL.search(clean):
             found.append("personal:url")
-        if any(p.search(clean) for p in (POSIX_PATH, WINDOWS_PATH, HOME_PATH)):
+        if any(p.search(clean) for p in (POSIX_PATH, WINDOWS_PATH, HOME_PATH, HOME_FOLDER)):
             found.append("absolute path")
         if any(_word(u).search(clean) for u in self.users):
             found.append("user name")
