@@ -64,6 +64,9 @@ def test_every_positional_row_redacts_its_argument() -> None:
         "IBAN DE00 1234 5678 9012 3456 78 fails its check digits",
         "zip 94103-1234 and build 1.24.3.1 on 2026-11-03",
         "git show 9fceb02d0ae5 and 9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "echo hello | sudo tee /etc/motd",
+        "echo $CR_PAT | docker login ghcr.io --password-stdin",
+        "logs under 2024/11/03 and born on a Monday",
     ],
 )
 def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:
@@ -86,6 +89,10 @@ def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:
         ("dapi" + "c0ffee12" * 4, "c0ffee12c0ffee12"),
         ("doctl auth init -t dop_v1_" + "be" * 32, "bebebebebebe"),
         ("AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" * 2, "QPZRY9X8GF2T"),
+        ("mysql -uroot -p'Oak.Fern-22' shop", "Oak.Fern-22"),  # quotes glued to the flag
+        ('echo "Oak.Fern-22" | podman login -u bot --password-stdin q.io', "Oak.Fern-22"),
+        ("echo Oak.Fern-22 | sudo -S true", "Oak.Fern-22"),
+        ("$p = ConvertTo-SecureString 'Oak.Fern-22' -AsPlainText -Force", "Oak.Fern-22"),
     ],
 )
 def test_credential_forms_and_provider_prefixes_are_redacted(text: str, gone: str) -> None:
@@ -104,6 +111,7 @@ def test_credential_forms_and_provider_prefixes_are_redacted(text: str, gone: st
         ("mobile:+61 412 345 678 (after 5pm)", "345 678"),
         ("mon portable: 06 12 34 56 78", "34 56 78"),
         ("ring 020 7946 0958", "7946 0958"),
+        ("DOB: 12/03/1984", "12/03/1984"),
     ],
 )
 def test_personal_numbers_of_any_country_are_redacted(text: str, gone: str) -> None:
@@ -122,6 +130,7 @@ def test_personal_numbers_of_any_country_are_redacted(text: str, gone: str) -> N
         r"\\wsl.localhost\Debian\home\ingrid\repo",
         "scp build.tgz ~ingrid/incoming/",
         "/home/ingrid/.bashrc and /Users/ingrid/Downloads",
+        "NFS homes: /export/home/ingrid/work",
     ],
 )
 def test_every_home_folder_form_becomes_tilde_and_its_user_is_learned(text: str) -> None:

@@ -81,6 +81,7 @@ CLI_POSITIONAL = (
     Positional(("wpa_passphrase",), (), 1),
     Positional(("vault",), ("login",), 0),
     Positional(("sqlplus", "rman", "expdp", "impdp", "sqlldr"), (), 0, "/"),
+    Positional(("ConvertTo-SecureString",), (), 0),  # PowerShell: "pw" -AsPlainText -Force
 )
 
 _PROGRAMS = sorted(
@@ -94,9 +95,10 @@ COMMAND = re.compile(
 # What a text must hold for any rule here to match (the scrubber's prefilter).
 CREDENTIAL_HINT = (
     r"(?<![\w.\-])(?:" + "|".join(re.escape(p) for p in _PROGRAMS) + r")[ \t]"
-    r"|\bmachine\s|\bdefault\s|:(?:\d{1,5}|\*):"
+    r"|\bmachine\s|\bdefault\s|:(?:\d{1,5}|\*):|--password-stdin|chpasswd|passwd|sudo"
 )
-_WORD = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|(?:\\.|[^\s\"'])+")
+# A shell word: quoted parts join the text next to them (`-p'pw'`, `--password="a b"`).
+_WORD = re.compile(r"(?:\"[^\"\n]*\"|'[^'\n]*'|\\.|[^\s\"'])+")
 
 
 def _words(args: str) -> list[tuple[int, str]]:
@@ -187,9 +189,27 @@ def _keep_head(match: re.Match[str]) -> str | None:
     return match.group(1) + REDACTED if plausible_secret(match.group(2)) else None
 
 
+# A password handed to a program on its standard input: `echo pw | docker login
+# --password-stdin`, `echo pw | sudo -S`, `echo 'user:pw' | chpasswd`, `passwd --stdin`.
+PIPED = re.compile(
+    r"(\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)(?P<value>\"[^\"\n]+\"|'[^'\n]+'|[^\s|;&]+)"
+    r"(?=[ \t]*\|[ \t]*(?:sudo[ \t]+-\w*S|[^|;&\n]*--password-stdin|chpasswd|[^|;&\n]*passwd"
+    r"[ \t]+--stdin))"
+)
+
+
+def _piped(match: re.Match[str]) -> str | None:
+    start, value = _unquoted(0, match.group("value"))
+    if not plausible_secret(value):
+        return None
+    head = match.group(1) + match.group("value")[:start]
+    return head + REDACTED + match.group("value")[start + len(value) :]
+
+
 def credential_rules() -> list[Rule]:
     return [
         ("cli_password", COMMAND, _command),
+        ("piped_password", PIPED, _piped),
         (
             "netrc",
             re.compile(

@@ -22,7 +22,8 @@ from agenteval.llm.secret_rules import REDACTED, Rule
 _NAME = r"[\w.@+\-]+"
 HOME_FOLDER = re.compile(
     r"(?<![\w.~\-])(?:"
-    r"(?:/var|/mnt/[A-Za-z]|[A-Za-z]:)?[/\\]+(?:home|Users|Documents and Settings)[/\\]+"
+    r"(?:/var|/export|/usr|/mnt/[A-Za-z]|[A-Za-z]:)?[/\\]+(?:home|Users|Documents and Settings)"
+    r"[/\\]+"
     rf"(?P<user>{_NAME})"
     rf"|\\+wsl(?:\$|\.localhost)\\+[^\\/\s]+\\+home\\+(?P<wsl>{_NAME})"
     r"|/root(?=[/\\]|\b)"
@@ -67,15 +68,16 @@ NAMED_ID = re.compile(
     r"(?i:\b(?:passport|national[ \-]insurance|social[ \-]security|driver'?s?[ \-]licen[cs]e"
     r"|licen[cs]e[ \-]number|tax[ \-](?:id|identification|number|code)|identity[ \-]card"
     r"|national[ \-]id|id[ \-]card|personnummer|aadhaar|codice[ \-]fiscale|steuer-?id"
-    r"|medicare|health[ \-]card|nhs))|\b(?:NINO|NI|SSN|SIN|TIN|PAN|BSN|DNI|NIE|NIF|CPF|PESEL)\b"
+    r"|medicare|health[ \-]card|nhs|date[ \-]of[ \-]birth|birth[ \-]?date|born[ \-]on))"
+    r"|\b(?:NINO|NI|SSN|SIN|TIN|PAN|BSN|DNI|NIE|NIF|CPF|PESEL|DOB)\b"
 )
 _NAMED_VALUE = re.compile(
     r"[ \t]*(?:(?i:number|no\.?|num\.?|nr\.?|#))?[ \t]*(?:(?i:is|was)\b|[:=#\-])?[ \t]*"
-    r"[\"'`]?(?P<value>[A-Z0-9](?:[A-Z0-9]|[ \-.](?=[A-Z0-9])){4,20})"
+    r"[\"'`]?(?P<value>[A-Z0-9](?:[A-Z0-9]|[ \-./](?=[A-Z0-9])){4,20})"
 )
 # A necessary condition for any rule here (and for a phone number) to match.
 PERSONAL_PREFILTER = re.compile(
-    r"\d[\d\s().\-]{5,}\d|[A-Z]{2}\d{6}[A-D]|home|Users|Documents and|root|~[A-Za-z_]"
+    r"\d[\d\s()./\-]{5,}\d|[A-Z]{2}\d{6}[A-D]|home|Users|Documents and|root|~[A-Za-z_]"
 )
 # `mobile:+61 ...` but not `14:22:05`: a colon may come before a number with its country code.
 PHONE_CANDIDATE = re.compile(
