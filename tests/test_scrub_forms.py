@@ -67,6 +67,8 @@ def test_every_positional_row_redacts_its_argument() -> None:
         "echo hello | sudo tee /etc/motd",
         "echo $CR_PAT | docker login ghcr.io --password-stdin",
         "logs under 2024/11/03 and born on a Monday",
+        # digits some region would dial, but grouped as none writes a phone number
+        "seed 42 1337 2024, PID 12345 67890, ids 4417 8812 9931, weights 0.25 0.25 0.5",
     ],
 )
 def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:

@@ -99,17 +99,24 @@ def secrets_in(text: str) -> Iterator[tuple[str, str]]:
 
 def personal_in(text: str) -> Iterator[tuple[str, str]]:
     """(kind, value) for the phone numbers libphonenumber confirms among `text`'s digit runs:
-    any country's in international format (+49 30 901820), and national formats valid in
-    one of `PHONE_REGIONS` (07700 900123, 06 12 34 56 78, (415) 555-0132)."""
+    any country's in international format (+49 30 901820), and national formats valid and
+    grouped as one of `PHONE_REGIONS` writes them (06 12 34 56 78, (415) 555-0132)."""
     import phonenumbers
+    from phonenumbers import Leniency
 
     for candidate in PHONE_CANDIDATE.finditer(text):
         raw = candidate.group(0)
         digits = sum(c.isdigit() for c in raw)
         if not MIN_PHONE_DIGITS <= digits <= MAX_PHONE_DIGITS or _NOT_PHONE.fullmatch(raw):
             continue
-        for region in PHONE_REGIONS if not raw.startswith("+") else PHONE_REGIONS[:1]:
-            found = [m.raw_string for m in phonenumbers.PhoneNumberMatcher(raw, region)]
+        # With its +code a number is read as any country writes it; without, only grouped
+        # as its region groups it (06 12 34 56 78, not "seed 42 1337 2024" or "PID 12345
+        # 67890", which are valid digits somewhere but no one's way of writing a number).
+        international = raw.startswith("+")
+        leniency = Leniency.VALID if international else Leniency.EXACT_GROUPING
+        for region in PHONE_REGIONS[:1] if international else PHONE_REGIONS:
+            matches = phonenumbers.PhoneNumberMatcher(raw, region, leniency=leniency)
+            found = [m.raw_string for m in matches]
             if found:
                 yield from (("phone", value) for value in found)
                 break
