@@ -65,6 +65,8 @@ def test_every_positional_row_redacts_its_argument() -> None:
         "zip 94103-1234 and build 1.24.3.1 on 2026-11-03",
         "git show 9fceb02d0ae5 and 9fceb02d0ae598e95dc970b74767f19372d61af8",
         "echo hello | sudo tee /etc/motd",
+        "use sshpass -p with care; redis-cli -a flag, or ldapsearch -w option.",
+        "k8s node:30080:tcp:svc:backend and a:1:b:c:longvalue",  # colon lists, no .pgpass
         "echo $CR_PAT | docker login ghcr.io --password-stdin",
         "logs under 2024/11/03 and born on a Monday",
         # digits some region would dial, but grouped as none writes a phone number
@@ -81,6 +83,7 @@ def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:
         ("machine ftp.corp.example login nightly password Gr4vel~Heron~7", "Gr4vel~Heron~7"),
         ("default\n  login anonymous\n  password Sl8te.Owl.31", "Sl8te.Owl.31"),
         ("`db.corp.example:5432:orders:app:Qu4il-Marsh-9`", "Qu4il-Marsh-9"),
+        ("db:5432:shop:shop:Reed.Finch-40", "Reed.Finch-40"),  # a compose service's name
         ('requests.get(u, auth=("svc", "Tide!Pool-88"))', "Tide!Pool-88"),
         ("SENTRY_DSN=https://0a1b2c3d4e5f60718293a4b5c6d7e8f9@o1.ingest.sentry.io/2", "0a1b2c3d"),
         (

@@ -97,6 +97,9 @@ CREDENTIAL_HINT = (
     r"(?<![\w.\-])(?:" + "|".join(re.escape(p) for p in _PROGRAMS) + r")[ \t]"
     r"|\bmachine\s|\bdefault\s|:(?:\d{1,5}|\*):|--password-stdin|chpasswd|passwd|sudo"
 )
+# A short lowercase word after a flag is prose about the command ("sshpass -p with care",
+# "redis-cli -a flag"), not its password.
+_PROSE_WORD = re.compile(r"[a-z]{1,7}[.,:;!?]?")
 # A shell word: quoted parts join the text next to them (`-p'pw'`, `--password="a b"`).
 _WORD = re.compile(r"(?:\"[^\"\n]*\"|'[^'\n]*'|\\.|[^\s\"'])+")
 
@@ -121,7 +124,7 @@ def _secret_part(start: int, word: str, how: str) -> tuple[int, str] | None:
         start, word = start + len(head) + len(sep), tail
         if how == "/":
             word = word.split("@", 1)[0]
-    if word.startswith("-") or not plausible_secret(word):
+    if word.startswith("-") or _PROSE_WORD.fullmatch(word) or not plausible_secret(word):
         return None
     return start, word
 
@@ -206,6 +209,18 @@ def _piped(match: re.Match[str]) -> str | None:
     return head + REDACTED + match.group("value")[start + len(value) :]
 
 
+def _pgpass(match: re.Match[str]) -> str | None:
+    """A .pgpass line: a host (dotted, localhost, `*`) or PostgreSQL's port, then the
+    password (`node:30080:tcp:svc:backend` is some other colon list)."""
+    host, port = match.group("host"), match.group("port")
+    if not ("." in host or host in ("localhost", "*") or port in _PG_PORTS):
+        return None
+    return match.group(1) + REDACTED if plausible_secret(match.group(4)) else None
+
+
+_PG_PORTS = frozenset({"*", "6432", *(str(p) for p in range(5432, 5440))})
+
+
 def credential_rules() -> list[Rule]:
     return [
         ("cli_password", COMMAND, _command),
@@ -221,9 +236,9 @@ def credential_rules() -> list[Rule]:
         (
             "pgpass",
             re.compile(
-                r"(?m)((?:^|(?<=[\s`'\"(=:]))[A-Za-z0-9_.\-*]+:(?:\d{1,5}|\*):[\w.\-*]+:[\w.@\-*]+:)"
-                r"([^\s:]+)(?=\s|$)"
+                r"(?m)((?:^|(?<=[\s`'\"(=:]))(?P<host>[A-Za-z0-9_.\-*]+):(?P<port>\d{1,5}|\*):"
+                r"[\w.\-*]+:[\w.@\-*]+:)([^\s:]+)(?=\s|$)"
             ),
-            _keep_head,
+            _pgpass,
         ),
     ]
