@@ -186,6 +186,13 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
         r"(?:sshpass|redis-cli|ldapsearch|mysql|docker|smbclient|htpasswd|openssl) -[a-z] x",
         r"machine [a-z]{1,8} login [a-z]{1,5} password [A-Za-z0-9]{4,8}",
         r"[a-z]{1,8}:(?:[0-9]{2,5}|\*):[a-z]{1,5}:[a-z]{1,5}:[A-Za-z0-9]{4,8}",
+        r"echo [A-Za-z0-9]{4,8} \| (?:sudo -S|chpasswd|docker login --password-stdin)",
+        r"ftp> user [a-z]{1,5} [A-Za-z0-9]{4,8}",
+        # llm.secret_rules' markup and sentences
+        r"<(?:password|secret|apiKey)>[A-Za-z0-9]{4,8}</(?:password|secret|apiKey)>",
+        r"key=\"(?:DbPassword|SmtpPass)\" value=\"[A-Za-z0-9]{4,8}\"",
+        r"(?:the )?(?:password|passphrase|token|secret) (?:is )?[A-Za-z]{3}[0-9!]{3}",
+        r"pw: [A-Za-z0-9]{6,8}",
     ]  # fmt: skip
     # Every provider format, generated from its own pattern (word boundaries aside).
     cores += [pattern.replace(r"\b", "") for pattern in PROVIDER_KEYS.values()]

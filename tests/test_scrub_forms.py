@@ -44,6 +44,8 @@ def test_every_positional_row_redacts_its_argument() -> None:
             args = ["first", "second", "third"]
             value = f"scott/{PASSWORD}@db" if row.how == "/" else PASSWORD
             args[row.position if row.position >= 0 else len(args) - 1] = value
+            if row.how == "unc":  # the password follows the share
+                args = ["Z:", r"\\srv\share", PASSWORD, "/user:bob"]
             line = f"{head} {' '.join(args)}"
             assert PASSWORD not in scrubber.scrub_text(line), line
 
@@ -67,6 +69,12 @@ def test_every_positional_row_redacts_its_argument() -> None:
         "echo hello | sudo tee /etc/motd",
         "use sshpass -p with care; redis-cli -a flag, or ldapsearch -w option.",
         "k8s node:30080:tcp:svc:backend and a:1:b:c:longvalue",  # colon lists, no .pgpass
+        # a sentence naming a secret without giving one
+        "the password reset link expires after 30 minutes; the token expires in 3600s",
+        "the token is refreshed by getToken() every 3600s; GCP Secret Manager holds it",
+        "password for db01 is stored in ~/.pgpass; mongosh --password --host db",
+        "the secret sauce is v2.1.0-rc1 and the secret my-service-v2 too",
+        r"net use Z: \\srv\share * /user:bob and ftp> user anonymous",
         "echo $CR_PAT | docker login ghcr.io --password-stdin",
         "logs under 2024/11/03 and born on a Monday",
         # digits some region would dial, but grouped as none writes a phone number
@@ -98,6 +106,15 @@ def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:
         ('echo "Oak.Fern-22" | podman login -u bot --password-stdin q.io', "Oak.Fern-22"),
         ("echo Oak.Fern-22 | sudo -S true", "Oak.Fern-22"),
         ("$p = ConvertTo-SecureString 'Oak.Fern-22' -AsPlainText -Force", "Oak.Fern-22"),
+        ("<configuration><password>Oak.Fern-22</password></configuration>", "Oak.Fern-22"),
+        ('<add key="DbPassword" value="Oak.Fern-22" />', "Oak.Fern-22"),
+        ("the password is Oak.Fern-22 until Friday", "Oak.Fern-22"),
+        ("wget --header='Authorization: token Oak.Fern-22' u", "Oak.Fern-22"),
+        ("pw: Oak.Fern-22", "Oak.Fern-22"),
+        ("ftp> user bob Oak.Fern-22", "Oak.Fern-22"),
+        (r"net use Z: \\srv\share Oak.Fern-22 /user:CORP\bob", "Oak.Fern-22"),
+        ("sudo -S <<< 'Oak.Fern-22'", "Oak.Fern-22"),
+        ("rclone config create r sftp host h user bob pass Oak.Fern-22", "Oak.Fern-22"),
     ],
 )
 def test_credential_forms_and_provider_prefixes_are_redacted(text: str, gone: str) -> None:

@@ -23,6 +23,7 @@ from typing import NamedTuple
 from agenteval.llm.secret_rules import REDACTED, Rule, plausible_secret
 
 VALUE, GLUED = "value", "glued"  # the flag's next word or its glued rest; only glued
+UNC = "unc"  # the word after a \\\\server\\share path
 
 
 class Takes(NamedTuple):
@@ -65,6 +66,7 @@ CLI_PASSWORDS = (
     Takes(("influx",), ("-password",)),
     Takes(("hdbsql",), ("-p",)),
     Takes(("nmcli",), ("password", "wifi-sec.psk", "802-1x.password")),
+    Takes(("rclone",), ("pass", "password")),  # rclone config create NAME TYPE pass PW
 )
 
 
@@ -82,6 +84,7 @@ CLI_POSITIONAL = (
     Positional(("vault",), ("login",), 0),
     Positional(("sqlplus", "rman", "expdp", "impdp", "sqlldr"), (), 0, "/"),
     Positional(("ConvertTo-SecureString",), (), 0),  # PowerShell: "pw" -AsPlainText -Force
+    Positional(("net",), ("use",), 0, UNC),  # net use Z: \\srv\share PW /user:dom\u
 )
 
 _PROGRAMS = sorted(
@@ -95,7 +98,7 @@ COMMAND = re.compile(
 # What a text must hold for any rule here to match (the scrubber's prefilter).
 CREDENTIAL_HINT = (
     r"(?<![\w.\-])(?:" + "|".join(re.escape(p) for p in _PROGRAMS) + r")[ \t]"
-    r"|\bmachine\s|\bdefault\s|:(?:\d{1,5}|\*):|--password-stdin|chpasswd|passwd|sudo"
+    r"|\bmachine\s|\bdefault\s|:(?:\d{1,5}|\*):|--password-stdin|chpasswd|passwd|sudo|ftp>"
 )
 # A short lowercase word after a flag is prose about the command ("sshpass -p with care",
 # "redis-cli -a flag"), not its password.
@@ -166,9 +169,13 @@ def _positional_values(program: str, words: list[tuple[int, str]]) -> list[tuple
                 args = plain[1:]
             elif not set(letters) & set(row.when):
                 continue
+        if row.how == UNC:  # the word after the share, unless an option (/user:) or `*`
+            shares = [i for i, (_, w) in enumerate(args) if w.startswith("\\\\")]
+            args = args[shares[0] + 1 :] if shares else []
+            args = [(s, w) for s, w in args if not w.startswith(("/", "*"))][:1]
         if not args or not -len(args) <= row.position < len(args):
             continue
-        part = _secret_part(*args[row.position], row.how)
+        part = _secret_part(*args[row.position], VALUE if row.how == UNC else row.how)
         if part is not None and "=" not in part[1]:
             found.append(part)
     return found
@@ -188,25 +195,41 @@ def _command(match: re.Match[str]) -> str | None:
     return text
 
 
+def _keep_plausible_value(match: re.Match[str]) -> str | None:
+    return match.group(1) + REDACTED if plausible_secret(match.group("value")) else None
+
+
 def _keep_head(match: re.Match[str]) -> str | None:
     return match.group(1) + REDACTED if plausible_secret(match.group(2)) else None
 
 
 # A password handed to a program on its standard input: `echo pw | docker login
 # --password-stdin`, `echo pw | sudo -S`, `echo 'user:pw' | chpasswd`, `passwd --stdin`.
-PIPED = re.compile(
-    r"(\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)(?P<value>\"[^\"\n]+\"|'[^'\n]+'|[^\s|;&]+)"
-    r"(?=[ \t]*\|[ \t]*(?:sudo[ \t]+-\w*S|[^|;&\n]*--password-stdin|chpasswd|[^|;&\n]*passwd"
-    r"[ \t]+--stdin))"
+_STDIN_READER = (
+    r"(?:sudo[ \t]+-\w*S|[^|;&\n]*--password-stdin|chpasswd|[^|;&\n]*passwd[ \t]+--stdin)"
 )
+_SHELL_VALUE = r"(?P<value>\"[^\"\n]+\"|'[^'\n]+'|[^\s|;&]+)"
+PIPED = re.compile(
+    r"(\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)"
+    + _SHELL_VALUE
+    + r"(?=[ \t]*\|[ \t]*"
+    + _STDIN_READER
+    + r")"
+    # ...or given as a here-string: sudo -S <<< 'pw'
+    r"|(" + _STDIN_READER + r"[^|;&\n]*?<<<[ \t]*)" + _SHELL_VALUE.replace("value", "here")
+)
+# The ftp client's own prompt: `ftp> user NAME PASSWORD`.
+FTP_USER = re.compile(r"(\bftp>[ \t]*user[ \t]+\S+[ \t]+)(?P<value>\S+)")
 
 
 def _piped(match: re.Match[str]) -> str | None:
-    start, value = _unquoted(0, match.group("value"))
+    name = "value" if match.group("value") is not None else "here"
+    word = match.group(name)
+    start, value = _unquoted(0, word)
     if not plausible_secret(value):
         return None
-    head = match.group(1) + match.group("value")[:start]
-    return head + REDACTED + match.group("value")[start + len(value) :]
+    head = match.string[match.start() : match.start(name)] + word[:start]
+    return head + REDACTED + word[start + len(value) :]
 
 
 def _pgpass(match: re.Match[str]) -> str | None:
@@ -225,6 +248,7 @@ def credential_rules() -> list[Rule]:
     return [
         ("cli_password", COMMAND, _command),
         ("piped_password", PIPED, _piped),
+        ("ftp_user", FTP_USER, _keep_plausible_value),
         (
             "netrc",
             re.compile(

@@ -30,8 +30,8 @@ DIGEST_HEX_LENGTHS = (32, 40, 64)
 # `DD_API_KEY`, `client-secret`, `GOOGLE_CREDENTIALS`, `sig`. `tokens`, `key_id`, `api_key_env`
 # end otherwise and are not.
 SECRET_NAME = (
-    r"[A-Za-z0-9_.\-]*?(?:passwd|password|pass|pwd|secret|token|key|credentials?|auth"
-    r"|signature|sig|private[_-]?key)"
+    r"[A-Za-z0-9_.\-]*?(?:passwd|password|passphrase|pass|pwd|pw|secret|token|key|credentials?"
+    r"|auth|signature|sig|private[_-]?key)"
 )
 _LOWER_RUN = re.compile(r"[a-z]{8,}")
 _PLACEHOLDER = re.compile(
@@ -184,7 +184,7 @@ def _hex_key(exempt: tuple[int, ...]) -> Decide:
 # start (tests/test_llm_scrub.py generates each rule's core and checks it passes).
 SHAPE_HINT = (
     r"(?i:://|hooks\.|webhook|bearer|basic|pass|pwd|secret|token|key|cred|auth|sig"
-    r"|-u\s|--user|PRIVATE|[?&]code=)"
+    r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=])"
     r"|" + PREFIX_HINT + r"|[A-Za-z0-9+/]{32}|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
 )
 SHAPE_PREFILTER = re.compile(SHAPE_HINT)
@@ -305,6 +305,57 @@ def _generic_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
     ]
 
 
+def _said_rules() -> list[Rule]:
+    """A value that markup or a sentence names as a secret: `<password>pw</password>`,
+    `key="DbPassword" value="pw"`, "the password is pw", `Authorization: token pw`."""
+    return [
+        (
+            "xml_secret",
+            re.compile(
+                r"(<(?P<tag>" + SECRET_NAME + r")>)(?P<value>[^<\s]{4,})(?=</(?P=tag)>)",
+                re.IGNORECASE,
+            ),
+            _keep_plausible,
+        ),
+        (
+            "keyed_value",
+            re.compile(
+                r"((?i:\b(?:key|name)\s*=\s*[\"'])" + SECRET_NAME + r"[\"']\s+(?i:value)\s*=\s*"
+                r"[\"'])(?P<value>[^\"'\n]{4,})(?=[\"'])",
+                re.IGNORECASE,
+            ),
+            _keep_plausible,
+        ),
+        (
+            "said_secret",
+            re.compile(
+                r"((?i:\b(?:password|passwd|passphrase|pwd|token|secret))[ \t]+"
+                r"(?:(?i:is|was|reads|:|=)[ \t]+)?[\"'`]?)(?P<value>[^\s\"'`]{6,})"
+            ),
+            _said_value,
+        ),
+    ]
+
+
+# What a password looks like where a sentence names it: a letter and a digit or symbol,
+# none of a call's, a path's or a placeholder's marks.
+_SAID_SHAPE = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9!#%&*+?@^~_\-])[^()<>{}\[\]$/\\]+")
+
+
+_VERSION = re.compile(r"[vV]?\d+(?:\.\d+)+(?:[-+][\w.]+)?")
+
+
+def _said_value(match: re.Match[str]) -> str | None:
+    value = match.group("value").rstrip(".,;:!?)")
+    if value.startswith("-") or not _SAID_SHAPE.fullmatch(value) or _VERSION.fullmatch(value):
+        return None  # a flag (`--password --host`), a call, a path, a version
+    if value == value.lower() and _segmented(value):
+        return None  # a slug: my-service-v2
+    if not plausible_secret(value) or value.lower().startswith(("http", "www.")):
+        return None
+    return match.group(1) + REDACTED + match.group("value")[len(value) :]
+
+
 def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
     """Every secret rule of this module, in the order the scrubber applies them."""
-    return [*_text_rules(), *_named_rules(), *_generic_rules(exempt_hex)]
+    return [*_text_rules(), *_named_rules(), *_said_rules(), *_generic_rules(exempt_hex)]
