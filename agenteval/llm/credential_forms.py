@@ -98,7 +98,7 @@ COMMAND = re.compile(
 # What a text must hold for any rule here to match (the scrubber's prefilter).
 CREDENTIAL_HINT = (
     r"(?<![\w.\-])(?:" + "|".join(re.escape(p) for p in _PROGRAMS) + r")[ \t]"
-    r"|\bmachine\s|\bdefault\s|:(?:\d{1,5}|\*):|--password-stdin|chpasswd|passwd|sudo|ftp>"
+    r"|\bmachine\s|\bdefault\s|:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:|--password-stdin|chpasswd|passwd|sudo|ftp>"
 )
 # A short lowercase word after a flag is prose about the command ("sshpass -p with care",
 # "redis-cli -a flag"), not its password.

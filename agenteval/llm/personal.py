@@ -21,7 +21,9 @@ from agenteval.llm.secret_rules import REDACTED, Rule
 
 _NAME = r"[\w.@+\-]+"
 HOME_FOLDER = re.compile(
-    r"(?<![\w.~\-])(?:"
+    # (?=...) first: every form starts with a separator, `~` or a drive, so the scan skips
+    # every other position at once (a third of the time on the sessions benchmark's text)
+    r"(?=[/\\~]|[A-Za-z]:[/\\])(?<![\w.~\-])(?:"
     r"(?:/var|/export|/usr|/mnt/[A-Za-z]|[A-Za-z]:)?[/\\]+(?:home|Users|Documents and Settings)"
     r"[/\\]+"
     rf"(?P<user>{_NAME})"
@@ -75,10 +77,9 @@ _NAMED_VALUE = re.compile(
     r"[ \t]*(?:(?i:number|no\.?|num\.?|nr\.?|#))?[ \t]*(?:(?i:is|was)\b|[:=#\-])?[ \t]*"
     r"[\"'`]?(?P<value>[A-Z0-9](?:[A-Z0-9]|[ \-./](?=[A-Z0-9])){4,20})"
 )
-# A necessary condition for any rule here (and for a phone number) to match.
-PERSONAL_PREFILTER = re.compile(
-    r"\d[\d\s()./\-]{5,}\d|[A-Z]{2}\d{6}[A-D]|home|Users|Documents and|root|~[A-Za-z_]"
-)
+# A necessary condition for any number rule here (and for a phone number) to match;
+# HOME_HINT is the home folders' own.
+PERSONAL_PREFILTER = re.compile(r"\d[\d\s()./\-]{5,}\d|[A-Z]{2}\d{6}[A-D]")
 # `mobile:+61 ...` but not `14:22:05`: a colon may come before a number with its country code.
 PHONE_CANDIDATE = re.compile(
     r"(?:(?<=:)(?=\+)|(?<![\w.+\-/:#=@$]))"
@@ -117,9 +118,13 @@ def _named_value(match: re.Match[str]) -> str | None:
     return match.group(0)[:start] + REDACTED + match.group(0)[start + len(value) :]
 
 
+def home_rules() -> list[Rule]:
+    return [("home_folder", HOME_FOLDER, _home)]
+
+
 def personal_rules() -> list[Rule]:
+    """The personal numbers' rules (phone numbers are `llm.detectors.personal_in`'s)."""
     return [
-        ("home_folder", HOME_FOLDER, _home),
         ("ssn", SSN, _whole),
         ("card_number", CARD, _card),
         ("iban", IBAN, _iban),

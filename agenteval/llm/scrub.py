@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from agenteval.llm.credential_forms import CREDENTIAL_HINT, credential_rules
 from agenteval.llm.detectors import personal_in, secrets_in
-from agenteval.llm.personal import PERSONAL_PREFILTER, personal_rules
+from agenteval.llm.personal import HOME_HINT, PERSONAL_PREFILTER, home_rules, personal_rules
 from agenteval.llm.secret_rules import (
     DIGEST_HEX_LENGTHS,
     REDACTED,
@@ -113,6 +113,7 @@ class Scrubber:
             self._add(label, value)
         self._rules = _shape_rules(exempt_hex_lengths)
         self._personal_rules = personal_rules()
+        self._home_rules = home_rules()
         # A lowercase hex string of an exempt length is a digest no shape rule redacts (hex_key
         # exempts it, random_token needs capitals): one match instead of fourteen, for the
         # digests every transcript and verdict carries.
@@ -202,7 +203,8 @@ class Scrubber:
             text = known.sub(replace_known, text)
         shaped = SHAPE_PREFILTER.search(text) is not None
         personal = self.personal and PERSONAL_PREFILTER.search(text) is not None
-        if not (shaped or personal):
+        homes = self.personal and HOME_HINT.search(text) is not None
+        if not (shaped or personal or homes):
             return text, hits
         if self._digest is not None and self._digest.fullmatch(text):
             return text, hits
@@ -217,6 +219,8 @@ class Scrubber:
         if shaped:
             text = self._rules_pass(text, self._rules, hits, values)
             text = self._detected(text, secrets_in(text), "detect_secrets", hits, values)
+        if homes:
+            text = self._rules_pass(text, self._home_rules, hits, values)
         if personal:
             text = self._rules_pass(text, self._personal_rules, hits, values)
             text = self._detected(text, personal_in(text), "personal", hits, values)
