@@ -198,7 +198,7 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
     cores += [pattern.replace(r"\b", "") for pattern in PROVIDER_KEYS.values()]
     assert len(cores) >= len(rules)
 
-    @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+    @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
     @given(st.data())
     def check(data: st.DataObject) -> None:
         for core in cores:  # each core drawn in every example
