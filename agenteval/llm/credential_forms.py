@@ -5,10 +5,13 @@ command line and how: after a flag (`sshpass -p PW`, `redis-cli -a PW`, `ldapsea
 glued to it only (`mysql -pPW`: `mysql -p db` prompts), inside a `user%password` or
 `user:password` value (`smbclient -U u%PW`, `curl -u u:PW`), after a scheme (`openssl -passin
 pass:PW`). `CLI_POSITIONAL` holds the programs that take one as an argument (`htpasswd -b
-file user PW`, `rabbitmqctl add_user u PW`, `sqlplus user/PW@db`). A command line is cut
-into words the way a shell would (quotes kept together) up to its first `|`, `;`, `&` or
-line end, then each row is applied. Flags every program spells alike (`--password`,
-`--token`, `--api-key`) are `llm.secret_rules`' generic rule.
+file user PW`, `rabbitmqctl add_user u PW`, `sqlplus user/PW@db`, `net use \\\\srv\\share
+PW`). A command line is cut into words the way a shell would (quotes kept together) up to
+its first `|`, `;`, `&` or line end, then each row is applied; a short lowercase word where
+the password would be is prose about the command, not one. A password handed on standard
+input (`echo PW | docker login --password-stdin`, `sudo -S <<< PW`, `chpasswd`) and ftp's
+`ftp> user NAME PW` are rules of their own. Flags every program spells alike
+(`--password`, `--token`, `--api-key`) are `llm.secret_rules`' generic rule.
 
 Credential files: `.netrc` (`machine h login u password PW`), `.pgpass`
 (`host:port:db:user:PW`); `.my.cnf`, `.pypirc`, `.npmrc`, docker's `config.json` (`"auth":`)

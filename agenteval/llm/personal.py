@@ -4,13 +4,17 @@ The scrubber applies these only with `personal=True` (sessions, drafts, issues: 
 text); an evaluation's transcripts quote corpus documents whose numbers are answers. Each rule
 is (name, pattern, decide) as in `llm.secret_rules`. What a number is, is checked by the
 field's own checks where one exists: an IBAN's country format and mod-97 check digits
-(python-stdnum), a card's issuer prefix and Luhn digit, the SSA's number ranges; phone numbers
-by libphonenumber (`llm.detectors.personal_in`, on the candidates `PHONE_CANDIDATE` finds).
+(python-stdnum), a card's issuer prefix and Luhn digit, the SSA's number ranges, a UK national
+insurance number's letters; an identity document's number or a date of birth after its name;
+phone numbers by libphonenumber (`llm.detectors.personal_in`, on the candidates
+`PHONE_CANDIDATE` finds). E-mail addresses (`EMAIL`) are the sessions' and drafts' to
+replace with a stable fixture.
 
 Home folders are the one home of their forms (`HOME_FOLDER`): `/home/<user>`, `/Users/<user>`,
-`/var/home/<user>` (Fedora Silverblue), `/mnt/c/Users/<user>` (WSL), `C:\\Users\\<user>` and
-`C:/Users/<user>`, `\\\\wsl$\\<distro>\\home\\<user>`, `/root` and `~<user>/`. Each becomes `~`;
-`home_user` gives the name a match revealed, for callers that replace it elsewhere too.
+`/var/home/<user>` (Fedora Silverblue), `/export/home/<user>`, `/mnt/c/Users/<user>` (WSL),
+`C:\\Users\\<user>` and `C:/Users/<user>`, `\\\\wsl$\\<distro>\\home\\<user>`, `/root` and
+`~<user>/`. Each becomes `~`; `home_user` gives the name a match revealed, for callers that
+replace it elsewhere too.
 """
 
 from __future__ import annotations

@@ -5,8 +5,11 @@ None to keep it. The rules were tuned on `eval/scrub/dev.jsonl` only; the held s
 (`eval/scrub/held.jsonl`, `tests/test_scrub_corpus.py`) measures them. What they cover that
 detect-secrets' plugins (`llm.detectors`) do not: a value after a secret-sounding NAME
 whatever its shape (`DB_PASSWORD=x`, `SMTP_PASS: y`, names joined by `_` with no word
-boundary), credentials in URLs and query strings, the password flags of common CLIs, and a
-random-looking value after `=` or `:` under any name.
+boundary), credentials in URLs and query strings, a token as a URL's user (Sentry DSNs),
+`--password`-like flags, a (user, password) pair handed to an HTTP client, a secret named in
+markup or a sentence (`<password>x</password>`, "the password is x"), and a random-looking
+value after `=` or `:` under any name. Provider prefixes are `llm.provider_keys`' table, the
+password flags of particular programs and credential files `llm.credential_forms`'.
 """
 
 from __future__ import annotations
