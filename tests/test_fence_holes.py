@@ -212,3 +212,42 @@ def test_a_symlink_swapped_in_between_the_check_and_the_read_is_not_followed(
         thread.join()
     assert not any("SIXTEEN" in str(c.result) for c in calls)
     assert any(c.ok for c in calls)  # the race did not just refuse everything
+
+
+def test_a_hard_link_to_a_file_a_protected_folder_links_to_is_refused(
+    repo: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """reports/<link> -> a folder elsewhere: its files are reachable through reports/, so a
+    hard link to one of them in the library is a way in (found by an outside red team)."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "scorecard.json").write_text('{"answer": "SIXTEEN WEEKS"}\n')
+    (repo / "reports").mkdir()
+    (repo / "reports/latest").symlink_to(elsewhere, target_is_directory=True)
+    (repo / "reports/loop").symlink_to(repo / "reports", target_is_directory=True)  # walked once
+    os.link(elsewhere / "scorecard.json", repo / DOCS / "summary.md")
+    tools = tools_of(repo, DOCS)
+    call = tools.call("read_document", path=f"{DOCS}/summary.md")
+    assert call.fenced and "SIXTEEN" not in str(call.result)
+    assert tools.call("read_document", path=f"{DOCS}/leave.md").ok
+
+
+def test_the_fetched_corpus_made_a_symlink_into_the_scenarios_is_no_exception(repo: Path) -> None:
+    """data/corpora is readable inside data/; pointed into eval/scenarios it is refused like any
+    root there, never read as documents."""
+    corpora = repo / "data/corpora"
+    for path in sorted(corpora.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    corpora.rmdir()
+    corpora.symlink_to(repo / "eval/scenarios/rag", target_is_directory=True)
+    with pytest.raises(FenceError, match="eval/scenarios"):
+        tools_of(repo, DOCS, "data/corpora")
+
+
+@pytest.mark.parametrize(
+    "labelled", ["eval/scrub", "eval/people_controls", "eval/simulator_controls"]
+)
+def test_labelled_sets_are_no_document_root(repo: Path, labelled: str) -> None:
+    (repo / labelled).mkdir(parents=True)
+    (repo / labelled / "held.yaml").write_text("label: fail\n")
+    with pytest.raises(FenceError):
+        tools_of(repo, labelled)

@@ -173,8 +173,9 @@ def build_fence(
     """A fence over `folders` ((path, where it was declared) pairs, repository-relative);
     a folder resolving outside the repository or holding a protected path is a FenceError."""
     base = root.resolve()
+    protected = list(protected)
     guarded = [(base / p).resolve() for p in protected]
-    readable = [(base / p).resolve() for p in READABLE_INSIDE]
+    readable = _readable_inside(base, protected)
     roots: list[Path] = []
     for folder, setting in folders:
         resolved = (base / folder).resolve()
@@ -209,19 +210,40 @@ def build_fence(
     )
 
 
+def _readable_inside(base: Path, protected: list[str]) -> list[Path]:
+    """READABLE_INSIDE, resolved; an entry that resolves into a protected folder other than
+    the ones it is named inside (data/corpora made a symlink into eval/scenarios) is no
+    exception: a root there is then refused like any other."""
+    kept = []
+    for name in READABLE_INSIDE:
+        resolved = (base / name).resolve()
+        named_in = {(base / p).resolve() for p in protected if Path(name).is_relative_to(p)}
+        lands_in = {g for p in protected if resolved.is_relative_to(g := (base / p).resolve())}
+        if lands_in <= named_in:
+            kept.append(resolved)
+    return kept
+
+
 def _files(path: Path) -> list[os.DirEntry[str]]:
-    """Every entry under `path` (or the file itself), symlinks not followed."""
+    """Every file under `path` (or the file itself). A symlinked folder inside is walked
+    too, once: what a protected folder links to is reachable through it, so a hard link to
+    a file there is a way in (each folder is walked once, so a symlink loop ends)."""
     if not path.is_dir():
         return [e for e in os.scandir(path.parent) if e.name == path.name] if path.exists() else []
     found: list[os.DirEntry[str]] = []
-    stack = [path]
+    stack, seen = [path], set()
     while stack:
+        folder = stack.pop()
         try:
-            entries = list(os.scandir(stack.pop()))
+            key = (folder.stat().st_dev, folder.stat().st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_dir(follow_symlinks=True):
                 stack.append(Path(entry.path))
             else:
                 found.append(entry)
