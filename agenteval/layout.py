@@ -33,6 +33,11 @@ ANSWER_BEARING = (
     "eval/code_retrieval",
     "eval/throughput",
     "eval/baselines",
+    # Labelled sets: the scrubber's secrets and look-alikes, reviewers' verdicts, simulator
+    # controls' labels.
+    "eval/scrub",
+    "eval/people_controls",
+    "eval/simulator_controls",
     "pipelines",
     "reports",
     "runs",

@@ -181,7 +181,9 @@ def time_extract(root: Path, repeats: int) -> tuple[list[float], list[float], in
     return walls, cpus, cases, lines
 
 
-def time_cli(root: Path, out: Path) -> float:
+def time_cli(root: Path, out: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of the command in a fresh process (CPU: the figure the scrubber
+    moves, and the one a shared machine's load inflates least)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     argv = [
         sys.executable,
@@ -197,9 +199,9 @@ def time_cli(root: Path, out: Path) -> float:
         str(out),
         "--no-track",
     ]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     subprocess.run(argv, cwd=ROOT, env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu_seconds() - cpu
 
 
 def main() -> None:
@@ -227,10 +229,10 @@ def main() -> None:
             f"extract: CPU (all processes) median {statistics.median(cpus):.2f} s, "
             f"best {min(cpus):.2f} s; {os.cpu_count()} cores"
         )
-        cli = time_cli(root, Path(tmp) / "out")
+        cli, cli_cpu = time_cli(root, Path(tmp) / "out")
         print(
             f"agenteval sessions --dataset-only (fresh process, all {cases} cases scrubbed "
-            f"and written): {cli:.2f} s"
+            f"and written): {cli:.2f} s wall, {cli_cpu:.2f} s CPU"
         )
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(f"load average {load:.1f} on {os.cpu_count()} cores (a shared machine)")

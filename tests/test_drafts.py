@@ -120,7 +120,9 @@ def test_nothing_planted_survives_into_the_draft(tmp_path: Path) -> None:
         "Please index eval/corpus/documents/fenwick_orla_handbook.md for me."
     )
     assert scenario.turns[0].user_message is not None
-    assert scenario.turns[0].user_message.startswith("Hi, I'm Alice (person1@example.com, +1-202")
+    assert scenario.turns[0].user_message.startswith(
+        "Hi, I'm Alice (person1@example.com, [REDACTED])"
+    )
     assert scenario.source == "session" and scenario.difficulty_rationale is None
     assert isinstance(scenario.captured_from, CapturedFrom)
     assert scenario.captured_from.session_id == "user-support-chat"  # the file name, scrubbed
@@ -133,14 +135,21 @@ def test_nothing_planted_survives_into_the_draft(tmp_path: Path) -> None:
 def test_scrubbing_layers_one_by_one() -> None:
     scrubber = DraftScrubber(ROOT, env={"X_API_KEY": "k-9f8e7d6c5b4a3"})
     assert scrubber.text("use k-9f8e7d6c5b4a3 now") == "use [REDACTED] now"
-    # scrubadub alone reads "me at alice.smith" as an address and keeps the rest of it.
-    assert scrubber.text("mail me at alice.smith@corp-mail.com") == "mail person1@example.com"
-    assert scrubber.text("ring +1 415 555 2671") == "ring +1-202-555-0101"
-    assert scrubber.text("again alice.smith@corp-mail.com") == "again person2@example.com"
+    # One scrubber: the sessions' e-mail rule (scrubadub's read "me at alice.smith" as an
+    # address), phone numbers by the scrubber's personal layer, any country's.
+    assert scrubber.text("mail me at alice.smith@corp-mail.com") == "mail me at person1@example.com"
+    assert scrubber.text("ring +1 415 555 2671 or +49 30 901820") == "ring [REDACTED] or [REDACTED]"
+    assert scrubber.text("again alice.smith@corp-mail.com") == "again person1@example.com"
+    assert scrubber.text("wire to DE89 3704 0044 0532 0130 00") == "wire to [REDACTED]"
+    assert (
+        scrubber.text("docs at https://wiki.corp.local/x.") == "docs at https://example.com/link-1."
+    )
     here = ROOT / "eval/corpus/documents/fenwick_orla_handbook.md"
     assert scrubber.text(f"read {here}.") == "read eval/corpus/documents/fenwick_orla_handbook.md."
     assert scrubber.text("C:\\Users\\zoe\\x\\y.txt") == "x/y.txt"
     assert scrubber.text("/Users/zoe/a/b and zoe") == "a/b and user"
+    scrubber.learn(["toolbox at /var/home/ingrid/src"])  # every home form's user is learned
+    assert "ingrid" not in scrubber.text("ingrid's /var/home/ingrid/src and ~ingrid/x")
     assert scrubber.text("POST /v1/chat/completions") == "POST v1/chat/completions"
     assert scrubber.text("$36,529 on 2026-03-05, 4 of 12, v3.17.2") == (
         "$36,529 on 2026-03-05, 4 of 12, v3.17.2"

@@ -5,12 +5,13 @@ swapped for a symlink after its first read, folders inside a protected folder (a
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from agenteval.layout import ANSWER_BEARING
-from agenteval.targets.fence import PROTECTED, FenceError, build_fence
+from agenteval.targets.fence import PROTECTED, Fenced, FenceError, build_fence
 from agenteval.targets.tools import DocumentTools
 
 DOCS = "eval/corpus/documents"
@@ -164,3 +165,89 @@ def test_the_tracking_store_and_the_response_cache_are_answer_bearing(repo: Path
         assert tools.call("read_document", path=f"{DOCS}/{name}").fenced
     assert tools.call("read_document", path="mlartifacts/1/abc/artifacts/report.md").fenced
     assert "SIXTEEN" not in str([c.result for c in tools.calls])
+
+
+def test_a_symlink_swapped_in_between_the_check_and_the_read_is_not_followed(
+    repo: Path,
+) -> None:
+    """The check passes on the real file; before the read the file, or a folder on its path,
+    becomes a symlink to the answer key: the read is refused, not made where it points."""
+    (repo / DOCS / "sub").mkdir()
+    (repo / DOCS / "sub/leave.md").write_text("Leave, again.\n")
+    (repo / "data/leave.md").write_text("SIXTEEN WEEKS\n")  # where a swapped folder leads
+    tools = tools_of(repo, DOCS)
+    for path, swap in (
+        (f"{DOCS}/leave.md", DOCS + "/leave.md"),
+        (f"{DOCS}/sub/leave.md", DOCS + "/sub"),
+    ):
+        checked = tools.resolve(path)  # admitted: the file as it is now
+        swapped = repo / swap
+        moved = swapped.rename(swapped.with_name(swapped.name + ".was"))
+        swapped.symlink_to(repo / ("data/suite.json" if swap.endswith(".md") else "data"))
+        with pytest.raises(Fenced, match="the path changed"), tools.fence.opened(checked, path):
+            pass  # opening is refused: nothing is read
+        swapped.unlink()
+        moved.rename(swapped)
+    # The same race through the tools: a thread swaps the file and the symlink while the
+    # agent reads; every read is the document or refused, never the key.
+    target, kept = repo / DOCS / "leave.md", repo / DOCS / "leave.md.real"
+    stop = threading.Event()
+
+    def swapper() -> None:
+        link = repo / DOCS / "leave.md.link"
+        link.symlink_to(repo / "data/suite.json")
+        os.link(target, kept)
+        while not stop.is_set():
+            os.replace(link, target)  # now a symlink to the key
+            link.symlink_to(repo / "data/suite.json")
+            os.link(kept, repo / DOCS / "leave.md.tmp")
+            os.replace(repo / DOCS / "leave.md.tmp", target)  # the document again
+
+    thread = threading.Thread(target=swapper)
+    thread.start()
+    try:
+        calls = [tools.call("read_document", path=f"{DOCS}/leave.md") for _ in range(3000)]
+    finally:
+        stop.set()
+        thread.join()
+    assert not any("SIXTEEN" in str(c.result) for c in calls)
+    assert any(c.ok for c in calls)  # the race did not just refuse everything
+
+
+def test_a_hard_link_to_a_file_a_protected_folder_links_to_is_refused(
+    repo: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """reports/<link> -> a folder elsewhere: its files are reachable through reports/, so a
+    hard link to one of them in the library is a way in (found by an outside red team)."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "scorecard.json").write_text('{"answer": "SIXTEEN WEEKS"}\n')
+    (repo / "reports").mkdir()
+    (repo / "reports/latest").symlink_to(elsewhere, target_is_directory=True)
+    (repo / "reports/loop").symlink_to(repo / "reports", target_is_directory=True)  # walked once
+    os.link(elsewhere / "scorecard.json", repo / DOCS / "summary.md")
+    tools = tools_of(repo, DOCS)
+    call = tools.call("read_document", path=f"{DOCS}/summary.md")
+    assert call.fenced and "SIXTEEN" not in str(call.result)
+    assert tools.call("read_document", path=f"{DOCS}/leave.md").ok
+
+
+def test_the_fetched_corpus_made_a_symlink_into_the_scenarios_is_no_exception(repo: Path) -> None:
+    """data/corpora is readable inside data/; pointed into eval/scenarios it is refused like any
+    root there, never read as documents."""
+    corpora = repo / "data/corpora"
+    for path in sorted(corpora.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    corpora.rmdir()
+    corpora.symlink_to(repo / "eval/scenarios/rag", target_is_directory=True)
+    with pytest.raises(FenceError, match="eval/scenarios"):
+        tools_of(repo, DOCS, "data/corpora")
+
+
+@pytest.mark.parametrize(
+    "labelled", ["eval/scrub", "eval/people_controls", "eval/simulator_controls"]
+)
+def test_labelled_sets_are_no_document_root(repo: Path, labelled: str) -> None:
+    (repo / labelled).mkdir(parents=True)
+    (repo / labelled / "held.yaml").write_text("label: fail\n")
+    with pytest.raises(FenceError):
+        tools_of(repo, labelled)

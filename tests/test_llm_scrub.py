@@ -160,9 +160,10 @@ def test_known_secret_never_survives(before: str, after: str, secret: str) -> No
 
 def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
     """The prefilter is an optimisation: it must never hide a match from the rules."""
-    from hypothesis import given, settings
+    from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
+    from agenteval.llm.provider_keys import PROVIDER_KEYS
     from agenteval.llm.scrub import SHAPE_PREFILTER, _shape_rules
 
     rules = _shape_rules(())
@@ -170,30 +171,39 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
     # must still pass the prefilter.
     cores = [
         r"-----BEGIN RSA PRIVATE KEY-----", r"x://user:pass@", r"x://:pass@",
-        r"\?(?:token|sig|key|code)=[A-Za-z0-9]{4,8}", r"hooks\.slack\.com/services/[A-Z0-9]{8}",
+        r"x://[a-f0-9]{20,24}@", r"\?(?:token|sig|key|code)=[A-Za-z0-9]{4,8}",
+        r"hooks\.slack\.com/services/[A-Z0-9]{8}",
         r"Bearer [A-Za-z0-9._~+/\-]{8,12}", r"Basic [A-Za-z0-9]{8,12}",
         r"Token [A-Za-z0-9]{8,12}", r" -u [a-z]{1,5}:[A-Za-z0-9]{4,8}",
-        r"mysql -u x -p[A-Za-z0-9]{4,8}", r"sshpass -p [A-Za-z0-9]{4,8}",
         r" --(?:db-)?(?:password|pass|token|secret)=[A-Za-z0-9]{4,8}",
         r"(?i:[A-Z_]{0,6}(?:api[_-]?key|access[_-]?token|auth|secret|passwd?|pwd|sig|creds?))"
         r"[:=][A-Za-z0-9]{8,12}",
-        r"sk-ant-[A-Za-z0-9_\-]{8,12}", r"sk-[A-Za-z0-9_\-]{16,20}",
-        r"(?:sk|rk)_live_[A-Za-z0-9]{10,14}", r"npm_[A-Za-z0-9]{30,34}",
-        r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9]{20,24}", r"SG\.[A-Za-z0-9]{16}\.[A-Za-z0-9]{16}",
-        r"ya29\.[A-Za-z0-9]{20,24}", r"gh[pousr]_[A-Za-z0-9]{20,24}",
-        r"github_pat_\w{20,24}", r"hf_[A-Za-z0-9]{20,24}", r"AIza[0-9A-Za-z_\-]{30,34}",
-        r"(?:AKIA|ASIA)[0-9A-Z]{16}", r"xox[abposr]-[A-Za-z0-9\-]{10,14}",
-        r"(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-][A-Za-z0-9]{20,24}",
-        r"eyJ[A-Za-z0-9_\-]{8,10}\.[A-Za-z0-9_\-]{8,10}\.[A-Za-z0-9_\-]{8,10}",
+        r"(?:auth|HTTPBasicAuth)\(\"u\", \"[A-Za-z0-9]{4,8}\"\)",
+        r"AC[0-9a-f]{32}\", \"[0-9a-f]{32}",
         r"[a-z]{1,6} ?[:=] ?[A-Za-z0-9+/_\-.]{16,20}",
         r"[0-9a-fA-F]{32,40}", r"[A-Za-z0-9+/]{32,40}={0,2}",
+        # llm.credential_forms: a program of the table, .netrc and .pgpass lines
+        r"(?:sshpass|redis-cli|ldapsearch|mysql|docker|smbclient|htpasswd|openssl) -[a-z] x",
+        r"machine [a-z]{1,8} login [a-z]{1,5} password [A-Za-z0-9]{4,8}",
+        r"[a-z]{1,8}:(?:[0-9]{2,5}|\*):[a-z]{1,5}:[a-z]{1,5}:[A-Za-z0-9]{4,8}",
+        r"echo [A-Za-z0-9]{4,8} \| (?:sudo -S|chpasswd|docker login --password-stdin)",
+        r"ftp> user [a-z]{1,5} [A-Za-z0-9]{4,8}",
+        # llm.secret_rules' markup and sentences
+        r"<(?:password|secret|apiKey)>[A-Za-z0-9]{4,8}</(?:password|secret|apiKey)>",
+        r"key=\"(?:DbPassword|SmtpPass)\" value=\"[A-Za-z0-9]{4,8}\"",
+        r"(?:the )?(?:password|passphrase|token|secret) (?:is )?[A-Za-z]{3}[0-9!]{3}",
+        r"pw: [A-Za-z0-9]{6,8}",
     ]  # fmt: skip
+    # Every provider format, generated from its own pattern (word boundaries aside).
+    cores += [pattern.replace(r"\b", "") for pattern in PROVIDER_KEYS.values()]
     assert len(cores) >= len(rules)
 
-    @settings(max_examples=60, deadline=None)
-    @given(st.sampled_from(cores).flatmap(lambda c: st.from_regex(c, fullmatch=True)))
-    def check(text: str) -> None:
-        assert SHAPE_PREFILTER.search(text), text
+    @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        for core in cores:  # each core drawn in every example
+            text = data.draw(st.from_regex(core, fullmatch=True))
+            assert SHAPE_PREFILTER.search(text), (core, text)
 
     check()
 

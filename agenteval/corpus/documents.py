@@ -75,14 +75,17 @@ def csv_to_text(content: str) -> str:
     return "\n".join(lines)
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, data: bytes | None = None) -> str:
     """Text of a supported document; undecodable bytes are replaced, never fatal. A PDF is
-    its text layer (corpus.pdf: a scanned or damaged one is refused, never read empty)."""
+    its text layer (corpus.pdf: a scanned or damaged one is refused, never read empty).
+    `data`: the file's bytes, read already by a caller that checked what it opened (the
+    agent's tools, through the fence); `path` then only names it and gives its format."""
     if path.suffix.lower() == ".pdf":
         from agenteval.corpus.pdf import pdf_text
 
-        return pdf_text(path)
-    content = path.read_bytes().decode("utf-8-sig", errors="replace")
+        return pdf_text(path, data)
+    raw = path.read_bytes() if data is None else data
+    content = raw.decode("utf-8-sig", errors="replace")
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
         return html_to_text(content)

@@ -15,13 +15,16 @@ class UnreadableDocument(ValueError):
     """A document that cannot be indexed as text; the message says why and what to do."""
 
 
-def pdf_text(path: Path) -> str:
-    """The text of every page, pages separated by a blank line."""
+def pdf_text(path: Path, data: bytes | None = None) -> str:
+    """The text of every page, pages separated by a blank line (`data`: the file's bytes,
+    when the caller has read them already)."""
+    import io
+
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
     try:
-        reader = PdfReader(path, strict=True)
+        reader = PdfReader(path if data is None else io.BytesIO(data), strict=True)
         pages = [page.extract_text() or "" for page in reader.pages]
         images = sum(_images(page) for page in reader.pages)
     except (PyPdfError, ValueError, KeyError, OSError) as exc:

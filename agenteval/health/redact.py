@@ -8,17 +8,17 @@ Three layers, in this order, then a check that nothing survived:
    longest tail that names a file of the repository; else the path without its anchor and
    without a home folder (``/home/<user>/``, ``/Users/<user>/``, ``C:\\Users\\<user>\\``,
    ``~/``). The user names found in home folders are then replaced wherever they appear.
-3. **Personal data** — scrubadub's detectors (emails, phone numbers, URLs, handles,
-   credentials, card and social-security numbers) replace each finding with a fixture value
-   (``person1@example.com``, ``+1-202-555-0101``, ``https://example.com/link-1``...), the same
-   original always with the same fixture. scrubadub's email pattern also reads "x at y.z"
-   as an address and then misses a real address that overlaps it, so a strict ``@``
-   pattern runs beside it and scrubadub merges the two findings into one.
+3. **Personal data** — the same scrubber's personal layer (``personal=True``: phone numbers of
+   any country, IBANs, identity, social-security and card numbers, home folders a path
+   rule left), then e-mail addresses and URLs become fixture values (``person1@example.com``,
+   ``https://example.com/link-1``), the same original always with the same fixture, so that
+   a draft still reads as a conversation. The e-mail pattern is the sessions' own
+   (``llm.personal.EMAIL``).
 
-Why scrubadub: its detectors need no model. Presidio's recognisers need spaCy and a model
-downloaded from a hub at run time (no PyPI wheel from its authors), and its email check calls
-tldextract, which fetches the public suffix list over the network. Neither detects personal
-names without a model: names are not replaced (user names from home folders are).
+One scrubber: there is no second detector of personal data here (scrubadub's was one, with
+its own phone and e-mail rules; its "x at y.z" address reading missed real addresses). No
+detector finds personal names without a model: names are not replaced (user names from
+home folders are).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from agenteval.llm.scrub import REDACTED, Scrubber
+from agenteval.llm.personal import EMAIL, FIXTURE_EMAIL, HOME_FOLDER, home_user
+from agenteval.llm.scrub import Scrubber
 
 POSIX_PATH = re.compile(r"(?<![\w.:/~\\-])/[\w.@%+~-]+(?:/[\w.@%+~-]+)+/?")
 WINDOWS_PATH = re.compile(r"\b[A-Za-z]:[\\/][^\s\"'<>|:*?]*")
@@ -39,41 +40,14 @@ HOME_FOLDERS = (("home",), ("Users",), ("root",))
 GENERIC_USERS = frozenset(
     {"root", "user", "users", "admin", "runner", "ubuntu", "shared", "public", "default"}
 )
-FIXTURES = {
-    "email": "person{n}@example.com",
-    "phone": "+1-202-555-01{n:02d}",
-    "url": "https://example.com/link-{n}",
-    "twitter": "@fixture_user{n}",
-    "skype": "fixture.skype{n}",
-}
-
-
-def _pii_scrubber() -> Any:
-    import scrubadub
-    from scrubadub.detectors import RegexDetector
-    from scrubadub.filth import EmailFilth
-
-    class StrictEmailDetector(RegexDetector):  # type: ignore[misc]
-        name = "strict_email"
-        filth_cls = EmailFilth
-        regex = re.compile(
-            r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
-            r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)+"
-        )
-
-    scrubber = scrubadub.Scrubber()
-    scrubber.add_detector(StrictEmailDetector)
-    return scrubber
+FIXTURES = {"email": "person{n}@example.com", "url": "https://example.com/link-{n}"}
+URL = re.compile(r"\b(?:https?|ftp)://[^\s\"'<>()\[\]{}`]+")
+FIXTURE_URL = re.compile(r"https://example\.com/link-\d+")
 
 
 def _word(name: str) -> re.Pattern[str]:
     """`name` as a whole word; `_` and `-` separate words here (alice_notes, alice-chat)."""
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", re.IGNORECASE)
-
-
-def _kind(filth: Any) -> str:
-    parts = getattr(filth, "filths", None)  # a MergedFilth: overlapping findings
-    return str(parts[0].type if parts else filth.type)
 
 
 class DraftScrubber:
@@ -82,7 +56,7 @@ class DraftScrubber:
     def __init__(self, root: Path, env: Mapping[str, str] | None = None) -> None:
         self.root = root.resolve()
         self.secrets = Scrubber.from_environment(env=env)
-        self._pii = _pii_scrubber()
+        self.personal = Scrubber.from_environment(env=env, personal=True)
         self._fixtures: dict[tuple[str, str], str] = {}
         self.users: set[str] = set()
         self._add_user(getpass.getuser())
@@ -133,6 +107,10 @@ class DraftScrubber:
         even where it appears before the path that reveals it."""
         for text in texts:
             self._paths(text)
+            for match in HOME_FOLDER.finditer(text):  # /var/home/u, /mnt/c/Users/u, ~u/ too
+                name = home_user(match)
+                if name:
+                    self._add_user(name)
 
     def _users(self, text: str) -> str:
         for name in sorted(self.users, key=len, reverse=True):
@@ -150,15 +128,21 @@ class DraftScrubber:
         return self._fixtures[key]
 
     def _personal(self, text: str) -> str:
-        out, cursor = [], 0
-        for filth in self._pii.iter_filth(text):
-            if filth.beg < cursor:
-                continue
-            out.append(text[cursor : filth.beg])
-            out.append(self._fixture(_kind(filth), filth.text))
-            cursor = filth.end
-        out.append(text[cursor:])
-        return "".join(out)
+        text = self.personal.scrub_text(text)
+        if "@" in text:
+            text = EMAIL.sub(lambda m: self._fixture_of(m, "email", FIXTURE_EMAIL), text)
+        if "://" in text:
+            text = URL.sub(lambda m: self._fixture_of(m, "url", FIXTURE_URL), text)
+        return text
+
+    def _fixture_of(self, match: re.Match[str], kind: str, fixture: re.Pattern[str]) -> str:
+        found = match.group(0)
+        if kind == "url":
+            found = found.rstrip(".,;:!?")
+            tail = match.group(0)[len(found) :]
+        else:
+            tail = ""
+        return (found if fixture.fullmatch(found) else self._fixture(kind, found)) + tail
 
     # ------------------------------------------------------------------ public
 
@@ -180,12 +164,15 @@ class DraftScrubber:
     def leaks(self, text: str) -> list[str]:
         """What kind of data (never the value) a finished draft still holds."""
         found: list[str] = []
-        clean = text.replace(REDACTED, " ")
-        for fixture in self._fixtures.values():
-            clean = clean.replace(fixture, " ")
-        found += sorted(set(self.secrets.leaks(clean)))
-        found += sorted({f"personal:{_kind(f)}" for f in self._pii.iter_filth(clean)})
-        if any(p.search(clean) for p in (POSIX_PATH, WINDOWS_PATH, HOME_PATH)):
+        # [REDACTED] stays (a blank would make the next word a flag's value); fixtures go,
+        # this scrubber's and any other's (`agenteval promote` reads a draft written earlier).
+        clean = FIXTURE_URL.sub(" ", FIXTURE_EMAIL.sub(" ", text))
+        found += sorted(set(self.personal.leaks(clean)))
+        if EMAIL.search(clean):
+            found.append("personal:email")
+        if URL.search(clean):
+            found.append("personal:url")
+        if any(p.search(clean) for p in (POSIX_PATH, WINDOWS_PATH, HOME_PATH, HOME_FOLDER)):
             found.append("absolute path")
         if any(_word(u).search(clean) for u in self.users):
             found.append("user name")

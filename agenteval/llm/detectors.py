@@ -1,4 +1,4 @@
-"""The maintained detectors behind the scrubber: detect-secrets' plugins and scrubadub's.
+"""The maintained detectors behind the scrubber: detect-secrets' plugins and libphonenumber.
 
 detect-secrets (Yelp) ships a plugin per provider's key format (AWS, Azure storage, Stripe,
 Twilio, SendGrid, Mailchimp, Square, Telegram, Discord, npm, PyPI, private keys...) plus
@@ -9,12 +9,11 @@ every value they find goes through its own false-positive heuristics and the pro
 placeholder check before it is redacted. Skipped: `HexHighEntropyString` (every digest the
 project writes is high-entropy hex) and `IPPublicDetector` (addresses are not credentials).
 
-Phone numbers are confirmed by `phonenumbers` (libphonenumber's port: the engine of
-scrubadub's PhoneDetector, called directly because importing scrubadub loads its whole
-catalogue, 6.5 CPU-s here), only on digit runs a cheap pattern found first (matching whole
-texts costs ~3 ms a kilobyte). Social security and card numbers are the project's rules
-(`llm.secret_rules.personal_rules`: the SSA's number ranges, a Luhn check and the issuers'
-prefixes). Both packages are imported on first use, so the CLI starts without them.
+Phone numbers are confirmed by `phonenumbers` (libphonenumber's port, called directly: the
+engine scrubadub's PhoneDetector wraps, without its whole catalogue's 6.5 CPU-s of import),
+only on digit runs a cheap pattern found first (matching whole texts costs ~3 ms a
+kilobyte). Social security, card, IBAN and identity numbers are `llm.personal`'s rules.
+Both packages are imported on first use, so the CLI starts without them.
 """
 
 from __future__ import annotations
@@ -24,8 +23,18 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from agenteval.llm.secret_rules import PHONE_CANDIDATE, plausible_secret
+from agenteval.llm.personal import PHONE_CANDIDATE
+from agenteval.llm.secret_rules import plausible_secret
 
+# National formats are read as these countries write them (libphonenumber's regions): the
+# ones the project's users are most likely to paste; a number with its +country code is
+# read whatever its country. A run of digits without a separator is no phone number here
+# (an id, an epoch, a count), nor is a date, a ZIP+4 code, a dotted version or an address.
+PHONE_REGIONS = ("US", "GB", "DE", "FR", "IN", "ES", "IT", "NL", "BR", "AU", "JP", "MX")
+MIN_PHONE_DIGITS, MAX_PHONE_DIGITS = 7, 15
+_NOT_PHONE = re.compile(
+    r"\d+|\d{5}-\d{4}|\d{4}-\d{2}-\d{2}|\d{1,3}(?:\.\d{1,3}){1,3}|\d+(?:\.\d+)+\.\d{1,2}"
+)
 SKIPPED_PLUGINS = frozenset({"HexHighEntropyString", "IPPublicDetector", "KeywordDetector"})
 # KeywordDetector costs ~130 us a line: it runs only on lines naming one of its keywords.
 _KEYWORD_LINE = re.compile(r"(?i)pass|pwd|secret|token|key|cred|auth|private")
@@ -89,9 +98,25 @@ def secrets_in(text: str) -> Iterator[tuple[str, str]]:
 
 
 def personal_in(text: str) -> Iterator[tuple[str, str]]:
-    """(kind, value) for the phone numbers libphonenumber confirms among `text`'s digit runs."""
+    """(kind, value) for the phone numbers libphonenumber confirms among `text`'s digit runs:
+    any country's in international format (+49 30 901820), and national formats valid and
+    grouped as one of `PHONE_REGIONS` writes them (06 12 34 56 78, (415) 555-0132)."""
     import phonenumbers
+    from phonenumbers import Leniency
 
     for candidate in PHONE_CANDIDATE.finditer(text):
-        for match in phonenumbers.PhoneNumberMatcher(candidate.group(0), "US"):
-            yield "phone", match.raw_string
+        raw = candidate.group(0)
+        digits = sum(c.isdigit() for c in raw)
+        if not MIN_PHONE_DIGITS <= digits <= MAX_PHONE_DIGITS or _NOT_PHONE.fullmatch(raw):
+            continue
+        # With its +code a number is read as any country writes it; without, only grouped
+        # as its region groups it (06 12 34 56 78, not "seed 42 1337 2024" or "PID 12345
+        # 67890", which are valid digits somewhere but no one's way of writing a number).
+        international = raw.startswith("+")
+        leniency = Leniency.VALID if international else Leniency.EXACT_GROUPING
+        for region in PHONE_REGIONS[:1] if international else PHONE_REGIONS:
+            matches = phonenumbers.PhoneNumberMatcher(raw, region, leniency=leniency)
+            found = [m.raw_string for m in matches]
+            if found:
+                yield from (("phone", value) for value in found)
+                break

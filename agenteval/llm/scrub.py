@@ -5,14 +5,16 @@ replay reads the user's own transcripts, so every text that leaves goes through 
 Layers, in order:
 
 1. exact known secret values (taken from the environment): keys of any shape;
-2. the project's rules (`llm.secret_rules`): provider prefixes, a value after a secret's
-   NAME, credentials in URLs and CLI flags, random-looking values after `=` or `:`;
+2. the project's rules: the forms programs take credentials in (`llm.credential_forms`: the
+   table of CLI password flags, .netrc and .pgpass lines), then `llm.secret_rules`: a value
+   after a secret's NAME, credentials in URLs, provider prefixes (`llm.provider_keys`),
+   random-looking values after `=` or `:`;
 3. detect-secrets' plugins and keyword detector (`llm.detectors`);
 4. with `personal=True` (the user's own text: sessions, drafts, issues), phone, social
-   security and card numbers (scrubadub, a Luhn check).
+   security, card, IBAN and identity numbers, home folders (`llm.personal`, libphonenumber).
 
 Inline base64 images are set aside before and put back after. Measured on the labelled
-corpus `eval/scrub/` (recall and false-scrub rate on its held split: docs/privacy.md).
+corpus `eval/scrub/` (recall and false-scrub rate on its held split: docs/sessions.md).
 
     text, counts = scrub_text("DB_PASSWORD=hunter22 and call 415-555-0132")
 """
@@ -25,16 +27,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from agenteval.llm.credential_forms import CREDENTIAL_HINT, credential_rules
 from agenteval.llm.detectors import personal_in, secrets_in
+from agenteval.llm.personal import HOME_HINT, PERSONAL_PREFILTER, home_rules, personal_rules
 from agenteval.llm.secret_rules import (
     DIGEST_HEX_LENGTHS,
-    PERSONAL_PREFILTER,
     REDACTED,
     SET_ASIDE,
     SET_ASIDE_HINT,
-    SHAPE_PREFILTER,
+    SHAPE_HINT,
     Rule,
-    personal_rules,
     random_looking,
     shape_rules,
 )
@@ -62,9 +64,15 @@ SECRET_FIELD_NAME = re.compile(
 )
 # Shorter values would redact ordinary words and numbers all over the output.
 MIN_SECRET_LEN = 8
+# A value cut short is still redacted from this many characters on, over this many.
+TRUNCATED_MIN, TRUNCATED_SPAN = 12, 160
+# ...when its head mixes two of these (a key's, not a path's or a header's: `/home/priya/`)
+_CLASSES = (re.compile(r"[A-Z]"), re.compile(r"[a-z]"), re.compile(r"\d"))
 MEMO_STRINGS = 8192  # scrubbed strings remembered per Scrubber
 _SCALARS = frozenset({int, float, bool, type(None)})  # values no rule can apply to
 _STASH = "\x00stash{}\x00"
+# A text no secret rule can match is left after this one scan (see secret_rules.SHAPE_HINT).
+SHAPE_PREFILTER = re.compile(SHAPE_HINT + "|" + CREDENTIAL_HINT)
 
 
 def _random_looking(match: re.Match[str]) -> str | None:
@@ -72,7 +80,8 @@ def _random_looking(match: re.Match[str]) -> str | None:
 
 
 def _shape_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
-    return shape_rules(exempt_hex)
+    """The forms programs take credentials in first, then the secret shapes."""
+    return [*credential_rules(), *shape_rules(exempt_hex)]
 
 
 class Scrubbed(NamedTuple):
@@ -104,6 +113,7 @@ class Scrubber:
             self._add(label, value)
         self._rules = _shape_rules(exempt_hex_lengths)
         self._personal_rules = personal_rules()
+        self._home_rules = home_rules()
         # A lowercase hex string of an exempt length is a digest no shape rule redacts (hex_key
         # exempts it, random_token needs capitals): one match instead of fourteen, for the
         # digests every transcript and verdict carries.
@@ -166,10 +176,10 @@ class Scrubber:
         clean, hits = self._scan(text, values)
         # Once found anywhere in the text, a value is redacted wherever else it stands.
         values = {v for v in values if len(v.strip()) >= MIN_SECRET_LEN and REDACTED not in v}
-        for value in sorted(values, key=len, reverse=True):
-            if value in clean:
-                hits += [f"repeated:{_first_kind(hits)}"] * clean.count(value)
-                clean = clean.replace(value, REDACTED)
+        pattern = value_pattern(values)
+        if pattern is not None:
+            clean, repeated = pattern.subn(REDACTED, clean)
+            hits += [f"repeated:{_first_kind(hits)}"] * repeated
         found = (clean, tuple(hits), frozenset(values))
         if len(self._memo) >= MEMO_STRINGS:
             self._memo = {}
@@ -193,7 +203,8 @@ class Scrubber:
             text = known.sub(replace_known, text)
         shaped = SHAPE_PREFILTER.search(text) is not None
         personal = self.personal and PERSONAL_PREFILTER.search(text) is not None
-        if not (shaped or personal):
+        homes = self.personal and HOME_HINT.search(text) is not None
+        if not (shaped or personal or homes):
             return text, hits
         if self._digest is not None and self._digest.fullmatch(text):
             return text, hits
@@ -208,6 +219,8 @@ class Scrubber:
         if shaped:
             text = self._rules_pass(text, self._rules, hits, values)
             text = self._detected(text, secrets_in(text), "detect_secrets", hits, values)
+        if homes:
+            text = self._rules_pass(text, self._home_rules, hits, values)
         if personal:
             text = self._rules_pass(text, self._personal_rules, hits, values)
             text = self._detected(text, personal_in(text), "personal", hits, values)
@@ -224,7 +237,9 @@ class Scrubber:
                 if result is None:
                     return match.group(0)
                 hits.append(f"shape:{name}")
-                values.update(_parts(_removed(match.group(0), result)))
+                if REDACTED in result:  # a home folder's `~` is no value to hunt elsewhere
+                    for removed in _removed(match.group(0), result):
+                        values.update(_parts(removed))
                 return result
 
             text = pattern.sub(replace_shape, text)
@@ -323,13 +338,22 @@ class Scrubber:
         return obj, []
 
 
-def _removed(matched: str, replaced: str) -> str:
-    """The part of `matched` a rule's replacement put [REDACTED] for (`DB_PASSWORD=pw1`
-    -> `DB_PASSWORD=[REDACTED]`: `pw1`)."""
-    head, sep, tail = replaced.partition(REDACTED)
-    if not sep or not matched.startswith(head) or not matched.endswith(tail):
-        return matched
-    return matched[len(head) : len(matched) - len(tail)]
+def _removed(matched: str, replaced: str) -> list[str]:
+    """The parts of `matched` a rule's replacement put [REDACTED] for (`DB_PASSWORD=pw1`
+    -> `DB_PASSWORD=[REDACTED]`: `pw1`; a command line with two passwords: both)."""
+    kept = replaced.split(REDACTED)
+    if not matched.startswith(kept[0]) or not matched.endswith(kept[-1]):
+        return [matched]
+    found, at = [], len(kept[0])
+    end = len(matched) - len(kept[-1])
+    for literal in kept[1:-1]:
+        following = matched.find(literal, at + 1, end) if literal else -1
+        if following < 0:
+            return [matched]
+        found.append(matched[at:following])
+        at = following + len(literal)
+    found.append(matched[at:end])
+    return found
 
 
 def _parts(removed: str) -> set[str]:
@@ -350,13 +374,30 @@ def _first_kind(hits: list[str]) -> str:
     return hits[0].split(":", 1)[-1] if hits else "value"
 
 
+def value_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
+    """Every value (longest first), and the first characters of each random-looking one cut
+    short anywhere after its first TRUNCATED_MIN (a command line quoting a key's first 60
+    characters, a log line's ellipsis): one nested optional group per character, so a match
+    runs as far as the text follows the value."""
+    wanted = sorted({v for v in values if len(v.strip()) >= MIN_SECRET_LEN}, key=len, reverse=True)
+    if not wanted:
+        return None
+    parts = [re.escape(v) for v in wanted]
+    for value in wanted:
+        head = value[:TRUNCATED_MIN]
+        if len(value) > TRUNCATED_MIN and sum(bool(c.search(head)) for c in _CLASSES) >= 2:
+            rest = value[TRUNCATED_MIN:TRUNCATED_SPAN]
+            nested = "".join("(?:" + re.escape(c) for c in rest) + ")?" * len(rest)
+            parts.append(re.escape(head) + nested)
+    return re.compile("|".join(parts))
+
+
 def replace_everywhere(obj: Any, values: Iterable[str]) -> Any:
     """`obj` with every occurrence of each value (longest first) in any of its strings,
     keys included, replaced by [REDACTED]: the second pass over a unit being scrubbed."""
-    wanted = sorted({v for v in values if len(v.strip()) >= MIN_SECRET_LEN}, key=len, reverse=True)
-    if not wanted:
+    pattern = value_pattern(values)
+    if pattern is None:
         return obj
-    pattern = re.compile("|".join(re.escape(v) for v in wanted))
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):

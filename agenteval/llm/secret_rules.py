@@ -5,8 +5,11 @@ None to keep it. The rules were tuned on `eval/scrub/dev.jsonl` only; the held s
 (`eval/scrub/held.jsonl`, `tests/test_scrub_corpus.py`) measures them. What they cover that
 detect-secrets' plugins (`llm.detectors`) do not: a value after a secret-sounding NAME
 whatever its shape (`DB_PASSWORD=x`, `SMTP_PASS: y`, names joined by `_` with no word
-boundary), credentials in URLs and query strings, the password flags of common CLIs, and a
-random-looking value after `=` or `:` under any name.
+boundary), credentials in URLs and query strings, a token as a URL's user (Sentry DSNs),
+`--password`-like flags, a (user, password) pair handed to an HTTP client, a secret named in
+markup or a sentence (`<password>x</password>`, "the password is x"), and a random-looking
+value after `=` or `:` under any name. Provider prefixes are `llm.provider_keys`' table, the
+password flags of particular programs and credential files `llm.credential_forms`'.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
+
+from agenteval.llm.provider_keys import PREFIX_HINT, PROVIDER_KEYS
 
 REDACTED = "[REDACTED]"
 
@@ -28,8 +33,8 @@ DIGEST_HEX_LENGTHS = (32, 40, 64)
 # `DD_API_KEY`, `client-secret`, `GOOGLE_CREDENTIALS`, `sig`. `tokens`, `key_id`, `api_key_env`
 # end otherwise and are not.
 SECRET_NAME = (
-    r"[A-Za-z0-9_.\-]*?(?:passwd|password|pass|pwd|secret|token|key|credentials?|auth"
-    r"|signature|sig|private[_-]?key)"
+    r"[A-Za-z0-9_.\-]*?(?:passwd|password|passphrase|pass|pwd|pw|secret|token|key|credentials?"
+    r"|auth|signature|sig|private[_-]?key)"
 )
 _LOWER_RUN = re.compile(r"[a-z]{8,}")
 _PLACEHOLDER = re.compile(
@@ -47,13 +52,14 @@ _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _NUMBER = re.compile(r"^[0-9][0-9.,_]*[a-z%]{0,3}$")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
-# Data URIs (inline images), subresource-integrity hashes (package locks), go.sum's module
+# Data URIs (inline images), subresource-integrity hashes (package locks; cut short too, as a
+# command line quoting one's first characters shows it), go.sum's module
 # hashes (`h1:` + base64 SHA-256) and SSH key fingerprints (`SHA256:` + unpadded base64)
 # are base64 by design: the scrubber sets them aside first. `SET_ASIDE_HINT` says whether
 # a text may hold one.
 SET_ASIDE = re.compile(
     r"data:[\w.+\-]+/[\w.+\-]+;base64,[A-Za-z0-9+/=\s]{16,}"
-    r"|\bsha(?:256|384|512)-[A-Za-z0-9+/]{40,}={0,2}"
+    r"|\bsha(?:256|384|512)-[A-Za-z0-9+/]{20,}={0,2}"
     r"|(?<![\w:])h1:[A-Za-z0-9+/]{43}=(?![\w+/=])"
     r"|(?<![\w:])SHA256:[A-Za-z0-9+/]{43}(?![\w+/=])"
 )
@@ -97,11 +103,29 @@ def _named_value(match: re.Match[str]) -> str | None:
     return match.group(1) + REDACTED
 
 
+# A placeholder in docs where a user:password pair goes: PASSWORD, <password>, ${PGPASS}.
+_PAIR_PLACEHOLDER = re.compile(r"[A-Z_]+|<[^>]*>|\$\{?\w+\}?|\*+")
+
+
 def _url_password(match: re.Match[str]) -> str | None:
-    password = match.group(1)
-    if re.fullmatch(r"[A-Z_]+|<[^>]*>|\$\{?\w+\}?|\*+", password):
-        return None  # a placeholder in docs: PASSWORD, <password>, ${PGPASS}
-    return REDACTED
+    return None if _PAIR_PLACEHOLDER.fullmatch(match.group(1)) else REDACTED
+
+
+def _pair_password(match: re.Match[str]) -> str | None:
+    return None if _PAIR_PLACEHOLDER.fullmatch(match.group("value")) else match.group(1) + REDACTED
+
+
+def _token_user(match: re.Match[str]) -> str | None:
+    token = match.group(0)
+    hexish = _HEX.fullmatch(token) and any(c.isdigit() for c in token)
+    return REDACTED if hexish or random_looking(token) else None
+
+
+def _keep_plausible(match: re.Match[str]) -> str | None:
+    """The text before the value kept, the value redacted unless it is a placeholder."""
+    if not plausible_secret(match.group("value")):
+        return None
+    return match.group(0)[: match.start("value") - match.start()] + REDACTED
 
 
 def _credential(match: re.Match[str]) -> str | None:
@@ -158,60 +182,20 @@ def _hex_key(exempt: tuple[int, ...]) -> Decide:
     return check
 
 
-# Issuers' prefixes by length (Visa, Mastercard, Amex, Discover, JCB, Diners): a run of
-# digits that passes Luhn by chance (an epoch in milliseconds) mostly starts otherwise.
-_CARD_PREFIX = re.compile(
-    r"4\d{12}(?:\d{3}){0,2}|(?:5[1-5]|2[2-7])\d{14}|3[47]\d{13}|6(?:011|5\d\d)\d{12}(?:\d{3})?"
-    r"|35\d{14}|3(?:0[0-5]|[68]\d)\d{11}"
-)
-
-
-def _card(match: re.Match[str]) -> str | None:
-    number = re.sub(r"[ \-]", "", match.group(0))
-    digits = [int(c) for c in number]
-    if not _CARD_PREFIX.fullmatch(number) or len(set(digits)) < 2:
-        return None
-    total = 0
-    for i, d in enumerate(reversed(digits)):  # Luhn
-        total += d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2)
-    return REDACTED if total % 10 == 0 else None
-
-
 # A necessary condition for any secret rule below to match: one cheap scan rejects most
 # strings (tool names, statuses, prose) instead of twenty. Keep it a superset of every rule's
 # start (tests/test_llm_scrub.py generates each rule's core and checks it passes).
-SHAPE_PREFILTER = re.compile(
+SHAPE_HINT = (
     r"(?i:://|hooks\.|webhook|bearer|basic|pass|pwd|secret|token|key|cred|auth|sig"
-    r"|-p\S|-u\s|--user|PRIVATE|[?&]code=)"
-    r"|sk-|gh[pousr]_|github_pat_|hf_|AIza|AKIA|ASIA|xox[abposr]-|npm_|[sr]k_|whsec_|SG\."
-    r"|ya29\.|pypi-|(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-]|eyJ|[A-Za-z0-9+/]{32}"
-    r"|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
+    r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=])"
+    r"|" + PREFIX_HINT + r"|[A-Za-z0-9+/]{32}|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
 )
+SHAPE_PREFILTER = re.compile(SHAPE_HINT)
+_VALUE = r"(?P<value>[^\s\"'`,;()\[\]{}<>]+)"
 
 
-# Provider key formats, each redacted whole wherever it appears.
-PROVIDER_KEYS = {
-    "anthropic_key": r"\bsk-ant-[A-Za-z0-9_\-]{8,}",
-    "openai_key": r"\bsk-[A-Za-z0-9_\-]{16,}",
-    "stripe_key": r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|\bwhsec_\w{16,}",
-    "npm_token": r"\bnpm_[A-Za-z0-9]{30,}",
-    "pypi_token": r"\bpypi-AgEIcHlwaS5vcmc[\w\-]{20,}",
-    "sendgrid_key": r"\bSG\.[\w\-]{16,}\.[\w\-]{16,}",
-    "google_oauth": r"\bya29\.[\w\-]{20,}",
-    "github_token": r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})",
-    "huggingface_token": r"\bhf_[A-Za-z0-9]{20,}",
-    "google_key": r"\bAIza[0-9A-Za-z_\-]{30,}",
-    "aws_key_id": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    "slack_token": r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
-    "prefixed_key": r"\b(?:gsk|fw|xai|glpat|pplx|nvapi|r8)[_\-][A-Za-z0-9]{20,}",
-    "jwt": r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-}
-
-
-def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
-    boundary_l = r"(?<![A-Za-z0-9+/=_\-])"
-    boundary_r = r"(?![A-Za-z0-9+/=_\-])"
-    value = r"(?P<value>[^\s\"'`,;()\[\]{}<>]+)"
+def _text_rules() -> list[Rule]:
+    """Secrets a text marks as such: key blocks, URLs, headers."""
     return [
         (
             "private_key",
@@ -222,12 +206,15 @@ def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
             _whole,
         ),
         ("url_credentials", re.compile(r"(?<=://)[^/\s:@]*:([^/\s@]+)(?=@)"), _url_password),
+        # A token as a URL's user (a Sentry DSN's key, https://<token>@github.com/...).
+        ("url_token_user", re.compile(r"(?<=://)[A-Za-z0-9_\-]{20,}(?=@)"), _token_user),
         (
             "url_query_secret",
             re.compile(
                 r"(?i)([?&;](?:access_?token|id_token|refresh_token|token|api_?key|key|sig"
                 r"|signature|secret|client_secret|password|passwd|pwd|auth|code"
-                r"|x-amz-signature|x-amz-security-token|x-goog-signature)=)[^&#\s\"'<>]{4,}"
+                r"|x-amz-signature|x-amz-security-token|x-goog-signature)=)(?!\[REDACTED\])"
+                r"[^&#\s\"'<>`()]{4,}"
             ),
             _keep_group1,
         ),
@@ -245,24 +232,26 @@ def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
             re.compile(r"(?i)\b((?:Bearer|Basic|Token)\s+)(?P<value>[A-Za-z0-9._~+/\-]{8,}=*)"),
             _credential,
         ),
+    ]
+
+
+def _named_rules() -> list[Rule]:
+    """A value that its name, its flag or its call says is a secret."""
+    quoted = r"(?P<q>[\"'])[^\"'\n]*(?P=q)\s*,\s*"
+    return [
         (
             "cli_user_password",
-            re.compile(r"((?:^|\s)(?:-u|--user|--proxy-user)[\s=]+[\"']?[^\s:\"'@]*:)[^\s\"'@]+"),
-            _keep_group1,
-        ),
-        (
-            "cli_short_password",
             re.compile(
-                r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlsh)\b[^\n|;&]*?"
-                r"\s-p)[^\s\"']+|(\bsshpass\s+-p\s*)[^\s\"']+"
+                r"((?:^|\s)(?:-u|--user|--proxy-user)[\s=]+[\"']?[^\s:\"'@]*:)"
+                r"(?P<value>[^\s\"'@]+)"
             ),
-            lambda m: (m.group(1) or m.group(2)) + REDACTED,
+            _pair_password,
         ),
         (
             "cli_password_flag",
             re.compile(
                 r"(?i)((?:^|\s)--[\w\-]*?(?:password|passwd|pass|token|api-key|apikey|secret)"
-                r"(?:=|\s+)[\"']?)" + value
+                r"(?:=|\s+)[\"']?)" + _VALUE
             ),
             _named_value,
         ),
@@ -270,10 +259,33 @@ def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
             "named_secret",
             re.compile(
                 r"(?i)((?<![A-Za-z0-9])" + SECRET_NAME + r"[\"']?\s*(?::|=|:=|=>)\s*[\"'`]?)"
-                r"(?!\[REDACTED\])" + value
+                r"(?!\[REDACTED\])" + _VALUE
             ),
             _named_value,
         ),
+        # The password of a (user, password) pair handed to an HTTP client's auth.
+        (
+            "auth_pair",
+            re.compile(
+                r"(\b(?:auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|DigestAuth|HTTPProxyAuth)"
+                r"\s*(?:=\s*)?[(\[]\s*" + quoted + r"[\"'])(?P<value>[^\"'\n]+)(?=[\"'])"
+            ),
+            _keep_plausible,
+        ),
+        # A Twilio auth token is plain hex: known by the account SID handed over with it.
+        (
+            "twilio_token",
+            re.compile(r"(\bAC[0-9a-f]{30,34}\b[\"']?\s*[,:]\s*[\"']?)(?P<value>[0-9a-f]{32})\b"),
+            _keep_plausible,
+        ),
+    ]
+
+
+def _generic_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
+    """Provider formats, then anything random-looking where a value stands."""
+    boundary_l = r"(?<![A-Za-z0-9+/=_\-])"
+    boundary_r = r"(?![A-Za-z0-9+/=_\-])"
+    return [
         *((name, re.compile(pattern), _whole) for name, pattern in PROVIDER_KEYS.items()),
         (
             "assigned_random",
@@ -296,15 +308,57 @@ def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
     ]
 
 
-# Personal data that is not a secret's shape but must not leave either (`personal=True`).
-PERSONAL_PREFILTER = re.compile(r"\d[\d\s().\-]{7,}\d")
-SSN = re.compile(r"(?<![\w\-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w\-])")
-CARD = re.compile(r"(?<![\w\-])\d(?:[ \-]?\d){12,18}(?![\w\-])")
-PHONE_CANDIDATE = re.compile(
-    r"(?<![\w.\-/])(?:\+\d{1,3}[\s.\-]?)?(?:\(\d{2,4}\)[\s.\-]?|\d{2,4}[\s.\-])"
-    r"\d{3,4}[\s.\-]\d{3,4}(?![\w\-/])"
-)
+def _said_rules() -> list[Rule]:
+    """A value that markup or a sentence names as a secret: `<password>pw</password>`,
+    `key="DbPassword" value="pw"`, "the password is pw", `Authorization: token pw`."""
+    return [
+        (
+            "xml_secret",
+            re.compile(
+                r"(<(?P<tag>" + SECRET_NAME + r")>)(?P<value>[^<\s]{4,})(?=</(?P=tag)>)",
+                re.IGNORECASE,
+            ),
+            _keep_plausible,
+        ),
+        (
+            "keyed_value",
+            re.compile(
+                r"((?i:\b(?:key|name)\s*=\s*[\"'])" + SECRET_NAME + r"[\"']\s+(?i:value)\s*=\s*"
+                r"[\"'])(?P<value>[^\"'\n]{4,})(?=[\"'])",
+                re.IGNORECASE,
+            ),
+            _keep_plausible,
+        ),
+        (
+            "said_secret",
+            re.compile(
+                r"((?i:\b(?:password|passwd|passphrase|pwd|token|secret))[ \t]+"
+                r"(?:(?i:is|was|reads|:|=)[ \t]+)?[\"'`]?)(?P<value>[^\s\"'`]{6,})"
+            ),
+            _said_value,
+        ),
+    ]
 
 
-def personal_rules() -> list[Rule]:
-    return [("ssn", SSN, _whole), ("card_number", CARD, _card)]
+# What a password looks like where a sentence names it: a letter and a digit or symbol,
+# none of a call's, a path's or a placeholder's marks.
+_SAID_SHAPE = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9!#%&*+?@^~_\-])[^()<>{}\[\]$/\\]+")
+
+
+_VERSION = re.compile(r"[vV]?\d+(?:\.\d+)+(?:[-+][\w.]+)?")
+
+
+def _said_value(match: re.Match[str]) -> str | None:
+    value = match.group("value").rstrip(".,;:!?)")
+    if value.startswith("-") or not _SAID_SHAPE.fullmatch(value) or _VERSION.fullmatch(value):
+        return None  # a flag (`--password --host`), a call, a path, a version
+    if value == value.lower() and _segmented(value):
+        return None  # a slug: my-service-v2
+    if not plausible_secret(value) or value.lower().startswith(("http", "www.")):
+        return None
+    return match.group(1) + REDACTED + match.group("value")[len(value) :]
+
+
+def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
+    """Every secret rule of this module, in the order the scrubber applies them."""
+    return [*_text_rules(), *_named_rules(), *_said_rules(), *_generic_rules(exempt_hex)]

@@ -14,17 +14,23 @@ scenarios, every benchmark's questions and labels, run results, reports, the cli
 target is built, naming the setting, so no configuration can open the key to the agent. Each
 call resolves its path afresh (a file swapped for a symlink after a first read is resolved
 again), and a file that is a hard link to a protected file is refused like the file itself.
+What is read is what was checked: `Fence.opened` opens the checked path one folder at a time
+from `/`, none of them followed if it is a symlink (O_NOFOLLOW), so a path swapped for a
+symlink between the check and the read fails to open instead of reading where it now points;
+the file opened is then checked by its own inode (a regular file, no hard link to a key).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
-from collections.abc import Iterable, Mapping
+import stat as stat_kind
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from agenteval.corpus.pins import EXTERNAL_DIR, documents, rebased, sub_manifests
 from agenteval.layout import ANSWER_BEARING, READABLE_INSIDE
@@ -103,6 +109,23 @@ class Fence:
                     return True
         return False
 
+    @contextlib.contextmanager
+    def opened(self, resolved: Path, shown: str) -> Iterator[tuple[IO[bytes], os.stat_result]]:
+        """The admitted file at `resolved` (a path `admits` checked), open for reading with
+        its status; Fenced when the path now leads elsewhere (a symlink swapped in after the
+        check), is no regular file, or is a hard link to a protected file."""
+        if not self.admits(resolved):
+            raise Fenced(self.refusal(shown))
+        try:
+            fd = open_no_symlinks(resolved)
+        except OSError as exc:  # ELOOP / ENOTDIR: a symlink where the check saw none
+            raise Fenced(f"{self.refusal(shown)} ({type(exc).__name__}: the path changed)") from exc
+        with os.fdopen(fd, "rb") as handle:
+            found = os.fstat(handle.fileno())
+            if not stat_kind.S_ISREG(found.st_mode) or self.links_protected(found):
+                raise Fenced(self.refusal(shown))
+            yield handle, found
+
     def shown(self) -> list[str]:
         """The roots as repository-relative names, for messages and identities."""
         return [_relative(r, self.root) for r in self.roots]
@@ -122,6 +145,25 @@ class Fence:
             return False
 
 
+def open_no_symlinks(path: Path) -> int:
+    """A descriptor of the file at absolute `path`, reached one component at a time with
+    O_NOFOLLOW: no symlink anywhere on the way is followed (OSError instead). Non-blocking,
+    so a FIFO put in a file's place cannot hang the reader (the caller checks the kind)."""
+    parts = path.parts
+    folder = os.open(parts[0], os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[1:-1]:
+            inner = os.open(part, _DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY
+
+
 def build_fence(
     root: Path,
     folders: Iterable[tuple[str, str]],
@@ -131,8 +173,9 @@ def build_fence(
     """A fence over `folders` ((path, where it was declared) pairs, repository-relative);
     a folder resolving outside the repository or holding a protected path is a FenceError."""
     base = root.resolve()
+    protected = list(protected)
     guarded = [(base / p).resolve() for p in protected]
-    readable = [(base / p).resolve() for p in READABLE_INSIDE]
+    readable = _readable_inside(base, protected)
     roots: list[Path] = []
     for folder, setting in folders:
         resolved = (base / folder).resolve()
@@ -167,19 +210,40 @@ def build_fence(
     )
 
 
+def _readable_inside(base: Path, protected: list[str]) -> list[Path]:
+    """READABLE_INSIDE, resolved; an entry that resolves into a protected folder other than
+    the ones it is named inside (data/corpora made a symlink into eval/scenarios) is no
+    exception: a root there is then refused like any other."""
+    kept = []
+    for name in READABLE_INSIDE:
+        resolved = (base / name).resolve()
+        named_in = {(base / p).resolve() for p in protected if Path(name).is_relative_to(p)}
+        lands_in = {g for p in protected if resolved.is_relative_to(g := (base / p).resolve())}
+        if lands_in <= named_in:
+            kept.append(resolved)
+    return kept
+
+
 def _files(path: Path) -> list[os.DirEntry[str]]:
-    """Every entry under `path` (or the file itself), symlinks not followed."""
+    """Every file under `path` (or the file itself). A symlinked folder inside is walked
+    too, once: what a protected folder links to is reachable through it, so a hard link to
+    a file there is a way in (each folder is walked once, so a symlink loop ends)."""
     if not path.is_dir():
         return [e for e in os.scandir(path.parent) if e.name == path.name] if path.exists() else []
     found: list[os.DirEntry[str]] = []
-    stack = [path]
+    stack, seen = [path], set()
     while stack:
+        folder = stack.pop()
         try:
-            entries = list(os.scandir(stack.pop()))
+            key = (folder.stat().st_dev, folder.stat().st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_dir(follow_symlinks=True):
                 stack.append(Path(entry.path))
             else:
                 found.append(entry)

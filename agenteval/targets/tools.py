@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,22 @@ class ToolError(Exception):
     """A tool failed for a reason the agent should see (missing file, bad argument)."""
 
 
-@functools.lru_cache(maxsize=1024)
-def _chunked(path: Path, mtime_ns: int, size: int, chunk_size: int) -> ChunkedDocument:
-    """Read, chunk and tokenize a file once per run: every conversation indexing the same
-    document (each scenario iteration does) reuses it. Keyed on the file's size and mtime,
-    so a file that changes is read again."""
-    return chunk_document(read_text(path), chunk_size)
+CHUNKED_DOCUMENTS = 1024  # chunked documents kept per process
+_CHUNKED: OrderedDict[tuple[Any, ...], ChunkedDocument] = OrderedDict()
+
+
+def _chunked(key: tuple[Any, ...], read: Callable[[], str], chunk_size: int) -> ChunkedDocument:
+    """Chunk and tokenize a file once per run: every conversation indexing the same document
+    (each scenario iteration does) reuses it. Keyed on the opened file's identity, size and
+    mtime, so a file that changes is read again."""
+    found = _CHUNKED.get((*key, chunk_size))
+    if found is None:
+        found = _CHUNKED[(*key, chunk_size)] = chunk_document(read(), chunk_size)
+        if len(_CHUNKED) > CHUNKED_DOCUMENTS:
+            _CHUNKED.popitem(last=False)
+    else:
+        _CHUNKED.move_to_end((*key, chunk_size))
+    return found
 
 
 def _resolve_in(root: Path, library: tuple[Path, ...], path: str) -> Path:
@@ -150,8 +160,9 @@ class DocumentTools:
         name = self.relative(resolved)
         if name in self.indexed:
             return {"path": name, "chunk_count": self.indexed[name], "already_indexed": True}
-        stat = resolved.stat()
-        document = _chunked(resolved, stat.st_mtime_ns, stat.st_size, self.chunk_size)
+        with self.fence.opened(resolved, path) as (handle, stat):
+            key = (str(resolved), stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)
+            document = _chunked(key, lambda: read_text(resolved, handle.read()), self.chunk_size)
         evicted = []
         while self.max_documents is not None and len(self.indexed) >= self.max_documents:
             oldest = next(iter(self.indexed))
@@ -179,7 +190,8 @@ class DocumentTools:
 
     def read_document(self, path: str, max_chars: int = 8000) -> dict[str, Any]:
         resolved = self.resolve(path)
-        text = read_text(resolved)
+        with self.fence.opened(resolved, path) as (handle, _):
+            text = read_text(resolved, handle.read())
         return {
             "path": self.relative(resolved),
             "text": text[:max_chars],

@@ -3,11 +3,11 @@
 Every text a session run writes passes `SessionScrubber` first: values of secret-named
 environment variables and secret-shaped strings (agenteval.llm.scrub), email addresses
 (each replaced by a stable example.com fixture), and home folders (`/home/alice/repo` becomes
-`~/repo`; the user names found in them are replaced wherever they appear). A value found
-anywhere in a unit (a case, a results file) is redacted everywhere in it. Then `leaks()`
-looks again at the very strings scrubbed (not the JSON they become), and a string that
-still holds one is withheld and counted: it costs that string (a case, in the dataset;
-`steps.private_cases`), never the file. Files are written
+`~/repo`, in every form `llm.personal.HOME_FOLDER` knows; the user names found in them are
+replaced wherever they appear). A value found anywhere in a unit (a case, a results file)
+is redacted everywhere in it. Then `leaks()` looks again at the very strings scrubbed (not
+the JSON they become), and a string that still holds one is withheld and counted: it costs
+that string (a case, in the dataset; `steps.private_cases`), never the file. Files are written
 with mode 0600 in folders of mode 0700 (`private_files`), and the output folder must be one
 git and DVC ignore (`check_private_folder`): the results never reach a commit, a DVC cache
 or a remote.
@@ -27,6 +27,8 @@ from typing import Any
 
 from agenteval.fileio import write_atomic
 from agenteval.health.redact import FIXTURES, GENERIC_USERS
+from agenteval.llm.personal import EMAIL, FIXTURE_EMAIL, HOME_HINT, home_user
+from agenteval.llm.personal import HOME_FOLDER as HOME
 from agenteval.llm.scrub import (
     MIN_SECRET_LEN,
     REDACTED,
@@ -35,16 +37,6 @@ from agenteval.llm.scrub import (
     replace_everywhere,
 )
 
-EMAIL = re.compile(
-    r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
-    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)+"
-)
-FIXTURE_EMAIL = re.compile(r"person\d+@example\.com")
-# /home/<user>/..., /Users/<user>/..., /root/..., C:\Users\<user>\... : the home part only.
-HOME = re.compile(
-    r"(?<![\w.~-])(?:/(?:home|Users)/(?P<posix>[\w.@+-]+)|/root(?=/|\b)"
-    r"|[A-Za-z]:\\Users\\(?P<windows>[\w.@+-]+))(?=[/\\]|\b)"
-)
 # Account names that are ordinary words as well: replaced in paths, never as words in text.
 COMMON_NAMES = GENERIC_USERS | {"dev", "developer", "test", "git", "build", "ci", "vagrant"}
 MIN_USER_CHARS = 3
@@ -91,7 +83,7 @@ class SessionScrubber:
             self._home(match)
 
     def _home(self, match: re.Match[str]) -> str:
-        name = match.group("posix") or match.group("windows")
+        name = home_user(match)
         if name:
             self.learn_user(name)
         return "~"
@@ -118,6 +110,8 @@ class SessionScrubber:
         return done[0]
 
     def _scrub_text(self, text: str) -> str:
+        if HOME_HINT.search(text):  # the scrubber turns home folders to `~`: names first
+            self.learn(text)
         text = self.secrets.scrub_text(text)
         if "@" in text:
             text = EMAIL.sub(self._email, text)
@@ -153,7 +147,9 @@ class SessionScrubber:
 
     def leaks(self, text: str) -> list[str]:
         """The kinds (never the values) of private data `text` still holds."""
-        clean = text.replace(REDACTED, " ")
+        # [REDACTED] stays: no rule takes it for a value, while a blank in its place would
+        # make the next word one (`--password= https://...`, `-a  INFO`).
+        clean = text
         found = sorted(set(self.secrets.leaks(clean)))
         if any(not FIXTURE_EMAIL.fullmatch(m.group(0)) for m in EMAIL.finditer(clean)):
             found.append("email address")

@@ -1,0 +1,271 @@
+"""Credentials in the forms programs take them: command lines and credential files.
+
+`CLI_PASSWORDS` is the one table of which programs take a password (or token) on their
+command line and how: after a flag (`sshpass -p PW`, `redis-cli -a PW`, `ldapsearch -w PW`),
+glued to it only (`mysql -pPW`: `mysql -p db` prompts), inside a `user%password` or
+`user:password` value (`smbclient -U u%PW`, `curl -u u:PW`), after a scheme (`openssl -passin
+pass:PW`). `CLI_POSITIONAL` holds the programs that take one as an argument (`htpasswd -b
+file user PW`, `rabbitmqctl add_user u PW`, `sqlplus user/PW@db`, `net use \\\\srv\\share
+PW`). A command line is cut into words the way a shell would (quotes kept together) up to
+its first `|`, `;`, `&` or line end, then each row is applied; a short lowercase word where
+the password would be is prose about the command, not one. A password handed on standard
+input (`echo PW | docker login --password-stdin`, `sudo -S <<< PW`, `chpasswd`) and ftp's
+`ftp> user NAME PW` are rules of their own. Flags every program spells alike
+(`--password`, `--token`, `--api-key`) are `llm.secret_rules`' generic rule.
+
+Credential files: `.netrc` (`machine h login u password PW`), `.pgpass`
+(`host:port:db:user:PW`); `.my.cnf`, `.pypirc`, `.npmrc`, docker's `config.json` (`"auth":`)
+and `.git-credentials` (URLs) are the name=value and URL rules'.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from agenteval.llm.secret_rules import REDACTED, Rule, plausible_secret
+
+VALUE, GLUED = "value", "glued"  # the flag's next word or its glued rest; only glued
+UNC = "unc"  # the word after a \\\\server\\share path
+
+
+class Takes(NamedTuple):
+    programs: tuple[str, ...]
+    flags: tuple[str, ...]
+    how: str = VALUE  # VALUE, GLUED, or the separator / scheme the password follows
+    after: str = ""  # a subcommand the flag means a password under (`docker login -p`)
+
+
+_LDAP = ("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldapwhoami", "ldappasswd")
+_MYSQL = ("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck")
+_MONGO = ("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport")
+_SMB = ("smbclient", "rpcclient", "smbcacls", "smbget", "smbmap", "net")
+_REGISTRY = ("docker", "podman", "buildah", "skopeo", "nerdctl", "helm", "oras", "crane")
+CLI_PASSWORDS = (
+    Takes(("sshpass",), ("-p",)),
+    Takes(("redis-cli", "keydb-cli", "valkey-cli"), ("-a", "--pass")),
+    Takes((*_LDAP, "ldapcompare", "ldapmodrdn", "ldapexop"), ("-w",)),
+    Takes((*_MYSQL, "mysqlpump", "mysqlsh", "mariadb", "mariadb-dump"), ("-p",), GLUED),
+    Takes((*_REGISTRY, "regctl", "az"), ("-p", "--password"), after="login"),
+    Takes(("twine", "rdesktop"), ("-p", "--password")),
+    Takes(_MONGO, ("-p", "--password")),
+    Takes(_SMB, ("-U", "--user"), "%"),
+    Takes(("curl",), ("-u", "--user", "-U", "--proxy-user"), ":"),
+    Takes(("curl",), ("--oauth2-bearer",)),
+    Takes(("lftp",), ("-u", "--user"), ","),
+    Takes(("wget",), ("--password", "--http-password", "--ftp-password", "--proxy-password")),
+    Takes(("openssl",), ("-passin", "-passout", "-pass", "-k", "-kfile"), "pass:"),
+    Takes(("sqlcmd", "bcp", "osql", "ipmitool", "mosquitto_pub", "mosquitto_sub"), ("-P",)),
+    Takes(("mosquitto_pub", "mosquitto_sub"), ("--pw",)),
+    Takes(("zip", "unzip", "zipcloak"), ("-P",)),
+    Takes(("7z", "7za", "7zz"), ("-p",), GLUED),
+    Takes(("keytool",), ("-storepass", "-keypass", "-srcstorepass", "-deststorepass")),
+    Takes(("gpg", "gpg2"), ("--passphrase",)),
+    Takes(("ssh-keygen",), ("-N", "-P")),
+    Takes(("doctl",), ("-t", "--access-token")),
+    Takes(("pscp", "plink", "psftp"), ("-pw",)),
+    Takes(("xfreerdp", "wfreerdp", "sdl-freerdp"), ("/p:",), GLUED),
+    Takes(("snmpwalk", "snmpget", "snmpset", "snmpbulkwalk"), ("-A", "-X")),
+    Takes(("influx",), ("-password",)),
+    Takes(("hdbsql",), ("-p",)),
+    Takes(("nmcli",), ("password", "wifi-sec.psk", "802-1x.password")),
+    Takes(("rclone",), ("pass", "password")),  # rclone config create NAME TYPE pass PW
+)
+
+
+class Positional(NamedTuple):
+    programs: tuple[str, ...]
+    when: tuple[str, ...]  # a short flag letter (htpasswd's b) or a subcommand; () always
+    position: int  # among the words that are no option (after the subcommand); -1 the last
+    how: str = VALUE  # or "/": the password follows user/ (and ends at @)
+
+
+CLI_POSITIONAL = (
+    Positional(("htpasswd",), ("b",), -1),
+    Positional(("rabbitmqctl",), ("add_user", "change_password", "authenticate_user"), -1),
+    Positional(("wpa_passphrase",), (), 1),
+    Positional(("vault",), ("login",), 0),
+    Positional(("sqlplus", "rman", "expdp", "impdp", "sqlldr"), (), 0, "/"),
+    Positional(("ConvertTo-SecureString",), (), 0),  # PowerShell: "pw" -AsPlainText -Force
+    Positional(("net",), ("use",), 0, UNC),  # net use Z: \\srv\share PW /user:dom\u
+)
+
+_PROGRAMS = sorted(
+    {p for row in (*CLI_PASSWORDS, *CLI_POSITIONAL) for p in row.programs}, key=len, reverse=True
+)
+COMMAND = re.compile(
+    r"(?<![\w.\-])(?:[\w.\-~]*/)?(?P<program>"
+    + "|".join(re.escape(p) for p in _PROGRAMS)
+    + r")(?:\.exe)?[ \t]+(?P<args>(?:\"[^\"\n]*\"|'[^'\n]*'|\\.|[^|;&\n\"'`\\])+)"
+)
+# What a text must hold for any rule here to match (the scrubber's prefilter).
+CREDENTIAL_HINT = (
+    r"(?<![\w.\-])(?:" + "|".join(re.escape(p) for p in _PROGRAMS) + r")[ \t]"
+    r"|\bmachine\s|\bdefault\s|:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:|--password-stdin|chpasswd|passwd|sudo|ftp>"
+)
+# A short lowercase word after a flag is prose about the command ("sshpass -p with care",
+# "redis-cli -a flag"), not its password.
+_PROSE_WORD = re.compile(r"[a-z]{1,7}[.,:;!?]?")
+# A shell word: quoted parts join the text next to them (`-p'pw'`, `--password="a b"`).
+_WORD = re.compile(r"(?:\"[^\"\n]*\"|'[^'\n]*'|\\.|[^\s\"'])+")
+
+
+def _words(args: str) -> list[tuple[int, str]]:
+    return [(m.start(), m.group(0)) for m in _WORD.finditer(args)]
+
+
+def _unquoted(start: int, word: str) -> tuple[int, str]:
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'":
+        return start + 1, word[1:-1]
+    return start, word
+
+
+def _secret_part(start: int, word: str, how: str) -> tuple[int, str] | None:
+    """(offset, text) of the password inside a flag's value word."""
+    start, word = _unquoted(start, word)
+    if how not in (VALUE, GLUED):
+        head, sep, tail = word.partition(how)
+        if not sep or (how == "pass:" and head) or (how != "pass:" and not head):
+            return None  # `-passin env:X`, `sqlplus /nolog`, `-U guest%`
+        start, word = start + len(head) + len(sep), tail
+        if how == "/":
+            word = word.split("@", 1)[0]
+    if word.startswith("-") or _PROSE_WORD.fullmatch(word) or not plausible_secret(word):
+        return None
+    return start, word
+
+
+def _flag_values(program: str, words: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for row in CLI_PASSWORDS:
+        if program not in row.programs:
+            continue
+        for i, (start, word) in enumerate(words):
+            if row.after and not any(w == row.after for _, w in words[:i]):
+                continue
+            for flag in row.flags:
+                if word == flag and row.how != GLUED and i + 1 < len(words):
+                    part = _secret_part(*words[i + 1], row.how)
+                elif word.startswith(flag + "=") and flag.startswith("--"):
+                    part = _secret_part(start + len(flag) + 1, word[len(flag) + 1 :], row.how)
+                elif word.startswith(flag) and len(word) > len(flag) and not flag.startswith("--"):
+                    if row.how != GLUED and len(flag) > 2:
+                        continue  # -passin is not -pass + "in"
+                    part = _secret_part(start + len(flag), word[len(flag) :], row.how)
+                else:
+                    continue
+                if part is not None:
+                    found.append(part)
+    return found
+
+
+def _positional_values(program: str, words: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    plain = [(s, w) for s, w in words if not w.startswith("-")]
+    for row in CLI_POSITIONAL:
+        if program not in row.programs:
+            continue
+        args = plain
+        if row.when:
+            letters = "".join(w[1:] for _, w in words if re.fullmatch(r"-[A-Za-z]+", w))
+            if plain and plain[0][1] in row.when:
+                args = plain[1:]
+            elif not set(letters) & set(row.when):
+                continue
+        if row.how == UNC:  # the word after the share, unless an option (/user:) or `*`
+            shares = [i for i, (_, w) in enumerate(args) if w.startswith("\\\\")]
+            args = args[shares[0] + 1 :] if shares else []
+            args = [(s, w) for s, w in args if not w.startswith(("/", "*"))][:1]
+        if not args or not -len(args) <= row.position < len(args):
+            continue
+        part = _secret_part(*args[row.position], VALUE if row.how == UNC else row.how)
+        if part is not None and "=" not in part[1]:
+            found.append(part)
+    return found
+
+
+def _command(match: re.Match[str]) -> str | None:
+    program, args = match.group("program"), match.group("args")
+    words = _words(args)
+    parts = _flag_values(program, words) + _positional_values(program, words)
+    if not parts:
+        return None
+    offset = match.start("args") - match.start()
+    text = match.group(0)
+    for start, secret in sorted(set(parts), reverse=True):
+        at = offset + start
+        text = text[:at] + REDACTED + text[at + len(secret) :]
+    return text
+
+
+def _keep_plausible_value(match: re.Match[str]) -> str | None:
+    return match.group(1) + REDACTED if plausible_secret(match.group("value")) else None
+
+
+def _keep_head(match: re.Match[str]) -> str | None:
+    return match.group(1) + REDACTED if plausible_secret(match.group(2)) else None
+
+
+# A password handed to a program on its standard input: `echo pw | docker login
+# --password-stdin`, `echo pw | sudo -S`, `echo 'user:pw' | chpasswd`, `passwd --stdin`.
+_STDIN_READER = (
+    r"(?:sudo[ \t]+-\w*S|[^|;&\n]*--password-stdin|chpasswd|[^|;&\n]*passwd[ \t]+--stdin)"
+)
+_SHELL_VALUE = r"(?P<value>\"[^\"\n]+\"|'[^'\n]+'|[^\s|;&]+)"
+PIPED = re.compile(
+    r"(\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)"
+    + _SHELL_VALUE
+    + r"(?=[ \t]*\|[ \t]*"
+    + _STDIN_READER
+    + r")"
+    # ...or given as a here-string: sudo -S <<< 'pw'
+    r"|(" + _STDIN_READER + r"[^|;&\n]*?<<<[ \t]*)" + _SHELL_VALUE.replace("value", "here")
+)
+# The ftp client's own prompt: `ftp> user NAME PASSWORD`.
+FTP_USER = re.compile(r"(\bftp>[ \t]*user[ \t]+\S+[ \t]+)(?P<value>\S+)")
+
+
+def _piped(match: re.Match[str]) -> str | None:
+    name = "value" if match.group("value") is not None else "here"
+    word = match.group(name)
+    start, value = _unquoted(0, word)
+    if not plausible_secret(value):
+        return None
+    head = match.string[match.start() : match.start(name)] + word[:start]
+    return head + REDACTED + word[start + len(value) :]
+
+
+def _pgpass(match: re.Match[str]) -> str | None:
+    """A .pgpass line: a host (dotted, localhost, `*`) or PostgreSQL's port, then the
+    password (`node:30080:tcp:svc:backend` is some other colon list)."""
+    host, port = match.group("host"), match.group("port")
+    if not ("." in host or host in ("localhost", "*") or port in _PG_PORTS):
+        return None
+    return match.group(1) + REDACTED if plausible_secret(match.group(4)) else None
+
+
+_PG_PORTS = frozenset({"*", "6432", *(str(p) for p in range(5432, 5440))})
+
+
+def credential_rules() -> list[Rule]:
+    return [
+        ("cli_password", COMMAND, _command),
+        ("piped_password", PIPED, _piped),
+        ("ftp_user", FTP_USER, _keep_plausible_value),
+        (
+            "netrc",
+            re.compile(
+                r"(\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*?"
+                r"\s+password\s+)(\S+)"
+            ),
+            _keep_head,
+        ),
+        (
+            "pgpass",
+            re.compile(
+                r"(?m)((?:^|(?<=[\s`'\"(=:]))(?P<host>[A-Za-z0-9_.\-*]+):(?P<port>\d{1,5}|\*):"
+                r"[\w.\-*]+:[\w.@\-*]+:)([^\s:]+)(?=\s|$)"
+            ),
+            _pgpass,
+        ),
+    ]

@@ -1,0 +1,137 @@
+"""Personal data that is no secret's shape but must not leave a person's own text either.
+
+The scrubber applies these only with `personal=True` (sessions, drafts, issues: a person's own
+text); an evaluation's transcripts quote corpus documents whose numbers are answers. Each rule
+is (name, pattern, decide) as in `llm.secret_rules`. What a number is, is checked by the
+field's own checks where one exists: an IBAN's country format and mod-97 check digits
+(python-stdnum), a card's issuer prefix and Luhn digit, the SSA's number ranges, a UK national
+insurance number's letters; an identity document's number or a date of birth after its name;
+phone numbers by libphonenumber (`llm.detectors.personal_in`, on the candidates
+`PHONE_CANDIDATE` finds). E-mail addresses (`EMAIL`) are the sessions' and drafts' to
+replace with a stable fixture.
+
+Home folders are the one home of their forms (`HOME_FOLDER`): `/home/<user>`, `/Users/<user>`,
+`/var/home/<user>` (Fedora Silverblue), `/export/home/<user>`, `/mnt/c/Users/<user>` (WSL),
+`C:\\Users\\<user>` and `C:/Users/<user>`, `\\\\wsl$\\<distro>\\home\\<user>`, `/root` and
+`~<user>/`. Each becomes `~`; `home_user` gives the name a match revealed, for callers that
+replace it elsewhere too.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agenteval.llm.secret_rules import REDACTED, Rule
+
+_NAME = r"[\w.@+\-]+"
+HOME_FOLDER = re.compile(
+    # (?=...) first: every form starts with a separator, `~` or a drive, so the scan skips
+    # every other position at once (a third of the time on the sessions benchmark's text)
+    r"(?=[/\\~]|[A-Za-z]:[/\\])(?<![\w.~\-])(?:"
+    r"(?:/var|/export|/usr|/mnt/[A-Za-z]|[A-Za-z]:)?[/\\]+(?:home|Users|Documents and Settings)"
+    r"[/\\]+"
+    rf"(?P<user>{_NAME})"
+    rf"|\\+wsl(?:\$|\.localhost)\\+[^\\/\s]+\\+home\\+(?P<wsl>{_NAME})"
+    r"|/root(?=[/\\]|\b)"
+    r"|~(?P<tilde>[A-Za-z_][\w.\-]*)(?=/)"
+    r")(?=[/\\]|\b)"
+)
+# An e-mail address (sessions and drafts put a stable fixture in its place, FIXTURE_EMAIL).
+EMAIL = re.compile(
+    r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)+"
+)
+FIXTURE_EMAIL = re.compile(r"person\d+@example\.com")
+HOME_HINT = re.compile(r"home|Users|Documents and|root|~[A-Za-z_]")
+
+
+def home_user(match: re.Match[str]) -> str | None:
+    """The account name a HOME_FOLDER match revealed (None for /root)."""
+    return match.group("user") or match.group("wsl") or match.group("tilde")
+
+
+def _home(_: re.Match[str]) -> str:
+    return "~"
+
+
+SSN = re.compile(r"(?<![\w\-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w\-])")
+CARD = re.compile(r"(?<![\w\-])\d(?:[ \-]?\d){12,18}(?![\w\-])")
+# Issuers' prefixes by length (Visa, Mastercard, Amex, Discover, JCB, Diners): a run of
+# digits that passes Luhn by chance (an epoch in milliseconds) mostly starts otherwise.
+_CARD_PREFIX = re.compile(
+    r"4\d{12}(?:\d{3}){0,2}|(?:5[1-5]|2[2-7])\d{14}|3[47]\d{13}|6(?:011|5\d\d)\d{12}(?:\d{3})?"
+    r"|35\d{14}|3(?:0[0-5]|[68]\d)\d{11}"
+)
+# Country, check digits, then the account in groups of four (spaced or not).
+IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
+# A UK national insurance number: two letters (not the pairs HMRC never issues), six
+# digits, a letter A-D; compact or in its printed pairs.
+NINO = re.compile(
+    r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-Z](?: \d{2} \d{2} \d{2} |\d{6})[A-D]\b"
+)
+# A number after the name of a personal identity document or register.
+NAMED_ID = re.compile(
+    r"(?i:\b(?:passport|national[ \-]insurance|social[ \-]security|driver'?s?[ \-]licen[cs]e"
+    r"|licen[cs]e[ \-]number|tax[ \-](?:id|identification|number|code)|identity[ \-]card"
+    r"|national[ \-]id|id[ \-]card|personnummer|aadhaar|codice[ \-]fiscale|steuer-?id"
+    r"|medicare|health[ \-]card|nhs|date[ \-]of[ \-]birth|birth[ \-]?date|born[ \-]on))"
+    r"|\b(?:NINO|NI|SSN|SIN|TIN|PAN|BSN|DNI|NIE|NIF|CPF|PESEL|DOB)\b"
+)
+_NAMED_VALUE = re.compile(
+    r"[ \t]*(?:(?i:number|no\.?|num\.?|nr\.?|#))?[ \t]*(?:(?i:is|was)\b|[:=#\-])?[ \t]*"
+    r"[\"'`]?(?P<value>[A-Z0-9](?:[A-Z0-9]|[ \-./](?=[A-Z0-9])){4,20})"
+)
+# A necessary condition for any number rule here (and for a phone number) to match;
+# HOME_HINT is the home folders' own.
+PERSONAL_PREFILTER = re.compile(r"\d[\d\s()./\-]{5,}\d|[A-Z]{2}\d{6}[A-D]")
+# `mobile:+61 ...` but not `14:22:05`: a colon may come before a number with its country code.
+PHONE_CANDIDATE = re.compile(
+    r"(?:(?<=:)(?=\+)|(?<![\w.+\-/:#=@$]))"
+    r"(?:\+\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?"
+    r"\d{1,8}(?:[ .\-]\d{1,8}){0,5}(?![\w\-/:])"
+)
+
+
+def _card(match: re.Match[str]) -> str | None:
+    number = re.sub(r"[ \-]", "", match.group(0))
+    digits = [int(c) for c in number]
+    if not _CARD_PREFIX.fullmatch(number) or len(set(digits)) < 2:
+        return None
+    total = 0
+    for i, d in enumerate(reversed(digits)):  # Luhn
+        total += d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2)
+    return REDACTED if total % 10 == 0 else None
+
+
+def _iban(match: re.Match[str]) -> str | None:
+    from stdnum import iban
+
+    return REDACTED if iban.is_valid(match.group(0)) else None
+
+
+def _whole(_: re.Match[str]) -> str:
+    return REDACTED
+
+
+def _named_value(match: re.Match[str]) -> str | None:
+    """`passport number is 548190372`: a value of at least five digits after the name."""
+    value = match.group("value").rstrip(" -.")
+    if sum(c.isdigit() for c in value) < 5:
+        return None
+    start = match.start("value") - match.start()
+    return match.group(0)[:start] + REDACTED + match.group(0)[start + len(value) :]
+
+
+def home_rules() -> list[Rule]:
+    return [("home_folder", HOME_FOLDER, _home)]
+
+
+def personal_rules() -> list[Rule]:
+    """The personal numbers' rules (phone numbers are `llm.detectors.personal_in`'s)."""
+    return [
+        ("ssn", SSN, _whole),
+        ("card_number", CARD, _card),
+        ("iban", IBAN, _iban),
+        ("national_insurance", NINO, _whole),
+        ("named_id", re.compile(f"(?:{NAMED_ID.pattern}){_NAMED_VALUE.pattern}"), _named_value),
+    ]

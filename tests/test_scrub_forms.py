@@ -1,0 +1,175 @@
+"""The scrubber's second pass (issue 43): credentials in the forms programs take them, provider
+prefixes, personal numbers of any country, every home-folder form, values cut short. Each
+rule beside the look-alikes it must leave byte for byte. Pure functions, no files."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenteval.benchmarks.sessions.privacy import SessionScrubber
+from agenteval.llm.credential_forms import CLI_PASSWORDS, CLI_POSITIONAL, GLUED, VALUE
+from agenteval.llm.scrub import REDACTED, Scrubber
+
+PASSWORD = "Quill#47Dune-Kiln"
+
+
+def _command(program: str, flag: str, how: str, after: str) -> str:
+    value = {VALUE: PASSWORD, GLUED: PASSWORD, "pass:": f"pass:{PASSWORD}"}.get(
+        how, f"svc{how}{PASSWORD}"
+    )
+    joined = f"{flag}{value}" if how == GLUED else f"{flag} {value}"
+    return " ".join(w for w in (program, after, "-x", joined, "target") if w)
+
+
+def test_every_row_of_the_cli_table_redacts_its_password_and_keeps_the_rest() -> None:
+    scrubber = Scrubber()
+    for row in CLI_PASSWORDS:
+        for program in row.programs:
+            for flag in row.flags:
+                line = _command(program, flag, row.how, row.after)
+                out = scrubber.scrub_text(line)
+                assert PASSWORD not in out, line
+                assert out.startswith(program) and out.endswith(" target"), (line, out)
+                # The same command reading the password from the environment is left alone.
+                placeholder = line.replace(PASSWORD, "$DEPLOY_PASSWORD")
+                assert scrubber.scrub_text(placeholder) == placeholder, placeholder
+
+
+def test_every_positional_row_redacts_its_argument() -> None:
+    scrubber = Scrubber()
+    for row in CLI_POSITIONAL:
+        when = row.when[0] if row.when else ""
+        for program in row.programs:
+            head = f"{program} -{when}" if len(when) == 1 else f"{program} {when}".strip()
+            args = ["first", "second", "third"]
+            value = f"scott/{PASSWORD}@db" if row.how == "/" else PASSWORD
+            args[row.position if row.position >= 0 else len(args) - 1] = value
+            if row.how == "unc":  # the password follows the share
+                args = ["Z:", r"\\srv\share", PASSWORD, "/user:bob"]
+            line = f"{head} {' '.join(args)}"
+            assert PASSWORD not in scrubber.scrub_text(line), line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "docker run -p 8080:80 nginx:1.27",  # -p publishes a port outside `docker login`
+        "mysql -u root -p shop",  # -p alone prompts; shop is the database
+        "htpasswd -c /etc/nginx/.htpasswd admin",  # no -b: the password is prompted for
+        "sqlplus / as sysdba",
+        "openssl rsa -in key.pem -passin env:KEY_PASS",
+        "smbclient -U guest% //nas/public",
+        "vault login -method=oidc role=dev",
+        "ports 5432:5432 and 6379:6379",
+        "x &= ~mask; y = ~flags",
+        "edit ~/.config/acme/settings.toml",
+        "IBAN DE00 1234 5678 9012 3456 78 fails its check digits",
+        "zip 94103-1234 and build 1.24.3.1 on 2026-11-03",
+        "git show 9fceb02d0ae5 and 9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "echo hello | sudo tee /etc/motd",
+        "use sshpass -p with care; redis-cli -a flag, or ldapsearch -w option.",
+        "k8s node:30080:tcp:svc:backend and a:1:b:c:longvalue",  # colon lists, no .pgpass
+        # a sentence naming a secret without giving one
+        "the password reset link expires after 30 minutes; the token expires in 3600s",
+        "the token is refreshed by getToken() every 3600s; GCP Secret Manager holds it",
+        "password for db01 is stored in ~/.pgpass; mongosh --password --host db",
+        "the secret sauce is v2.1.0-rc1 and the secret my-service-v2 too",
+        r"net use Z: \\srv\share * /user:bob and ftp> user anonymous",
+        "echo $CR_PAT | docker login ghcr.io --password-stdin",
+        "logs under 2024/11/03 and born on a Monday",
+        # digits some region would dial, but grouped as none writes a phone number
+        "seed 42 1337 2024, PID 12345 67890, ids 4417 8812 9931, weights 0.25 0.25 0.5",
+    ],
+)
+def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:
+    assert Scrubber(personal=True).scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ("machine ftp.corp.example login nightly password Gr4vel~Heron~7", "Gr4vel~Heron~7"),
+        ("default\n  login anonymous\n  password Sl8te.Owl.31", "Sl8te.Owl.31"),
+        ("`db.corp.example:5432:orders:app:Qu4il-Marsh-9`", "Qu4il-Marsh-9"),
+        ("db:5432:shop:shop:Reed.Finch-40", "Reed.Finch-40"),  # a compose service's name
+        ('requests.get(u, auth=("svc", "Tide!Pool-88"))', "Tide!Pool-88"),
+        ("SENTRY_DSN=https://0a1b2c3d4e5f60718293a4b5c6d7e8f9@o1.ingest.sentry.io/2", "0a1b2c3d"),
+        (
+            'Client("AC8f2e4d6b0a1c3e5f7a9b1d3f5e7c9a2b", "e41f9a2c7b3d8e6f0a5c1b9d2e7f4a3c")',
+            "e41f9a",
+        ),
+        ("xapp-1-A0123456789-1234567890123-" + "ab" * 32, "xapp-1-A0123456789"),
+        ("dapi" + "c0ffee12" * 4, "c0ffee12c0ffee12"),
+        ("doctl auth init -t dop_v1_" + "be" * 32, "bebebebebebe"),
+        ("AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" * 2, "QPZRY9X8GF2T"),
+        ("mysql -uroot -p'Oak.Fern-22' shop", "Oak.Fern-22"),  # quotes glued to the flag
+        ('echo "Oak.Fern-22" | podman login -u bot --password-stdin q.io', "Oak.Fern-22"),
+        ("echo Oak.Fern-22 | sudo -S true", "Oak.Fern-22"),
+        ("$p = ConvertTo-SecureString 'Oak.Fern-22' -AsPlainText -Force", "Oak.Fern-22"),
+        ("<configuration><password>Oak.Fern-22</password></configuration>", "Oak.Fern-22"),
+        ('<add key="DbPassword" value="Oak.Fern-22" />', "Oak.Fern-22"),
+        ("the password is Oak.Fern-22 until Friday", "Oak.Fern-22"),
+        ("wget --header='Authorization: token Oak.Fern-22' u", "Oak.Fern-22"),
+        ("pw: Oak.Fern-22", "Oak.Fern-22"),
+        ("ftp> user bob Oak.Fern-22", "Oak.Fern-22"),
+        (r"net use Z: \\srv\share Oak.Fern-22 /user:CORP\bob", "Oak.Fern-22"),
+        ("sudo -S <<< 'Oak.Fern-22'", "Oak.Fern-22"),
+        ("rclone config create r sftp host h user bob pass Oak.Fern-22", "Oak.Fern-22"),
+    ],
+)
+def test_credential_forms_and_provider_prefixes_are_redacted(text: str, gone: str) -> None:
+    out = Scrubber().scrub_text(text)
+    assert gone not in out and REDACTED in out, out
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ("wire it to FR76 3000 6000 0112 3456 7890 189 today", "3456 7890"),
+        ("IBAN: DE89370400440532013000", "DE89370400440532013000"),
+        ("employee NI number QQ 12 34 56 C", "12 34 56"),
+        ("My passport number is 548190372.", "548190372"),
+        ("Rückruf unter +49 (0)30 90182077", "90182077"),
+        ("mobile:+61 412 345 678 (after 5pm)", "345 678"),
+        ("mon portable: 06 12 34 56 78", "34 56 78"),
+        ("ring 020 7946 0958", "7946 0958"),
+        ("DOB: 12/03/1984", "12/03/1984"),
+    ],
+)
+def test_personal_numbers_of_any_country_are_redacted(text: str, gone: str) -> None:
+    assert gone not in Scrubber(personal=True).scrub_text(text)
+    assert Scrubber(personal=False).scrub_text(text) == text  # only for a person's own text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "toolbox mounts /var/home/ingrid/src",
+        "cd /mnt/c/Users/ingrid/projects",
+        "the wheel is in C:/Users/ingrid/Documents",
+        r"open C:\Users\ingrid\AppData\x.ini",
+        r"\\wsl$\Ubuntu\home\ingrid\repo is slow",
+        r"\\wsl.localhost\Debian\home\ingrid\repo",
+        "scp build.tgz ~ingrid/incoming/",
+        "/home/ingrid/.bashrc and /Users/ingrid/Downloads",
+        "NFS homes: /export/home/ingrid/work",
+    ],
+)
+def test_every_home_folder_form_becomes_tilde_and_its_user_is_learned(text: str) -> None:
+    assert "ingrid" not in Scrubber(personal=True).scrub_text(text)
+    sessions = SessionScrubber(env={})
+    assert "ingrid" not in sessions.scrub_text(text)
+    assert sessions.scrub_text("ingrid wrote it") == "user wrote it"  # the name, learned
+
+
+def test_a_value_cut_short_is_redacted_where_it_stands_and_nothing_else() -> None:
+    key = "dop_v1_" + "3f9a" * 16
+    case = {
+        "command": f"grep -rn '{key[:30]}' . ; echo ok",
+        "request": f"doctl auth init -t {key}",
+        "note": "dop_v1_ tokens are 64 hex characters",  # the prefix alone: no value
+    }
+    clean = Scrubber().scrub(case)
+    assert key[:14] not in str(clean)
+    assert clean["command"] == f"grep -rn '{REDACTED}' . ; echo ok"
+    assert clean["note"] == case["note"]
