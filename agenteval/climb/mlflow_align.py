@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import version
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.climb.align import Controls, Measured, measure
+from agenteval.scratch import temporary_folder
 
 OPTIMIZER = "SIMBA"
 MIN_TRACES = 10  # MLflow's DSPy optimizers refuse fewer labelled traces
@@ -127,7 +127,7 @@ def _aligned_instructions(judge: Any, traces: list[Any], params: dict[str, Any],
         import dspy
         from mlflow.genai.judges.optimizers import SIMBAAlignmentOptimizer
 
-        with tempfile.TemporaryDirectory() as cache:
+        with temporary_folder("agenteval-dspy-") as cache:
             dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False,
                                  disk_cache_dir=cache)  # fmt: skip
             optimizer = SIMBAAlignmentOptimizer(
