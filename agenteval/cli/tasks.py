@@ -227,7 +227,7 @@ def _run_swebench(
 
 @app.command()
 def validate(
-    suite: Annotated[str, typer.Option(help="core | adversarial | full")] = "full",
+    suite: Annotated[str, typer.Option(help="core | adversarial | full | everyday")] = "full",
     tasks: Annotated[str | None, typer.Option("--tasks", help="Only these ids: a,b.")] = None,
     set_: SetOption = None,
     params_file: ParamsOption = DEFAULT_PARAMS,
