@@ -25,6 +25,7 @@ from typing import Any
 ISSUE_FIELDS = ("number", "title", "body", "state", "labels", "author", "createdAt", "comments")
 PR_FIELDS = ("number", "title", "body", "state", "author", "headRefName", "baseRefName", "files")
 REVIEW_KINDS = ("approve", "request-changes", "comment")
+SERVED = ("issue list", "issue view", "issue edit", "pr view", "pr diff", "pr review")
 
 
 class Refused(Exception):
@@ -54,9 +55,15 @@ def logged(log: Path) -> list[dict[str, Any]]:
 
 
 def labels_of(fixture: dict[str, Any], log: Path, number: int) -> list[str]:
+    """The labels issue `number` has: its fixture's plus every `--add-label` in `log`."""
+    return labels_from(fixture, logged(log), number)
+
+
+def labels_from(fixture: dict[str, Any], calls: list[dict[str, Any]], number: int) -> list[str]:
+    """The labels issue `number` has after `calls` (records as `call` logs them)."""
     issue = _find(fixture.get("issues") or [], number, "issue")
     labels = list(issue.get("labels") or [])
-    for call in logged(log):
+    for call in calls:
         if call.get("command") == "issue edit" and call.get("number") == number and call["ok"]:
             labels += [x for x in call.get("added_labels") or [] if x not in labels]
     return labels
@@ -133,6 +140,8 @@ def serve(fixture: dict[str, Any], log: Path, args: list[str]) -> tuple[str, dic
         raise Refused(f"not served offline: {' '.join(extra)}")
     command = f"{ns.group} {ns.action}"
     record: dict[str, Any] = {"command": command, "repo": ns.repo}
+    if command not in SERVED:
+        raise Refused(f"gh {command} is not served offline")
     if command == "issue list":
         return _issue_list(fixture, log, ns), record
     if ns.target is None:
@@ -185,12 +194,8 @@ def _issue_list(fixture: dict[str, Any], log: Path, ns: argparse.Namespace) -> s
                      f"{', '.join(i['labels'])}" for i in found)  # fmt: skip
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) < 4 or argv[0] != "--fixtures" or argv[2] != "--log":
-        print("usage: gh_stub.py --fixtures FILE --log FILE <gh arguments>", file=sys.stderr)
-        return 2
-    fixtures, log, args = Path(argv[1]), Path(argv[3]), argv[4:]
-    fixture = json.loads(fixtures.read_text(encoding="utf-8"))
+def call(fixture: dict[str, Any], log: Path, args: list[str]) -> tuple[int, str, str]:
+    """One `gh` call: served, appended to `log`; (exit status, stdout, stderr)."""
     at = datetime.now(UTC).isoformat(timespec="seconds")
     try:
         out, record = serve(fixture, log, args)
@@ -203,11 +208,20 @@ def main(argv: list[str]) -> int:
     with os.fdopen(fd, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")
     if not ok:
-        print(f"gh: {error}", file=sys.stderr)
-        return 1
-    if out:
-        print(out)
-    return 0
+        return 1, "", f"gh: {error}\n"
+    return 0, f"{out}\n" if out else "", ""
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4 or argv[0] != "--fixtures" or argv[2] != "--log":
+        print("usage: gh_stub.py --fixtures FILE --log FILE <gh arguments>", file=sys.stderr)
+        return 2
+    fixtures, log, args = Path(argv[1]), Path(argv[3]), argv[4:]
+    fixture = json.loads(fixtures.read_text(encoding="utf-8"))
+    status, out, err = call(fixture, log, args)
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return status
 
 
 if __name__ == "__main__":

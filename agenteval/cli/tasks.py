@@ -73,7 +73,8 @@ def _options(
 @app.command()
 def run(
     suite: Annotated[
-        str | None, typer.Option(help="core | adversarial | full | everyday | swebench")
+        str | None,
+        typer.Option(help="core | adversarial | full | everyday | swebench | therock"),
     ] = None,
     harness: Annotated[str | None, typer.Option(help="scripted | chat | claude-code")] = None,
     model: Annotated[str | None, typer.Option(help="The model under test (target.model).")] = None,
@@ -88,6 +89,9 @@ def run(
         str | None, typer.Option(help="A running model gateway; else the run starts its own.")
     ] = None,
     instances: Annotated[str | None, typer.Option(help="swebench: instance ids a,b.")] = None,
+    therock_url: Annotated[
+        str | None, typer.Option(help="therock: where TheRock is cloned from.")
+    ] = None,
     no_evaluate: Annotated[
         bool, typer.Option("--no-evaluate", help="swebench: no grading.")
     ] = False,
@@ -98,12 +102,17 @@ def run(
     """Run an agent on each task in a fresh copy; write scorecard.json, each attempt's
     record and diffs; then judge (unless --no-judge) and score."""
     options = _options(suite, harness, model, tasks, repeats, run_timeout, gateway_url)
+    if therock_url is not None:
+        options["tasks.therock_url"] = ("--therock-url", therock_url)
     params = load_params(params_file, list(set_ or []), options)
     params["suite"]["kind"] = "tasks"
     folder = _out(out)
     writable_folder("--out", folder)
     if params["tasks"]["suite"] == "swebench":
         _run_swebench(params, folder, instances, no_evaluate)
+        return
+    if params["tasks"]["suite"] == "therock":
+        _run_therock(params, folder)
         return
     _run_toybox(params, folder, no_judge, track)
 
@@ -224,9 +233,58 @@ def _run_swebench(
             typer.echo(f"{verdict['instance_id']}: resolved {verdict['resolved']}")
 
 
+def _run_therock(params: dict[str, Any], folder: Path) -> None:
+    import asyncio
+
+    from agenteval.benchmarks.tasks import therock
+    from agenteval.benchmarks.tasks.definitions import TaskFileError
+    from agenteval.benchmarks.tasks.harness import HarnessUnavailable, make_harness
+    from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
+    from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
+    from agenteval.benchmarks.tasks.steps import guard_for
+
+    section = params["tasks"]
+    url = section.get("therock_url")
+    cache = Path(section.get("work_root") or folder) / "therock-cache"
+    try:
+        spec = therock.load(Path(therock.DEFAULT_FILE))
+        ids = list(section.get("ids") or [])
+        unknown = [i for i in ids if i not in {t.id for t in spec.tasks}]
+        if unknown:
+            raise ValueError(f"tasks.ids: not in suite 'therock': {', '.join(unknown)}")
+        chosen = [t for t in spec.tasks if not ids or t.id in ids]
+        harness = make_harness(section["harness"], params, Path.cwd())
+        harness.preflight()
+        therock.preflight(url, chosen, cache)
+        # The clones (their history) and the run folder (the reference diffs) stay hidden.
+        cache.mkdir(parents=True, exist_ok=True)
+        sandbox = sandbox_from_params(params, Path.cwd().resolve(), [folder, cache]).check()
+    except TaskFileError as exc:
+        fail(_problems(exc))
+    except (HarnessUnavailable, SandboxUnavailable, therock.TheRockUnavailable) as exc:
+        fail([f"refused: {exc}"])
+    except ValueError as exc:
+        fail([f"refused: {exc}"])
+    options = {
+        "run_timeout_s": float(section["run_timeout_s"]),
+        "command_timeout_s": float(section["command_timeout_s"]),
+        "max_steps": int(section["max_steps"]),
+        "sandbox": sandbox,
+    }
+    found = asyncio.run(
+        therock.capture(harness, chosen, str(url), folder, cache, guard_for(params), **options)
+    )
+    for task_id, row in found.items():
+        notes = [*row["problems"], *(f"web use: {w}" for w in row["web_use"])]
+        if row["reference_refused"]:
+            notes.append(f"no grade: {row['reference_refused']}")
+        typer.echo(f"{task_id}: {'; '.join(notes) or 'ready for the judge'}")
+    typer.echo(f"records in {folder / 'therock.json'}; diffs in {folder / 'therock'}/")
+
+
 @app.command()
 def validate(
-    suite: Annotated[str, typer.Option(help="core | adversarial | full")] = "full",
+    suite: Annotated[str, typer.Option(help="core | adversarial | full | everyday")] = "full",
     tasks: Annotated[str | None, typer.Option("--tasks", help="Only these ids: a,b.")] = None,
     set_: SetOption = None,
     params_file: ParamsOption = DEFAULT_PARAMS,

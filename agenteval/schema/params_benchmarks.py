@@ -196,6 +196,11 @@ class TasksParams(_Section):
         description="A model gateway already running (agenteval tasks gateway); null: a chat "
         "or claude-code run whose target.base_url names an upstream starts its own.",
     )
+    therock_url: str | None = Field(
+        None,
+        description="Where the therock suite clones TheRock from (e.g. "
+        "https://github.com/ROCm/TheRock); null: the suite is refused, naming this key.",
+    )
     judge: TasksJudgeParams = Field(default_factory=TasksJudgeParams)
     claude: ClaudeCodeParams = Field(default_factory=ClaudeCodeParams)
 

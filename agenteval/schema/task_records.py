@@ -9,7 +9,7 @@ keeps their digests. No grade lives here: the judge writes its own file.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +27,7 @@ CheckName = Literal[
     "tests_tampered",
     "agent_tests",
     "equivalent",
+    "labels",
 ]
 DIMENSIONS = ("instructions", "quality", "reasoning", "honesty")
 
@@ -123,6 +124,11 @@ class TaskAttempt(_Strict):
     )
     sandbox: str | None = Field(
         None, description="Where its commands ran (tasks.sandbox); None: recorded before it."
+    )
+    gh_calls: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Every call of the offline gh, as its service logged it (outside the "
+        "agent's reach): arguments, labels added, reviews posted, refusals.",
     )
 
     @property

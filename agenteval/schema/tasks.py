@@ -96,10 +96,16 @@ class Expect(_Strict):
         description="Probes the evaluator makes at grading time from a seed, with inputs "
         "neither the prompt nor the copy shows (agenteval.benchmarks.tasks.hidden).",
     )
+    labels: dict[int, list[str]] = Field(
+        default_factory=dict,
+        description="Issue number -> the labels it must carry at the end, exactly (the "
+        "fixture's plus those the agent added through the offline gh); no other issue may "
+        "gain a label.",
+    )
 
     @model_validator(mode="after")
     def _checks_something(self) -> Expect:
-        checks = [self.tests_pass, self.probe, self.unchanged, self.kills_mutants]
+        checks = [self.tests_pass, self.probe, self.unchanged, self.kills_mutants, self.labels]
         if not any(checks):
             raise ValueError("an expect block needs at least one check")
         return self
@@ -154,5 +160,10 @@ class TaskFile(_Strict):
 
     schema_: Literal["agenteval.tasks/1"] = Field("agenteval.tasks/1", alias="schema")
     toybox: str = Field("eval/tasks/toybox", description="The project every task copies.")
+    github: str | None = Field(
+        None,
+        description="The offline gh's fixture (issues and pull requests, JSON) served to every "
+        "task's agent; None: no gh on PATH.",
+    )
     suites: dict[str, list[str]] = Field(description="Suite name -> task ids, in run order.")
     tasks: list[Task] = Field(min_length=1)

@@ -4,6 +4,8 @@
   task names in `clean`, so a cache the agent warmed does not help;
 * `probe`: a command whose exit status and output must match;
 * `unchanged`: files byte-identical to the snapshot (a deleted file is changed);
+* `labels`: the labels each named issue carries at the end, exactly, read from the offline
+  gh's call log (offline_gh), which the agent could not reach; no other issue gained one;
 * `kills_mutants`: on a copy of the finished project with one file broken (a text
   replacement, or the snapshot's version put back), the selected tests must fail. Tests that
   still pass on a broken project test nothing, and a "regression test" that passes on the
@@ -33,6 +35,7 @@ from pathlib import Path
 from agenteval.benchmarks.tasks import hidden, junit
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine
 from agenteval.benchmarks.tasks.commands import CommandResult, run_command
+from agenteval.benchmarks.tasks.offline_gh import GhRecord, label_checks
 from agenteval.benchmarks.tasks.protected import runnable
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.workspace import Grading, Workspace, _copy_ignore
@@ -239,6 +242,7 @@ async def run_checks(
     sandbox: Sandbox = NO_SANDBOX,
     grading: Grading | None = None,
     seed: int = 0,
+    github: GhRecord | None = None,
 ) -> list[CheckResult]:
     """Every check of `expect` on the graded tree (`ws.grade` built it), in a fixed order.
     Mutants run first, on copies, before `tests_pass` removes anything from the finished
@@ -274,6 +278,8 @@ async def run_checks(
         results.append(await _equivalent(rel, source, tests, ws, env, timeout_s, sandbox))
     for probe in [*expect.probe, *held.probes]:
         results.append(await _probe(probe, ws, env, timeout_s, sandbox))
+    if expect.labels:  # what the agent did through gh, from the log it could not reach
+        results += label_checks(expect.labels, github)
     own = runnable(grading.agent_tests)
     if expect.tests_pass is not None:
         suite = expect.tests_pass

@@ -28,7 +28,7 @@ from agenteval.benchmarks.tasks.scripted import ScriptedHarness
 from agenteval.benchmarks.tasks.steps import attempt_digest, guard_for, project_view
 from agenteval.layout import Layout
 from agenteval.schema.task_records import TaskAttempt, TaskGrade
-from agenteval.schema.tasks import Reference, Task
+from agenteval.schema.tasks import Reference, Task, TaskFile
 from agenteval.scratch import temporary_folder
 
 CONTROL_TASK = "bugfix-durations"
@@ -132,13 +132,14 @@ def separations(outcomes: Mapping[str, ControlOutcome]) -> list[str]:
 
 
 async def _run(
-    params: Mapping[str, Any], root: Path, task: Task, toybox: str, data: Path
+    params: Mapping[str, Any], root: Path, task: Task, spec: TaskFile, data: Path
 ) -> ControlsReport:
+    toybox = spec.toybox
     judge = TaskJudge(params, root)
     if judge.config is None:
         raise ValueError("judge controls need a judge: set tasks.judge.kind: llm and its endpoint")
     data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the replayed attempts
-    settings = RunSettings.from_params(params, root, toybox, [data])
+    settings = RunSettings.from_params(params, root, toybox, [data], spec.github)
     guard = guard_for(params)
     outcomes: dict[str, ControlOutcome] = {}
     for name, solution in planted(task).items():
@@ -172,4 +173,4 @@ def run_controls(
             f"--task {task_id}: not a coding task of {section.get('file', DEFAULT_FILE)}"
         )
     with temporary_folder("agenteval-task-controls-") as tmp:
-        return asyncio.run(_run(params, root, found[0], spec.toybox, Path(tmp)))
+        return asyncio.run(_run(params, root, found[0], spec, Path(tmp)))

@@ -65,12 +65,19 @@ def _consistency(located: Located, spec: TaskFile) -> list[Problem]:
             for rel in paths
             if _bad_path(rel)
         ]
+        if expect is not None and expect.labels and spec.github is None:
+            problems.append(located.problem(
+                (*here, "expect", "labels"), "labels are read from the offline gh: the task file "
+                "names no github fixture"))  # fmt: skip
     for name, ids in spec.suites.items():
         problems += [
             located.problem(("suites", name), f"suite {name!r} names unknown task {tid!r}")
             for tid in ids
             if tid not in seen
         ]
+    if spec.github is not None and _bad_path(spec.github):
+        where = f"{spec.github!r}: a path inside the repository"
+        problems.append(located.problem(("github",), where))
     missing = [s for s in SUITES if s not in spec.suites]
     if missing:
         problems.append(located.problem(("suites",), f"suites {missing} are required"))

@@ -29,6 +29,7 @@ from agenteval.benchmarks.tasks.checks import missing_toolchain, run_checks
 from agenteval.benchmarks.tasks.definitions import task_digest
 from agenteval.benchmarks.tasks.graded import TreeTooLarge
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
+from agenteval.benchmarks.tasks.offline_gh import GhRecord, GhService
 from agenteval.benchmarks.tasks.sandbox import Sandbox, default_sandbox
 from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
 from agenteval.benchmarks.tasks.secrets import SecretGuard
@@ -58,15 +59,26 @@ class RunSettings:
     models: tuple[str, ...] = ()
     sandbox: Sandbox = field(default_factory=default_sandbox)
     agent_env: tuple[str, ...] = ()  # allowed besides boundary.AGENT_ENV_NAMES
+    github: Path | None = None  # the offline gh's fixture; None: no gh on PATH
 
     @classmethod
     def from_params(
-        cls, params: Mapping[str, Any], root: Path, toybox: str, sealed: Iterable[Path] = ()
+        cls,
+        params: Mapping[str, Any],
+        root: Path,
+        toybox: str,
+        sealed: Iterable[Path] = (),
+        github: str | None = None,
     ) -> RunSettings:
-        """The settings of a run; its sandbox proven to start here (SandboxUnavailable)."""
+        """The settings of a run; its sandbox proven to start here (SandboxUnavailable);
+        a github fixture that is not there refused (ValueError) before any work."""
         section = params.get("tasks") or {}
         work_root = section.get("work_root")
+        fixture = root / github if github else None
+        if fixture is not None and not fixture.is_file():
+            raise ValueError(f"github: the offline gh's fixture {github} is not a file")
         return cls(
+            github=fixture,
             sandbox=sandbox_from_params(params, root, sealed).check(),
             toybox=root / toybox,
             run_timeout_s=float(section.get("run_timeout_s", 1800)),
@@ -82,8 +94,13 @@ class RunSettings:
         )
 
 
-def toybox_digest(toybox: Path) -> str:
-    return digest_of({rel: sha256_bytes(data) for rel, data in tree_files(toybox).items()})
+def toybox_digest(toybox: Path, github: Path | None = None) -> str:
+    """The project's files and, when gh serves one, the fixture: a changed issue is a
+    changed task."""
+    files = {rel: sha256_bytes(data) for rel, data in tree_files(toybox).items()}
+    if github is None:
+        return digest_of(files)
+    return digest_of({"toybox": files, "github": sha256_bytes(github.read_bytes())})
 
 
 def attempt_dir(data: Path, task_id: str, repeat: int) -> Path:
@@ -115,7 +132,7 @@ class TaskRunner:
         key_names: Iterable[str] = (),
     ) -> None:
         self.harness, self.settings, self.data, self.guard = harness, settings, data, guard
-        self.project_digest = toybox_digest(settings.toybox)
+        self.project_digest = toybox_digest(settings.toybox, settings.github)
         # Every configured key variable (the judge's too), and the harness's own.
         self.env = agent_env([*harness.key_env_names(), *key_names], allow=settings.agent_env)
         # Claude Code runs whole inside the sandbox and needs the network for its own API.
@@ -184,22 +201,30 @@ class TaskRunner:
         except (SetupError, OSError) as exc:
             record.status, record.error = "SETUP_ERROR", str(exc)
             return self._write(record, "", "")
+        github = self.settings.github
+        gh = GhService(github, self.settings.work_root) if github is not None else None
         try:
-            return await self._measure(task, repeat, ws, record)
+            return await self._measure(task, repeat, ws, record, gh)
         finally:
             ws.close()  # not in a thread: a cancelled run still removes it
+            if gh is not None:
+                gh.close()
 
     async def _measure(
-        self, task: Task, repeat: int, ws: Workspace, record: TaskAttempt
+        self, task: Task, repeat: int, ws: Workspace, record: TaskAttempt, gh: GhService | None
     ) -> TaskAttempt:
+        """The agent under the cap, then the grading. Every harness gets the same conditions:
+        this cap, this environment (the toolchain's PATH, the offline gh first on it), this
+        sandbox (gh's client and socket shown), and the model route its harness was given."""
         tools_record = ToolRecord()
         meter = UsageMeter()
-        sandbox = self.settings.sandbox
+        sandbox = gh.sandbox(self.settings.sandbox) if gh else self.settings.sandbox
+        env = gh.environ(self.env) if gh else dict(self.env)
         timeout = self.settings.command_timeout_s
         ctx = AttemptContext(
             workdir=ws.work,
-            env=dict(self.env),
-            tools=WorkspaceTools(ws.work, self.env, timeout, tools_record, sandbox),
+            env=env,
+            tools=WorkspaceTools(ws.work, env, timeout, tools_record, sandbox),
             record=tools_record,
             meter=meter,
             repeat=repeat,
@@ -218,20 +243,24 @@ class TaskRunner:
         )
         record.calls, record.answers = tools_record.calls, tools_record.answers
         record.usage = meter.total(self.settings.prices, self.settings.models)
+        github = gh.record() if gh is not None else None
+        record.gh_calls = github.calls if github is not None else []
         if self.harness.in_process:  # its times measure this machine, not an agent
             for call in record.calls:
                 call.latency_ms = None
         else:
             record.wall_seconds = round(wall, 3)
         try:
-            return await self._grade(task, ws, record)
+            return await self._grade(task, ws, record, github)
         except (SnapshotTampered, TreeTooLarge, OSError, ValueError) as exc:
             # This task's grading broke: its own status, never the whole run's.
             record.status, record.error = "ERRORED", f"grading failed: {exc}"
             record.checks = []
             return self._write(record, "", "")
 
-    async def _grade(self, task: Task, ws: Workspace, record: TaskAttempt) -> TaskAttempt:
+    async def _grade(
+        self, task: Task, ws: Workspace, record: TaskAttempt, github: GhRecord | None = None
+    ) -> TaskAttempt:
         """The graded tree (never the agent's copy), its diff and findings, the checks."""
         tests_pass = task.expect.tests_pass if task.expect is not None else None
         editable = list(tests_pass.editable) if tests_pass is not None else None
@@ -251,6 +280,7 @@ class TaskRunner:
                 self.settings.sandbox,
                 grading,
                 seed=self.settings.seed * 1000 + record.repeat,
+                github=github,
             )
         return self._write(record, diff, setup_diff)
 

@@ -34,7 +34,7 @@ from agenteval.layout import Layout
 from agenteval.schema.problems import Problem
 from agenteval.schema.task_records import TaskAttempt, TaskGrade
 from agenteval.schema.task_results import TaskScorecard
-from agenteval.schema.tasks import Task
+from agenteval.schema.tasks import Task, TaskFile
 from agenteval.tracking.provenance import key_env_names
 
 KIND = "tasks"
@@ -62,29 +62,29 @@ def guard_for(params: Mapping[str, Any]) -> SecretGuard:
     return SecretGuard(key_env_names(params))
 
 
-def chosen_tasks(params: Mapping[str, Any], root: Path) -> tuple[str, list[Task]]:
+def chosen_tasks(params: Mapping[str, Any], root: Path) -> tuple[TaskFile, list[Task]]:
     section = params.get("tasks") or {}
     spec = load_task_file(
         root / str(section.get("file", DEFAULT_FILE)), str(section.get("file", DEFAULT_FILE))
     )
-    return spec.toybox, select(
-        spec, str(section.get("suite", "core")), list(section.get("ids") or [])
-    )
+    return spec, select(spec, str(section.get("suite", "core")), list(section.get("ids") or []))
 
 
-def preflight(params: Mapping[str, Any], root: Path) -> tuple[str, list[Task], Harness]:
+def preflight(params: Mapping[str, Any], root: Path) -> tuple[TaskFile, list[Task], Harness]:
     """The task file, the tasks chosen, a harness and a sandbox that can run here; raises
     before any work (TaskFileError, HarnessUnavailable, SandboxUnavailable, ValueError) when
     one of them cannot be had."""
     check_kind(params)
-    toybox, tasks = chosen_tasks(params, root)
+    spec, tasks = chosen_tasks(params, root)
+    if spec.github is not None and not (root / spec.github).is_file():
+        raise ValueError(f"github: the offline gh's fixture {spec.github} is not a file")
     sandbox_from_params(params, root).check()
     harness = make_harness(
         str((params.get("tasks") or {}).get("harness", "scripted")), params, root
     )
     harness.preflight()
     TaskJudge(params, root)  # a judge that would be refused stops the run first
-    return toybox, tasks, harness
+    return spec, tasks, harness
 
 
 def task_file_of(params: Mapping[str, Any], root: Path) -> tuple[Path, str]:
@@ -97,8 +97,8 @@ def step_validate(params: Mapping[str, Any], root: Path) -> list[Problem]:
     untouched project (must fail): problems at their lines of the task file."""
     from agenteval.benchmarks.tasks.validate import problems
 
-    toybox, tasks = chosen_tasks(params, root)
-    settings = RunSettings.from_params(params, root, toybox)
+    spec, tasks = chosen_tasks(params, root)
+    settings = RunSettings.from_params(params, root, spec.toybox, github=spec.github)
     return problems(tasks, settings, *task_file_of(params, root))
 
 
@@ -119,7 +119,8 @@ def step_run(
 def _run_all(
     params: dict[str, Any], layout: Layout, on_done: Callable[[TaskAttempt], None] | None
 ) -> list[TaskAttempt]:
-    toybox, tasks, harness = preflight(params, layout.root)
+    spec, tasks, harness = preflight(params, layout.root)
+    toybox = spec.toybox
     section = params.get("tasks") or {}
     repeats = int(section.get("repeats", 1))
     if harness.participant.kind != "scripted":
@@ -129,7 +130,7 @@ def _run_all(
     scratch.end_on_signals()  # copies and snapshots go on SIGTERM too
     layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
     sealed = [layout.data, layout.reports]
-    settings = RunSettings.from_params(params, layout.root, toybox, sealed)
+    settings = RunSettings.from_params(params, layout.root, toybox, sealed, spec.github)
     runner = TaskRunner(
         harness, settings, layout.data, guard_for(params), on_done, key_env_names(params)
     )

@@ -141,10 +141,15 @@ def prompt_for(instance: Mapping[str, Any]) -> str:
     return f"{str(instance['problem_statement']).strip()}\n\n{PROMPT_PARAGRAPH}"
 
 
+def bare_path(cache_root: Path, repo_url: str) -> Path:
+    """Where the bare cache of `repo_url` lives under `cache_root`."""
+    return cache_root / "repos" / f"{_UNSAFE.sub('_', repo_url.rstrip('/').split('/')[-1])}.git"
+
+
 def bare_cache(cache_root: Path, repo_url: str, base_commit: str) -> tuple[Path, str]:
     """A bare repository holding `base_commit` and its history to FETCH_DEPTH, and the
     branch name that points at it. Nothing after the base commit is ever fetched."""
-    bare = cache_root / "repos" / f"{_UNSAFE.sub('_', repo_url.rstrip('/').split('/')[-1])}.git"
+    bare = bare_path(cache_root, repo_url)
     if not bare.is_dir():
         bare.parent.mkdir(parents=True, exist_ok=True)
         _git(bare.parent, "init", "-q", "--bare", bare.name)

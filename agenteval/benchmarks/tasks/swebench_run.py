@@ -1,7 +1,8 @@
 """Running a harness on SWE-bench instances: checkout, attempt, predictions, grading.
 
 Each instance is attempted in its own isolated checkout (agenteval.benchmarks.tasks.swebench)
-with the same confined tools, agent environment and time cap as the toybox tasks; its diff
+with the same confined tools, agent environment and time cap as the toybox tasks
+(`attempt_checkout`, which the therock suite shares); its diff
 becomes the prediction. Grading (Docker) is a separate step over `predictions.jsonl`, so a
 run can capture predictions and be graded later: `agenteval tasks swebench RUN`.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,23 @@ async def attempt_instance(
     cache_root: Path,
     *,
     repo_url: str | None = None,
+    **options: Any,
+) -> tuple[ToolRecord, str, bool]:
+    """(tool record, diff against the base commit, cut off at the cap)."""
+    url = repo_url or f"https://github.com/{instance['repo']}.git"
+    base_commit = str(instance["base_commit"])
+
+    def make(dest: Path) -> Path:
+        return swebench.checkout(cache_root, url, base_commit, dest)
+
+    return await attempt_checkout(harness, instance_task(instance), make, **options)
+
+
+async def attempt_checkout(
+    harness: Harness,
+    task: Task,
+    make_checkout: Callable[[Path], Path],
+    *,
     run_timeout_s: float = 1800,
     command_timeout_s: float = 120,
     max_steps: int = 40,
@@ -53,13 +71,12 @@ async def attempt_instance(
     work_root: Path | None = None,
     sandbox: Sandbox = NO_SANDBOX,
 ) -> tuple[ToolRecord, str, bool]:
-    """(tool record, diff against the base commit, cut off at the cap)."""
-    url = repo_url or f"https://github.com/{instance['repo']}.git"
-    base = scratch.make_folder("agenteval-swebench-", work_root)
+    """`task` attempted in the checkout `make_checkout(dest)` builds (SWE-bench, TheRock):
+    the same confined tools, agent environment and cap as the toybox tasks; (tool record,
+    diff against the base commit, cut off at the cap)."""
+    base = scratch.make_folder("agenteval-checkout-", work_root)
     try:
-        dest = await asyncio.to_thread(
-            swebench.checkout, cache_root, url, str(instance["base_commit"]), base / "repo"
-        )
+        dest = await asyncio.to_thread(make_checkout, base / "repo")
         record = ToolRecord()
         env = agent_env([*harness.key_env_names(), *key_names])
         ctx = AttemptContext(
@@ -76,7 +93,7 @@ async def attempt_instance(
         )
         capped = False
         try:
-            await asyncio.wait_for(harness.attempt(instance_task(instance), ctx), run_timeout_s)
+            await asyncio.wait_for(harness.attempt(task, ctx), run_timeout_s)
         except TimeoutError:
             capped = True
         patch = await asyncio.to_thread(swebench.diff_of, dest, sandbox)
