@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import socket
 import sys
-import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from agenteval import scratch
 from agenteval.benchmarks import gh_stub
 from agenteval.benchmarks.tasks.sandbox import Sandbox
 from agenteval.schema.task_records import CheckResult
@@ -109,7 +108,7 @@ class GhService:
     def __init__(self, fixture_path: Path, work_root: Path | None = None) -> None:
         self.fixture = json.loads(fixture_path.read_text(encoding="utf-8"))
         # Short path: a Unix socket's path has a limit of about 100 bytes.
-        self.home = Path(tempfile.mkdtemp(prefix="agenteval-gh-", dir=work_root))
+        self.home = scratch.make_folder("agenteval-gh-", work_root)
         self.bin, self.sock_dir = self.home / "bin", self.home / "sock"
         self.log = self.home / "private" / "calls.jsonl"  # never shown to the agent
         for folder in (self.bin, self.sock_dir, self.log.parent):
@@ -169,7 +168,8 @@ class GhService:
             self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
         self._thread.join(timeout=5)
-        shutil.rmtree(self.home, ignore_errors=True)
+        with contextlib.suppress(OSError):  # closed twice: already gone
+            scratch.discard(self.home)
 
 
 def _request(conn: socket.socket) -> list[str]:
