@@ -436,7 +436,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def run_server(text: str, repo: Path, timeout: float = 180) -> tuple[int, str]:
+def run_server(text: str, repo: Path, timeout: float = 300) -> tuple[int, str]:
     """Start a documented server on a free port, wait until it answers HTTP, stop it."""
     port = free_port()
     text, count = re.subn(r"--port\s+\d+", f"--port {port}", text)
