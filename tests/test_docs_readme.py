@@ -35,12 +35,14 @@ from docblocks import Block, missing_lines
 from packaging.requirements import Requirement
 from services import REQUIRED
 from test_docs import (
+    PAGES,
     README,
     ROOT,
     Ran,
     git_clone,
     missing_extra,
     page_blocks,
+    pointed_at,
     run,
     run_shown,
     serving,
@@ -149,10 +151,27 @@ def run_in_order(repo: Path, servers: Path) -> list[Ran]:
     return done
 
 
+def check_pages_pointing_here(done: list[Ran]) -> None:
+    """A page's block marked `in=README.md` is run here, not twice: what it shows must be in
+    what README's run of the same command printed."""
+    ran = {r.command.text: r for r in done}
+    for page in PAGES[1:]:
+        for block in page_blocks(page):
+            if block.marker != "runnable" or "README.md" not in pointed_at(block):
+                continue
+            for command in block.commands():
+                if command.text not in ran and missing_extra(block):
+                    continue
+                assert command.text in ran, f"{block.where}: `{command.text}` is not README's"
+                missing = missing_lines(command.expected, ran[command.text].output)
+                assert not missing, f"{block.where}: `{command.text}` printed without {missing}"
+
+
 @pytest.mark.timeout(3600)
 def test_readme_runs_in_the_order_written_in_one_clone(tmp_path: Path) -> None:
     repo = git_clone(ROOT, tmp_path / "agenteval")
     done = run_in_order(repo, tmp_path / "servers")
+    check_pages_pointing_here(done)
     shown = [c.text for b in page_blocks(README) if b.marker in ("runnable", "setup")
              for c in b.commands()]  # fmt: skip
     ran = [r.command.text for r in done]
