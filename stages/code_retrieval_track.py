@@ -1,4 +1,5 @@
-"""Stage `track` of pipelines/code_retrieval: one MLflow run -> reports/mlflow_run.json."""
+"""Stage `track` of pipelines/code_retrieval: one MLflow run -> reports/tracked.json (what
+was logged; stages.common.write_tracked) and reports/mlflow_run.json (git-ignored)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ def main() -> int:
 
     lock = variant_dir("code_retrieval") / "dvc.lock"
     settings, layout = variant_params("code_retrieval"), variant_layout("code_retrieval")
-    return track_step(lambda: step_track(settings, layout, lock))
+    return track_step(
+        lambda: step_track(settings, layout, lock), tracked=(layout.reports, settings)
+    )
 
 
 if __name__ == "__main__":

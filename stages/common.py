@@ -61,13 +61,15 @@ def layout() -> Layout:
     return Layout.repository(root())
 
 
-def write_tracked(reports: Path, settings: dict[str, Any], result: TrackResult | None) -> Path:
+def write_tracked(reports: Path, settings: dict[str, Any], result: object | None) -> Path:
     """<reports>/tracked.json, a track stage's DVC output: the experiment and the sha256 of
     the metrics logged, which follow from the stage's own inputs alone. Not the run id (each
     store has its own) nor the run key (it digests every stage's entry in dvc.lock, so it
-    moves with code the track stage does not depend on). Git ignores the file, so a fresh
-    clone's `dvc repro` runs the stage, its store gets the run, and the dvc.lock it writes
-    is the committed one."""
+    moves with code the track stage does not depend on). The root pipeline's is git-ignored,
+    so the set-up's first `dvc repro` logs the evaluation into the new clone's store; a
+    benchmark pipeline's is committed with its reports, so a fresh clone's `dvc status` is
+    clean, and its store gets the benchmark's run when the pipeline reruns (or on
+    `dvc repro --force --single-item pipelines/<kind>/dvc.yaml:track`)."""
     record: dict[str, Any] = {"enabled": result is not None}
     if result is not None:
         experiment = (settings.get("tracking") or {}).get("experiment")
@@ -139,9 +141,14 @@ def _types(errors: type[Exception] | tuple[type[Exception], ...]) -> tuple[type[
     return errors if isinstance(errors, tuple) else (errors,)
 
 
-def track_step(log: Callable[[], TrackResult | None], *refusals: type[Exception]) -> int:
-    """A track stage: `log` the run and say where it is. A fault of the store, or one of
-    `refusals`, is one line on stderr and status 1 (the results on disk are untouched)."""
+def track_step(
+    log: Callable[[], TrackResult | None],
+    *refusals: type[Exception],
+    tracked: tuple[Path, dict[str, Any]] | None = None,
+) -> int:
+    """A track stage: `log` the run and say where it is; with `tracked` (reports folder,
+    params), write its tracked.json. A fault of the store, or one of `refusals`, is one line
+    on stderr and status 1 (the results on disk are untouched)."""
     from agenteval.tracking.store import TrackingError
 
     caught: tuple[type[Exception], ...] = (TrackingError, *refusals)
@@ -150,6 +157,8 @@ def track_step(log: Callable[[], TrackResult | None], *refusals: type[Exception]
     except caught as exc:
         print(f"track: {exc}", file=sys.stderr)
         return 1
+    if tracked is not None:
+        write_tracked(*tracked, result)
     if result is None:
         print("track: tracking.enabled is false; nothing logged")
     else:

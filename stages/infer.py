@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from agenteval.llm.cache import tag_cache_dir
 from agenteval.llm.config import DEFAULT_CACHE_DIR
 from agenteval.pipeline import step_infer
 from agenteval.runlock import EvalLocked
@@ -14,9 +15,9 @@ from stages.common import layout, params, root, run_stage, show_progress
 def main() -> int:
     # The default response cache is a (persisted) output of this stage in dvc.yaml, so that
     # `dvc push` carries it. It must exist even when nothing called a model (the builtin
-    # agent, `run.cache: false`, or a `run.cache_dir` elsewhere): DVC saves it as an empty
-    # directory then.
-    (root() / DEFAULT_CACHE_DIR).mkdir(parents=True, exist_ok=True)
+    # agent, `run.cache: false`, or a `run.cache_dir` elsewhere), tagged, so that DVC does
+    # not warn of an empty output.
+    tag_cache_dir(root() / DEFAULT_CACHE_DIR)
     try:
         result = step_infer(params(), layout(), progress=show_progress())
     except EvalLocked as exc:

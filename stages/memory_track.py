@@ -1,4 +1,5 @@
-"""Stage `track` of pipelines/memory: one MLflow run -> reports/mlflow_run.json."""
+"""Stage `track` of pipelines/memory: one MLflow run -> reports/tracked.json (what was
+logged; stages.common.write_tracked) and reports/mlflow_run.json (git-ignored)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from agenteval.benchmarks.memory.run import Paths
 from agenteval.benchmarks.memory.tracking import log_memory
 from agenteval.fileio import write_json
 from agenteval.tracking.store import TrackingError
-from stages.common import root, run_stage, variant_dir, variant_params
+from stages.common import root, run_stage, variant_dir, variant_params, write_tracked
 
 NAME = "memory"
 
@@ -23,6 +24,7 @@ def main() -> int:
     except ValueError as exc:
         print(f"track: {exc}", file=sys.stderr)
         return 2
+    write_tracked(reports, variant_params(NAME), tracked)
     if tracked is None:
         write_json(reports / "mlflow_run.json", {"enabled": False})
         print("track: tracking.enabled is false; nothing logged")

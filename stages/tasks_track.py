@@ -1,4 +1,5 @@
-"""Stage `track` of pipelines/tasks: one MLflow run -> reports/mlflow_run.json."""
+"""Stage `track` of pipelines/tasks: one MLflow run -> reports/tracked.json (what was
+logged; stages.common.write_tracked) and reports/mlflow_run.json (git-ignored)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from stages.common import run_stage, track_step, variant_dir, variant_layout, va
 def main() -> int:
     lock = variant_dir("tasks") / "dvc.lock"
     settings, layout = variant_params("tasks"), variant_layout("tasks")
-    return track_step(lambda: log_tasks_run(settings, layout, lock), SecretSurvived)
+    return track_step(
+        lambda: log_tasks_run(settings, layout, lock),
+        SecretSurvived,
+        tracked=(layout.reports, settings),
+    )
 
 
 if __name__ == "__main__":

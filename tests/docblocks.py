@@ -14,11 +14,13 @@ language (GitHub renders only the language, so readers see a plain shell block):
                                    --port (a free one is put there), then stopped
     ```console runnable needs=ray  an optional extra's module: without it the block is left out
                                    with a warning (failed under AGENTEVAL_REQUIRE_SERVICES=1)
-    ```console runnable in=docs/x.md  these commands are run by that page: each must be a
-                                   command of one of its runnable blocks, and what this block
-                                   shows must be in what it printed there
-    ```bash setup                  README's two set-up commands (checked against .ci/run; the
-                                   main job's `dvc repro` is what every page starts from)
+    ```console runnable in=docs/x.md  that page runs these commands too (each must be a
+                                   command of one of its runnable blocks): README shows them,
+                                   the page says more
+    ```bash setup                  README's two set-up commands (checked against .ci/run; run
+                                   in README's order, the environment steps checked, not
+                                   redone; the main job's `dvc repro` is what every page
+                                   starts from)
     ```bash not-runnable: REASON   shown, not run; the reason is listed by the test
 
 Any other language (text, yaml, json) shows data, not commands.

@@ -236,9 +236,43 @@ def test_a_dirty_tree_is_refused_before_any_work(tmp_path: Path) -> None:
     done = agenteval(repo, "climb")
     assert done.returncode == 2
     assert "not clean (eval/agents/default/system_prompt.md)" in done.stderr
+    assert "agenteval climb --worktree" in done.stderr  # the way out it offers
     assert not (repo / "runs").exists()
     bad = agenteval(repo, "climb", "--set", "target.params.top_k=3")
     assert bad.returncode == 2 and "--set target.params.top_k" in bad.stderr
+
+
+def test_a_dirty_tree_climbs_on_a_worktree_of_its_own_and_keeps_every_edit(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo", ids=[*TRAIN[:3], *HELD[:3], *TEST[:1]], tracking=True)
+    prompt, params = repo / "eval/agents/default/system_prompt.md", repo / "params.yaml"
+    prompt.write_bytes(prompt.read_bytes() + b"\nA person's unfinished edit.\r\n")
+    params.write_bytes(params.read_bytes().replace(b"top_k: 1", b"top_k: 4"))
+    (repo / "notes.txt").write_bytes(b"untracked \x00 bytes\n")
+    (repo / "baseline.json").write_text("{}")
+    edits = {p: p.read_bytes() for p in (prompt, params, repo / "notes.txt")}
+    status = git(repo, "status", "--porcelain=v1", "-z")
+    done = agenteval(repo, "climb", "--rounds", "1", "--worktree")
+    assert done.returncode == 0, done.stderr
+    # the user's tree: every byte, the same status, the same branch, nothing stashed
+    assert {p: p.read_bytes() for p in edits} == edits
+    assert git(repo, "status", "--porcelain=v1", "-z") == status
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    assert git(repo, "stash", "list") == "" and not (repo / "runs").exists()
+    # the session ran from HEAD in its worktree, on its own branch, committed there
+    (tree,) = tmp_path.glob("repo-climb-*")
+    assert f"on worktree {tree}" in done.stdout and "git worktree remove" in done.stdout
+    result = json.loads((tree / "reports/climb.json").read_text())
+    assert git(tree, "rev-parse", "--abbrev-ref", "HEAD").strip() == result["branch"]
+    assert result["start_commit"] == git(repo, "rev-parse", "HEAD").strip()
+    assert b"top_k: 1" in (tree / "params.yaml").read_bytes()
+    assert git(tree, "status", "--porcelain", "--", ".", ":!data") == ""  # corpus: ignored
+    # its MLflow runs are in the repository's own store, where `mlflow ui` looks
+    assert not (tree / "mlflow.db").exists()
+    with sqlite3.connect(repo / "mlflow.db") as db:
+        names = [name for (name,) in db.execute("select name from runs")]
+    assert f"climb-{result['session']}" in names
 
 
 def test_climb_evaluate_judges_a_working_tree_edit_by_the_same_rule(tmp_path: Path) -> None:

@@ -72,8 +72,8 @@ def test_every_committed_lock_is_current_with_the_code() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     status = json.loads(done.stdout or "{}")
-    # A pipeline with no committed lock has never been run here (the sessions replay needs
-    # the user's own pinned dataset): nothing of it is stale, it is simply not run yet.
+    # A pipeline with no committed lock has never been run here (a user's own copy of the
+    # sessions template, say): nothing of it is stale, it is simply not run yet.
     status = {stage: changes for stage, changes in status.items() if _has_lock(stage)}
     stale = stale_entries(status)
     assert stale == [], "committed locks are stale; regenerate with .ci/relock:\n" + "\n".join(

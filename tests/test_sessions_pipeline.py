@@ -60,6 +60,8 @@ def set_params(repo: Path, **sessions: object) -> None:
 def test_the_sessions_variant_replays_a_pinned_dataset(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(ROOT, repo, ignore=IGNORE)
+    variant = repo / VARIANT
+    shutil.copy(variant / "dvc.template.yaml", variant / "dvc.yaml")  # as docs/sessions.md
     projects, _ = make_world(tmp_path / "machine")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     sh(["git", "init", "-q"], repo)

@@ -289,6 +289,8 @@ def test_one_trace_per_turn_grouped_into_sessions(logged: Logged) -> None:
             tools = [s for s in trace.data.spans if s.span_type == "TOOL"]
             assert [s.name for s in tools] == [c.name for c in turn.tool_calls]
             assert [s.inputs for s in tools] == [c.arguments for c in turn.tool_calls]
+            # the in-process agent measures no latency: none is invented for the overview
+            assert turn.latency_ms is None and root.end_time_ns == root.start_time_ns
     # Turns of one session are ordered by start time, as MLflow's session view sorts them.
     first = [t for t in traces if t.info.tags["agenteval.scenario_id"] == SCENARIOS[0]]
     assert [t.info.tags["agenteval.turn"] for t in first] == ["1", "2"]

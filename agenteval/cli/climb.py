@@ -71,6 +71,15 @@ def climb(
     set_: SetOption = None,
     new_split: NewSplitOption = False,
     reset_holdout: ResetOption = False,
+    worktree: Annotated[
+        bool,
+        typer.Option(
+            "--worktree",
+            help="Run from HEAD on a git worktree of its own beside the repository "
+            "(<repo>-climb-<time>), leaving this working tree and its uncommitted changes "
+            "as they are.",
+        ),
+    ] = False,
 ) -> None:
     """Run a session on a scratch branch: one edit a round, kept only when train improves
     beyond noise and held does not regress (a knob edit) or improves (a free-text edit);
@@ -92,7 +101,7 @@ def climb(
     sets = _overrides(set_, extra)
     try:
         flags = HoldoutFlags(new_split=new_split, reset=reset_holdout)
-        run_session(Path.cwd().resolve(), sets, echo=typer.echo, flags=flags)
+        run_session(Path.cwd().resolve(), sets, echo=typer.echo, flags=flags, worktree=worktree)
     except NotComparable as exc:
         fail([str(exc)], 3)
     except ClimbError as exc:

@@ -60,13 +60,14 @@ def changed_paths(root: Path) -> list[str]:
     return sorted(set(paths))
 
 
-def require_clean(root: Path) -> None:
+def require_clean(root: Path, hint: str = "") -> None:
+    """Refuse a dirty tree; `hint` is a further way out the caller offers."""
     dirty = changed_paths(root)
     if dirty:
         shown = ", ".join(dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
         raise ClimbError(
             f"the working tree is not clean ({shown}): commit or stash first, "
-            "a session starts from a commit"
+            "a session starts from a commit" + (f"; {hint}" if hint else "")
         )
 
 

@@ -18,9 +18,14 @@ from agenteval.climb.proposers import LLMProposer, Proposer, SearchProposer
 from agenteval.climb.report import write_reports
 from agenteval.climb.sealed import SEALED, aggregate, sealed_folder
 from agenteval.climb.session import State, prepare, run_round, stamp
+from agenteval.climb.worktree import close_worktree, open_worktree
 
 Echo = Callable[[str], None]
 FRESH_SPLIT = "deal a fresh one with a new suite.split.salt and --new-split"
+WORKTREE_HINT = (
+    "or `agenteval climb --worktree` runs the session from HEAD on a worktree of its own, "
+    "your changes left as they are"
+)
 
 
 def make_proposer(params: dict[str, Any], root: Path, name: str | None = None) -> Proposer:
@@ -39,11 +44,36 @@ def run_session(
     proposer: Proposer | None = None,
     echo: Echo = print,
     flags: HoldoutFlags = NO_FLAGS,
+    worktree: bool = False,
 ) -> dict[str, Any]:
-    """One session; returns the summary written to reports/climb.json."""
+    """One session; returns the summary written to reports/climb.json. With `worktree` it
+    runs on a worktree of its own (climb.worktree), a dirty tree left as it is."""
     git.require_repository(root)
-    git.require_clean(root)
     session = stamp()
+    if not worktree:
+        git.require_clean(root, WORKTREE_HINT)
+        return _prepared(root, overrides, session, proposer, echo, flags)
+    tree, overrides = open_worktree(root, session, overrides)
+    echo(f"climb {session}: on worktree {tree} (HEAD); your working tree is left as it is")
+    try:
+        summary = _prepared(tree, overrides, session, proposer, echo, flags)
+    except ClimbError:
+        if git.current_branch(tree) == "HEAD":  # refused before its branch: no litter left
+            close_worktree(root, tree)
+        raise
+    echo(f"worktree {tree} on branch {summary['branch']}: `git worktree remove {tree}` "
+         "when done with it")  # fmt: skip
+    return summary
+
+
+def _prepared(
+    root: Path,
+    overrides: Sequence[str],
+    session: str,
+    proposer: Proposer | None,
+    echo: Echo,
+    flags: HoldoutFlags,
+) -> dict[str, Any]:
     proposer = proposer or make_proposer(session_params(root, overrides), root)
     state = prepare(root, overrides, root / "runs" / "climb" / session, flags)
     spent = state.mechanism.spent_reason()

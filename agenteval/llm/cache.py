@@ -31,6 +31,14 @@ from agenteval.llm.scrub import Scrubber
 from agenteval.llm.types import Completion
 
 CACHE_FORMAT = 1
+# The Cache Directory Tagging convention (https://bford.info/cachedir/): backup tools skip a
+# folder holding it. It also keeps an unused cache from being an empty DVC output, which DVC
+# warns about on every `dvc repro` of the offline default (no model is called).
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by agenteval (its response cache).\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
 
 
 def canonical_json(value: Any) -> str:
@@ -51,6 +59,14 @@ def cache_key(
         "seed": seed,
     }
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def tag_cache_dir(root: Path) -> None:
+    """Make `root` a tagged cache directory (CACHEDIR.TAG), once."""
+    tag = root / "CACHEDIR.TAG"
+    if not tag.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        tag.write_text(CACHEDIR_TAG, encoding="utf-8")
 
 
 class ResponseCache:

@@ -137,11 +137,13 @@ def _tags(c: Conversation, turn: TranscriptTurn) -> dict[str, str]:
 
 
 def _durations(transcript: Transcript) -> Iterator[tuple[TranscriptTurn, int]]:
-    """(turn, duration_ns) from the recorded latencies: at least 1 ms, and never shorter
-    than the turn's tool calls together."""
+    """(turn, duration_ns) from the recorded latencies, never shorter than the turn's tool
+    calls together. An in-process agent records none (a function call's time says nothing of
+    an agent's latency): its turns last 0, not an invented 1 ms that MLflow's overview then
+    charted as the agent's latency."""
     for turn in transcript.turns:
         tools_ms = sum(c.latency_ms or 0.0 for c in turn.tool_calls)
-        yield turn, int(max(turn.latency_ms or 0.0, tools_ms, 1.0) * MS)
+        yield turn, int(max(turn.latency_ms or 0.0, tools_ms) * MS)
 
 
 def _spans(

@@ -1,4 +1,5 @@
-"""pipelines/sessions/dvc.yaml: session replay as DVC stages over a pinned dataset.
+"""pipelines/sessions/dvc.yaml: session replay as DVC stages over a pinned dataset (shipped
+as pipelines/sessions/dvc.template.yaml, copied to dvc.yaml once the user pins a dataset).
 
 The pipeline never reads the live ~/.claude folder: its input is `sessions.dataset`, pinned
 by `sessions.dataset_sha256` (a params value, so a new pin reruns the pipeline). Text lives
