@@ -101,14 +101,20 @@ def label_checks(expected: Mapping[int, list[str]], record: GhRecord | None) -> 
     return results
 
 
+# Longest work_root that leaves room for "/agenteval-gh-XXXXXXXX/sock/gh.sock" in 107 bytes.
+SOCKET_ROOT_MAX = 70
+
+
 class GhService:
     """One attempt's offline `gh`: start, give the agent `environ` and `sandbox`, read
     `record()` after the agent has exited, `close()` (removes everything it made)."""
 
     def __init__(self, fixture_path: Path, work_root: Path | None = None) -> None:
         self.fixture = json.loads(fixture_path.read_text(encoding="utf-8"))
-        # Short path: a Unix socket's path has a limit of about 100 bytes.
-        self.home = scratch.make_folder("agenteval-gh-", work_root)
+        # A Unix socket's path has a limit of about 100 bytes: a deep work_root gives way to
+        # the system's temporary folder (the sandbox binds the folders wherever they lie).
+        deep = work_root is not None and len(str(work_root)) > SOCKET_ROOT_MAX
+        self.home = scratch.make_folder("agenteval-gh-", None if deep else work_root)
         self.bin, self.sock_dir = self.home / "bin", self.home / "sock"
         self.log = self.home / "private" / "calls.jsonl"  # never shown to the agent
         for folder in (self.bin, self.sock_dir, self.log.parent):
