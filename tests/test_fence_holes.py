@@ -251,3 +251,27 @@ def test_labelled_sets_are_no_document_root(repo: Path, labelled: str) -> None:
     (repo / labelled / "held.yaml").write_text("label: fail\n")
     with pytest.raises(FenceError):
         tools_of(repo, labelled)
+
+
+def test_a_hard_link_made_after_the_fence_walked_the_key_is_refused(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The protected inodes come from one walk, reused while the files asked about are older
+    than it (the fetched corpus is hard-linked from fetch's cache, so nearly every read asks):
+    a link made later, to a key file or one written after the walk, is judged afresh."""
+    from agenteval.targets import fence as fence_module
+
+    walks = []
+    real_files = fence_module._files
+    monkeypatch.setattr(fence_module, "_files", lambda p: walks.append(p) or real_files(p))
+    old = repo / DOCS / "leave.md"
+    os.link(old, repo / "leave-copy.md")  # two names, neither protected
+    tools = tools_of(repo, DOCS)
+    assert tools.call("read_document", path=f"{DOCS}/leave.md").ok and walks
+    os.link(repo / "data/suite.json", repo / DOCS / "late.md")
+    (repo / "data/verdicts.json").write_text('{"answer": "SIXTEEN WEEKS"}\n')
+    os.link(repo / "data/verdicts.json", repo / DOCS / "later.md")
+    for name in ("late.md", "later.md"):
+        call = tools.call("read_document", path=f"{DOCS}/{name}")
+        assert call.fenced and "SIXTEEN" not in str(call.result)
+    assert tools.call("read_document", path=f"{DOCS}/leave.md").ok

@@ -27,6 +27,7 @@ import functools
 import json
 import os
 import stat as stat_kind
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,20 @@ PROTECTED = ANSWER_BEARING
 # Params naming a benchmark's own answer file, refused even where it lies beside documents
 # (GAIA ships attachments next to metadata.jsonl).
 KEY_FILES = (("qa", "tasks"), ("retrieval", "questions"))
+
+
+# The kernel stamps an inode's ctime from a coarse clock, so a link made just after a walk
+# began may carry a ctime a little before it: within this margin the walk is not trusted.
+CTIME_MARGIN_NS = 2_000_000_000
+
+
+@dataclass
+class KeyWalk:
+    """The protected files' inodes as the last walk saw them, and when that walk began
+    (none yet: every file is newer than that, so the first question walks)."""
+
+    inodes: frozenset[tuple[int, int]] = frozenset()
+    began_ns: int = -(2**62)
 
 
 class Fenced(Exception):
@@ -92,22 +107,34 @@ class Fence:
     def links_protected(self, stat: os.stat_result) -> bool:
         """Whether a file with more than one name is also a protected file (a hard link to
         the key): the answer-key files (the manifest, a benchmark's question file, which may
-        lie outside every protected folder) and the protected folders, walked afresh, only
-        for such files."""
+        lie outside every protected folder) and the protected folders. Their inodes come
+        from one walk, made again whenever the file asked about was named, renamed or
+        linked since shortly before that walk began (linking changes an inode's ctime), so
+        a link made after the walk is never judged by an older one."""
         if stat.st_nlink < 2:
             return False
-        wanted = (stat.st_dev, stat.st_ino)
+        walk = self._key_walk
+        if stat.st_ctime_ns >= walk.began_ns - CTIME_MARGIN_NS:
+            walk.began_ns = time.time_ns()
+            walk.inodes = self._key_inodes()
+        return (stat.st_dev, stat.st_ino) in walk.inodes
+
+    @functools.cached_property
+    def _key_walk(self) -> KeyWalk:
+        return KeyWalk()
+
+    def _key_inodes(self) -> frozenset[tuple[int, int]]:
+        found = set()
         for path in (*self.keys, *self.protected):
-            for found in _files(path):
-                if found.path.startswith(self._readable):
+            for entry in _files(path):
+                if entry.path.startswith(self._readable):
                     continue  # the fetched corpus: documents, not keys
                 try:
-                    other = found.stat(follow_symlinks=False)
+                    other = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if (other.st_dev, other.st_ino) == wanted:
-                    return True
-        return False
+                found.add((other.st_dev, other.st_ino))
+        return frozenset(found)
 
     @contextlib.contextmanager
     def opened(self, resolved: Path, shown: str) -> Iterator[tuple[IO[bytes], os.stat_result]]:
