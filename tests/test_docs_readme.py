@@ -86,6 +86,12 @@ def unmet_requirements(repo: Path, install: str) -> list[str]:
     return list(dict.fromkeys(unmet))
 
 
+def serial(pytest_command: str) -> str:
+    """The test command without xdist's workers: collecting the suite once proves every
+    test file imports; each worker would only collect it again."""
+    return re.sub(r"\s-n\s*\S+", "", pytest_command)
+
+
 def run_setup(block: Block, repo: Path) -> list[Ran]:
     """README's set-up commands, their environment steps checked instead of redone."""
     done = []
@@ -100,8 +106,9 @@ def run_setup(block: Block, repo: Path) -> list[Ran]:
                 assert not (unmet and REQUIRED), f"{block.where}: {why}"
                 say_not_run(f"`{step}`: {why if unmet else 'everything it installs is here'}")
             elif step.startswith("pytest "):
-                say_not_run(f"`{step}`: CI runs it; here `{step} {COLLECT_ONLY}` in the clone")
-                steps.append(f"{step} {COLLECT_ONLY}")
+                collect = f"{serial(step)} {COLLECT_ONLY}"
+                say_not_run(f"`{step}`: CI runs it; here `{collect}` in the clone")
+                steps.append(collect)
             else:
                 steps.append(step)
         text = " && ".join(steps)
