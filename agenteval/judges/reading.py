@@ -63,10 +63,13 @@ def _digits(text: str) -> str:
     return re.sub(r"KEEPWORD([A-Z]+)", lambda m: m.group(1).lower(), converted)
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize(text: str) -> str:
     """The reply as the extraction reads it: markdown as plain lines (`judges.layout`),
     figures written in other locales' ways in one way (`judges.written`), digits for number
-    words, one spelling of periods. Offsets refer to this text, never to the original."""
+    words, one spelling of periods. Offsets refer to this text, never to the original.
+    Remembered: every turn's grading reads its question's documents through here again, and
+    a climb or a repeated judging reads the same replies again."""
     text = _digits(written.rewrite(layout.flatten(text)).translate(_DASHES))
     text = _ORDINAL_PERIOD.sub(lambda m: f"Q{m.group(1)[0]}", text)
     text = _QUARTER_WORD.sub(lambda m: _quarter_word(m.group(1)), text)
