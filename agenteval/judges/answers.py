@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from agenteval.judges.numbers import Quantity
 from agenteval.judges.reading import (
+    COMMON_CAPITALISED,
     Clause,
     clause_at,
     entity_marks,
@@ -248,7 +249,37 @@ def annotate(ctx: Context, cands: list[Candidate]) -> list[Candidate]:
         c.stance = stance(ctx, c)
         c.level = level(ctx, c, cands)
     group_alternatives(ctx, cands)
+    chosen_options(ctx, cands)
     return cands
+
+
+# Words that present a list as the options to choose from, not as the reply's answers.
+_OPTIONS_CUE = re.compile(
+    r"\b(?:choices?|options?|candidates?|possibilities|usual|typical|common|standard)\b"
+    r"|\([a-e]\)|^\s*[a-e]\)",
+    re.I,
+)
+
+
+def chosen_options(ctx: Context, cands: list[Candidate]) -> None:
+    """A list presented as the options ("of the usual choices (1, 3 or 5)") and then one
+    value asserted on its own ("the client uses 3 retries"): the listed values are reported,
+    not offered; the reply commits to the one it chose. Without a cue that the list is the
+    options, or with a later value that differs, the list stays alternatives."""
+    groups: dict[int, list[Candidate]] = {}
+    for c in cands:
+        if c.group is not None:
+            groups.setdefault(c.group, []).append(c)
+    for group in groups.values():
+        first, last = group[0], group[-1]
+        if not _OPTIONS_CUE.search(ctx.text[max(0, first.start - 40) : first.start]):
+            continue
+        later = [c for c in cands if c.group is None and c.start >= last.end]
+        later = [c for c in later if c.stance == ASSERTED and c.level != OTHER]
+        picked = [c for c in later if any(same_value(c, g) for g in group)]
+        if picked and len({str(c.value) for c in picked}) == 1 and len(picked) == len(later):
+            for c in group:
+                c.stance = REPORTED
 
 
 def make_context(
@@ -297,6 +328,34 @@ def corrected(ctx: Context, live: list[Candidate]) -> tuple[Candidate, Candidate
             guessed = earlier.stance == HEDGED and not earlier.matches
             if CORRECTION.search(between) or (guessed and later.stance == ASSERTED):
                 return earlier, later
+    return None
+
+
+# Cues that put a new value in the place of the one before: unlike a re-check ("I re-added
+# the rows and ..."), what follows them is the reply's answer.
+REPLACEMENT = re.compile(
+    r"\b(?:i mean|actually|correction|or rather|make that|sorry|wait|scratch that|"
+    r"let me correct(?: that)?|on second thought)\b",
+    re.I,
+)
+_NAMED_VALUE = re.compile(r"\b[A-Z][\w.+#-]*(?:\s+\d+(?:\.\d+)*)?")
+
+
+def replaced(ctx: Context, said: list[tuple[int, int]]) -> str | None:
+    """The value a correction puts in place of the expected one when it is of another kind
+    than the candidates of the asked part ("PostgreSQL 16 — I mean MySQL 8": a product, not a
+    version of PostgreSQL): a replacement cue after the stated value whose own sentence names
+    something the question and answer do not, and never restates the value. None otherwise."""
+    for cue in REPLACEMENT.finditer(ctx.text):
+        if not any(end <= cue.start() for _, end in said):
+            continue
+        _, stop = sentence_bounds(ctx.text, cue.end())
+        if any(cue.end() <= start < stop for start, _ in said):
+            continue  # "... actually, it is indeed 38": the value restated
+        for m in _NAMED_VALUE.finditer(ctx.text, cue.end(), stop):
+            words = [w.lower() for w in re.findall(r"[A-Za-z]+", m.group(0))]
+            if words and not any(w in COMMON_CAPITALISED or w in ctx.asked for w in words):
+                return m.group(0)
     return None
 
 

@@ -46,7 +46,7 @@ def parts_of(expected: str) -> list[Part]:
         taken += [(t.start, t.end) for t in clock]
     take(literals.identifiers(text))
     product = re.fullmatch(r"\s*([A-Z][A-Za-z]+)\s+(\d+(?:\.\d+)*)\s*", text)
-    if product:
+    if product and product.group(1).lower() not in literals.MONTHS:  # "January 2004" is a date
         return [Part("version", product.group(2), product.group(1))]
     take(literals.versions(text))
     take(literals.years(text, taken))
@@ -104,7 +104,9 @@ def operand(text: str, start: int, end: int) -> bool:
     to: an operator joins it to another figure. The result after "=" or "≈" is not one."""
     after = re.match(rf"\s*{_OPERATOR}\s*[$€£]?\d", text[end : end + 12])
     before = re.search(rf"\d[^\d=≈]{{0,16}}?{_OPERATOR}\s*$", text[max(0, start - 24) : start])
-    return bool(after or before)
+    # "60 + 52": the sign read with the figure is the operator after another figure.
+    signed = re.match(r"[-+]\s", text[start:end]) and re.search(r"\d\s*$", text[:start])
+    return bool(after or before or signed)
 
 
 def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Candidate]:
@@ -113,12 +115,16 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
     assert isinstance(expected, Quantity)
     asked = _direction(ctx.question) if expected.low >= 0 else 0
     found = []
+    question = normalize(ctx.question)
+    given = quantities(question, literal_spans(question))
     for q in quantities(text, literal_spans(text)):
         if operand(text, q.start, q.end):
             continue  # "4 × 60 = 240 minutes": the working, not the answer
         if _flipped(ctx, q, asked):
             q = Quantity(-q.high, -q.low, q.kind, (-q.raw[1], -q.raw[0]), q.start, q.end)
         deviation = expected.deviation(q)
+        if deviation > 0 and any(g.kind == q.kind and g.deviation(q) == 0 for g in given):
+            continue  # "in their first 2 years" echoes the question: its terms, no answer
         if deviation == float("inf"):
             continue
         c = Candidate("quantity", q.start, q.end, text[q.start : q.end], value=q)
@@ -142,6 +148,10 @@ def _another_fact(found: Quantity, expected: Quantity, evidence: list[Quantity])
     )
 
 
+# A numeric date whose day and month could be either way round, one way right: not settled.
+AMBIGUOUS_DATE = "day and month could be read either way"
+
+
 def literal_candidates(part: Part, ctx: Context, product: str | None) -> list[Candidate]:
     text = ctx.text
     readers: dict[str, Callable[[], list[literals.Literal]]] = {
@@ -156,6 +166,8 @@ def literal_candidates(part: Part, ctx: Context, product: str | None) -> list[Ca
         c = Candidate(part.kind, lit.start, lit.end, lit.text, value=lit.key)
         if part.kind == "date":
             c.matches, c.grade = _date_match(part.key, lit.key)
+            if lit.other is not None and _date_match(part.key, lit.other)[0] != c.matches:
+                c.matches, c.note = False, AMBIGUOUS_DATE
         elif part.kind == "time":
             c.matches = lit.key in part.key  # type: ignore[operator]
             c.grade = SCORE_MAX

@@ -33,9 +33,11 @@ from agenteval.judges.answers import (
     hits,
     make_context,
     other_entity,
+    replaced,
     retracted,
 )
 from agenteval.judges.candidates import (
+    AMBIGUOUS_DATE,
     Part,
     literal_candidates,
     literal_spans,
@@ -98,6 +100,8 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
     matches = [c for c in live if c.matches and c.level in (ASKED, WEAK)]
     conflicts = [c for c in live if not c.matches and c.level == ASKED]
     conflicts += [c for c in live if not c.matches and c.note.startswith("a different name")]
+    if any(c.note == AMBIGUOUS_DATE for c in live) and not any(c.matches for c in live):
+        return Result(None, f"a numeric date that reads as {what} only one way round")
     changed = corrected(ctx, live)
     if changed is not None:
         first, then = changed
@@ -218,14 +222,35 @@ def _text_part(part: Part, ctx: Context) -> Result:
 
 def grade_part(part: Part, ctx: Context, evidence: list[Quantity]) -> Result:
     if part.kind == "text":
-        return _text_part(part, ctx)
+        return _replaced(part, ctx, _text_part(part, ctx), _text_spans(part, ctx))
     if part.kind == "name":
         cands = name_candidates(part, ctx)
     elif part.kind == "quantity":
         cands = quantity_candidates(part, ctx, evidence)
     else:
         cands = literal_candidates(part, ctx, part.text if part.kind == "version" else None)
-    return decide(ctx, annotate(ctx, cands), repr(part.text), part)
+    result = decide(ctx, annotate(ctx, cands), repr(part.text), part)
+    if part.kind == "quantity":
+        return result  # a quantity corrected to another one is `corrected` in `decide`
+    return _replaced(part, ctx, result, [(c.start, c.end) for c in cands if c.matches])
+
+
+def _replaced(part: Part, ctx: Context, result: Result, said: list[tuple[int, int]]) -> Result:
+    """A stated name, version or text answer that a correction replaces with a value of
+    another kind fails as a corrected answer (`answers.replaced`)."""
+    if result.score is None or result.score <= SCORE_MIN:
+        return result
+    other = replaced(ctx, said)
+    if other is None:
+        return result
+    return finding("corrected", f"states {part.text!r}, then corrects it to {other!r}")
+
+
+def _text_spans(part: Part, ctx: Context) -> list[tuple[int, int]]:
+    words = [w for w in re.findall(r"[a-z]{3,}", str(part.key).lower()) if w not in GENERIC]
+    lowered = ctx.text.lower()
+    found = [m for w in words if (m := re.search(rf"\b{re.escape(w)}", lowered))]
+    return [(m.start(), m.end()) for m in found]
 
 
 def context_for(reply: str, q: Question) -> Context:
