@@ -109,12 +109,26 @@ def grade_unknown(q: Question, reply: str) -> Result:
         why = "answered although the answer is not in the documents"
         return finding("answered_unknown", why)
     extra = _other_statements(ctx)
+    if kind in ("text", "name") and _guessed(ctx.text):
+        return finding("abstain_guess", "abstained, then guessed")
     if extra and kind in ("text", "name"):
-        if any(re.search(r"\b(?:probably|likely|guess|usually|typically|may be|might be)\b",
-                         s, re.I) for s in extra):  # fmt: skip
-            return finding("abstain_guess", "abstained, then guessed")
         return Result(None, "abstained, but other statements may answer; cannot tell")
     return finding("abstained", "correctly said the answer is not in the documents")
+
+
+# Words that offer an answer from outside the documents ("most e-bikes come in black").
+GUESS_CUES = re.compile(
+    r"\b(?:probably|likely|guess|usually|typically|generally|commonly|may be|might be|"
+    r"most\s+[\w-]+\s+(?:come|are|have|use|run|offer)|tend\s+to|i'?d\s+(?:assume|expect))\b",
+    re.I,
+)
+
+
+def _guessed(text: str) -> bool:
+    """A sentence (or a clause after a semicolon) that neither abstains nor offers help
+    and gives an answer in a guessing word, whatever it talks about."""
+    parts = re.split(r"(?<=[.!?;])\s+", text)
+    return any(GUESS_CUES.search(p) and not abstains(p) and not OFFER.search(p) for p in parts if p)
 
 
 def _other_statements(ctx: Context) -> list[str]:

@@ -30,6 +30,7 @@ DATE_PATTERNS = (
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.I),
     re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b"),
     re.compile(rf"\b{_MONTH}\s+{_YEAR}\b", re.I),
+    re.compile(r"\b(?P<year>(?:19|20)\d{2})([/.])(?P<month>[01]?\d)\2(?P<day>[0-3]?\d)\b"),
 )
 # "11/07/2026", "7.11.2026": which number is the month the numbers say (one above 12) or the
 # words beside it do ("US format", "day first"); otherwise the date is ambiguous.

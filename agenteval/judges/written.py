@@ -87,8 +87,10 @@ def _grouped(m: re.Match[str], text: str) -> str:
     if sep == "." and "," not in written and written.count(".") == 1:
         # "86.500" is 86,500 in Germany and 86.5 in England: only a currency code or a
         # euro sign beside it says which.
+        # A symbol after the figure ("2.690 $") is the continental way, grouping included.
         around = text[max(0, m.start() - 5) : m.end() + 5]
-        if not re.search(rf"{_CODE}|€", around):
+        after = re.match(rf"\s?{_SYMBOL}", text[m.end() : m.end() + 2])
+        if not re.search(rf"{_CODE}|€", around) and not after:
             return written
     value = parse(written, _LOCALE_OF[sep])
     return written if value is None else _english(value)
