@@ -14,7 +14,7 @@ import re
 from agenteval.judges import literals
 from agenteval.judges.answers import ASKED, HEDGED, NEGATED, REPORTED, Candidate, Context, annotate
 from agenteval.judges.correctness import Question, Result, context_for, finding
-from agenteval.judges.numbers import quantities
+from agenteval.judges.numbers import Quantity, quantities
 from agenteval.judges.reading import abstains, stem
 
 OFFER = re.compile(r"\b(?:i can|i could|if you|would you|let me know|can confirm|ask)\b", re.I)
@@ -57,23 +57,40 @@ def _asked_noun(question: str) -> str | None:
 def _guesses(ctx: Context, q: Question, kind: str) -> list[Candidate]:
     text = ctx.text
     ctx.keys = {k for k in ctx.keys if k not in {stem(v) for v in VERBS}}
+    counted: set[int] = set()  # counts of another noun: a guess only when hedged and new
     if kind in ("count", "quantity"):
         noun = _asked_noun(q.text)
-        cands = [
-            Candidate("quantity", x.start, x.end, text[x.start : x.end])
-            for x in quantities(text, literals.spans(text))
-            if not (noun and x.noun and all(stem(w) != noun for w in x.noun.split()))
-        ]
+        cands = []
+        for x in quantities(text, literals.spans(text)):
+            cands.append(Candidate("quantity", x.start, x.end, text[x.start : x.end], value=x))
+            if noun and x.noun and all(stem(w) != noun for w in x.noun.split()):
+                counted.add(x.start)
     elif kind == "date":
         cands = [Candidate("date", d.start, d.end, d.text) for d in literals.dates(text)]
     else:
         cands = []
     annotate(ctx, cands)
+    live = [c for c in cands if c.stance not in (NEGATED, REPORTED)]
     return [
         c
-        for c in cands
-        if c.stance not in (NEGATED, REPORTED) and (c.stance == HEDGED or c.level == ASKED)
+        for c in live
+        if (c.stance == HEDGED or c.level == ASKED)
+        and (c.start not in counted or (c.stance == HEDGED and not _documented(ctx, c)))
     ]
+
+
+def _documented(ctx: Context, c: Candidate) -> bool:
+    """The figure is one the documents (else the evidence) hold: "with about 14 cafés" is
+    context; "probably around 300 people", a figure nothing holds, is a guess at the asked
+    count in other words. Without documents, every such figure counts as documented."""
+    if not ctx.lines or not isinstance(c.value, Quantity):
+        return True
+    found = c.value
+    return any(
+        found.deviation(x) == 0
+        for line in ctx.lines
+        for x in quantities(line, literals.spans(line))
+    )
 
 
 def grade_unknown(q: Question, reply: str) -> Result:
@@ -92,12 +109,26 @@ def grade_unknown(q: Question, reply: str) -> Result:
         why = "answered although the answer is not in the documents"
         return finding("answered_unknown", why)
     extra = _other_statements(ctx)
+    if kind in ("text", "name") and _guessed(ctx.text):
+        return finding("abstain_guess", "abstained, then guessed")
     if extra and kind in ("text", "name"):
-        if any(re.search(r"\b(?:probably|likely|guess|usually|typically|may be|might be)\b",
-                         s, re.I) for s in extra):  # fmt: skip
-            return finding("abstain_guess", "abstained, then guessed")
         return Result(None, "abstained, but other statements may answer; cannot tell")
     return finding("abstained", "correctly said the answer is not in the documents")
+
+
+# Words that offer an answer from outside the documents ("most e-bikes come in black").
+GUESS_CUES = re.compile(
+    r"\b(?:probably|likely|guess|usually|typically|generally|commonly|may be|might be|"
+    r"most\s+[\w-]+\s+(?:come|are|have|use|run|offer)|tend\s+to|i'?d\s+(?:assume|expect))\b",
+    re.I,
+)
+
+
+def _guessed(text: str) -> bool:
+    """A sentence (or a clause after a semicolon) that neither abstains nor offers help
+    and gives an answer in a guessing word, whatever it talks about."""
+    parts = re.split(r"(?<=[.!?;])\s+", text)
+    return any(GUESS_CUES.search(p) and not abstains(p) and not OFFER.search(p) for p in parts if p)
 
 
 def _other_statements(ctx: Context) -> list[str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from agenteval.judges.numbers import Quantity
 from agenteval.judges.reading import (
+    COMMON_CAPITALISED,
     Clause,
     clause_at,
     entity_marks,
@@ -248,7 +249,68 @@ def annotate(ctx: Context, cands: list[Candidate]) -> list[Candidate]:
         c.stance = stance(ctx, c)
         c.level = level(ctx, c, cands)
     group_alternatives(ctx, cands)
+    chosen_options(ctx, cands)
     return cands
+
+
+# Words that present a list as the options to choose from, not as the reply's answers.
+_OPTIONS_CUE = re.compile(
+    r"\b(?:choices?|options?|candidates?|possibilities|usual|typical|common|standard)\b"
+    r"|\([a-e]\)|^\s*[a-e]\)",
+    re.I,
+)
+
+
+def chosen_options(ctx: Context, cands: list[Candidate]) -> None:
+    """A list presented as the options ("of the usual choices (1, 3 or 5)") and then one
+    value asserted on its own ("the client uses 3 retries"): the listed values are reported,
+    not offered; the reply commits to the one it chose. Without a cue that the list is the
+    options, or with a later value that differs, the list stays alternatives."""
+    groups: dict[int, list[Candidate]] = {}
+    for c in cands:
+        if c.group is not None:
+            groups.setdefault(c.group, []).append(c)
+    for group in groups.values():
+        first, last = group[0], group[-1]
+        asks = ctx.text[last.end : sentence_bounds(ctx.text, last.end)[1] + 1].endswith("?")
+        if not asks and not _OPTIONS_CUE.search(ctx.text[max(0, first.start - 40) : first.start]):
+            continue  # neither asked as a question ("Is it 14, 30 or 45 days?") nor options
+        later = [c for c in cands if c.group is None and c.start >= last.end]
+        later = [c for c in later if c.stance == ASSERTED and c.level != OTHER]
+        picked = [c for c in later if any(same_value(c, g) for g in group)]
+        if picked and len({str(c.value) for c in picked}) == 1 and len(picked) == len(later):
+            for c in group:
+                c.stance = REPORTED
+    _lettered_choice(ctx, cands)
+
+
+_LETTERED = re.compile(r"(?:^|[\s(])\(?([a-e])\)\s*$", re.I)
+_LETTER_PICK = re.compile(
+    r"\b(?:answer|option|choice|pick|it'?s|correct(?: one)?|so)(?:\s+is)?\W{0,3}"
+    r"\(?([a-e])\)?(?![\w(])"
+    r"|^\W*\(([a-e])\)\W*$",
+    re.I | re.M,
+)
+
+
+def _lettered_choice(ctx: Context, cands: list[Candidate]) -> None:
+    """Options labelled by letters ("(a) 1 year (b) 2 years (c) 3 years") and then a letter
+    picked after them ("Answer: (b)"): the picked option is the reply's answer, the others
+    are reported. No pick, or a letter no option has: nothing changes."""
+    labelled = {}
+    for c in cands:
+        m = _LETTERED.search(ctx.text[max(0, c.start - 6) : c.start])
+        if m:
+            labelled[m.group(1).lower()] = c
+    if len(labelled) < 2:
+        return
+    last = max(c.end for c in labelled.values())
+    picks = [m.group(1) or m.group(2) for m in _LETTER_PICK.finditer(ctx.text, last)]
+    if len({p.lower() for p in picks}) != 1 or picks[0].lower() not in labelled:
+        return
+    for letter, c in labelled.items():
+        c.stance = ASSERTED if letter == picks[0].lower() else REPORTED
+        c.group = None
 
 
 def make_context(
@@ -277,6 +339,8 @@ SAME_VALUE_DEVIATION = 0.005  # two readings of one value differ by rounding, no
 def same_value(a: Candidate, b: Candidate) -> bool:
     if isinstance(a.value, Quantity) and isinstance(b.value, Quantity):
         return a.value.deviation(b.value) <= SAME_VALUE_DEVIATION
+    if isinstance(a.value, frozenset) and isinstance(b.value, frozenset):
+        return a.value <= b.value or b.value <= a.value  # "Deepa" after "Deepa Venkataraman"
     return a.value == b.value
 
 
@@ -298,6 +362,46 @@ def corrected(ctx: Context, live: list[Candidate]) -> tuple[Candidate, Candidate
             if CORRECTION.search(between) or (guessed and later.stance == ASSERTED):
                 return earlier, later
     return None
+
+
+# Cues that put a new value in the place of the one before: unlike a re-check ("I re-added
+# the rows and ..."), what follows them is the reply's answer.
+REPLACEMENT = re.compile(
+    r"\b(?:i mean|actually|correction|or rather|make that|sorry|wait|scratch that|"
+    r"let me correct(?: that)?|on second thought)\b",
+    re.I,
+)
+_NAMED_VALUE = re.compile(r"\b[A-Z][\w.+#-]*(?:\s+\d+(?:\.\d+)*)?")
+
+
+def replaced(ctx: Context, said: list[tuple[int, int]]) -> str | None:
+    """The value a correction puts in place of the expected one when it is of another kind
+    than the candidates of the asked part ("PostgreSQL 16 — I mean MySQL 8": a product, not a
+    version of PostgreSQL): a replacement cue after the stated value whose own sentence names
+    something the question and answer do not, and never restates the value. None otherwise."""
+    for cue in REPLACEMENT.finditer(ctx.text):
+        if not any(end <= cue.start() for _, end in said):
+            continue
+        _, stop = sentence_bounds(ctx.text, cue.end())
+        if any(cue.end() <= start < stop for start, _ in said):
+            continue  # "... actually, it is indeed 38": the value restated
+        for m in _NAMED_VALUE.finditer(ctx.text, cue.end(), stop):
+            words = [w.lower() for w in re.findall(r"[A-Za-z]+", m.group(0))]
+            if words and not any(w in COMMON_CAPITALISED or w in ctx.asked for w in words):
+                return m.group(0)
+        denial = _DENIAL.match(ctx.text, cue.end(), stop)
+        if denial and _new_words(ctx, ctx.text[denial.end() : stop]):
+            return ctx.text[denial.end() : stop].strip()
+    return None
+
+
+# "Actually no, it was ...": the cue denies what came before, whatever follows it.
+_DENIAL = re.compile(r"[\s,:;—–-]*(?:no|nope|that's wrong|that is wrong|wrong)\b[\s,:;—–-]*", re.I)
+
+
+def _new_words(ctx: Context, text: str) -> bool:
+    words = [w for w in re.findall(r"[a-z][a-z-]{3,}", text.lower()) if w not in COMMON_CAPITALISED]
+    return any(w not in ctx.asked and stem(w) not in ctx.keys for w in words)
 
 
 def other_entity(ctx: Context, c: Candidate, question: str) -> bool:

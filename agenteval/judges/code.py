@@ -185,7 +185,10 @@ def correctness(turn: Turn, said: TranscriptTurn, item: SuiteItem | None = None)
     queried = _queried(said.tool_calls)
     marks: list[Mark] = []
     if gt is not None and gt.answer_unknown:
-        return grade_unknown(Question(question, None, True, queried), response)
+        # The documents go along so a hedged figure can be told from one they hold.
+        unknown = Question(question, None, True, queried, evidence_of(said),
+                           documents=documents_of(said, item))  # fmt: skip
+        return grade_unknown(unknown, response)
     if gt is not None and gt.expected_answer:
         asked = Question(question, gt.expected_answer, False, queried, evidence_of(said),
                          subjects_of(turn, item), documents_of(said, item))  # fmt: skip

@@ -14,11 +14,10 @@ Turns whose answer is not in the documents are graded by `judges.abstention`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from agenteval.findings import CODE_FINDINGS, finding_score
-from agenteval.judges import literals, sources
+from agenteval.judges import sources
 from agenteval.judges.answers import (
     ASKED,
     CORRECTION,
@@ -34,9 +33,19 @@ from agenteval.judges.answers import (
     hits,
     make_context,
     other_entity,
+    replaced,
     retracted,
 )
-from agenteval.judges.numbers import Quantity, precision_score, quantities
+from agenteval.judges.candidates import (
+    AMBIGUOUS_DATE,
+    Part,
+    literal_candidates,
+    literal_spans,
+    name_candidates,
+    parts_of,
+    quantity_candidates,
+)
+from agenteval.judges.numbers import Quantity, quantities
 from agenteval.judges.reading import (
     GENERIC,
     abstains,
@@ -85,205 +94,14 @@ class Question:
     documents: list[str] | None = None  # files the scenario indexed: where sources are checked
 
 
-# -- expected answers as parts -------------------------------------------------------------
-@dataclass
-class Part:
-    kind: str
-    key: object
-    text: str
-
-
-def parts_of(expected: str) -> list[Part]:
-    text = normalize(expected)
-    found: list[Part] = []
-    taken: list[tuple[int, int]] = []
-
-    def take(items: list[literals.Literal]) -> None:
-        for lit in items:
-            if not any(s < lit.end and lit.start < e for s, e in taken):
-                found.append(Part(lit.kind, lit.key, lit.text))
-                taken.append((lit.start, lit.end))
-
-    take(literals.dates(text))
-    clock = [t for t in literals.times(text) if not _overlaps(t, taken)]
-    if clock:
-        found.append(Part("time", tuple(t.key for t in clock), text))
-        taken += [(t.start, t.end) for t in clock]
-    take(literals.identifiers(text))
-    product = re.fullmatch(r"\s*([A-Z][A-Za-z]+)\s+(\d+(?:\.\d+)*)\s*", text)
-    if product:
-        return [Part("version", product.group(2), product.group(1))]
-    take(literals.versions(text))
-    take(literals.years(text, taken))
-    for q in quantities(text, taken):
-        found.append(Part("quantity", q, text[q.start : q.end]))
-        taken.append((q.start, q.end))
-    rest = _outside(text, taken).strip(" ,;-")
-    tokens = literals.name_tokens(rest) if rest else None
-    if tokens:
-        found.append(Part("name", tokens, rest))
-    elif rest and [w for w in re.findall(r"[a-z]+", rest.lower()) if w not in GENERIC]:
-        found.append(Part("text", rest, rest))
-    return found
-
-
-def _overlaps(lit: literals.Literal, taken: list[tuple[int, int]]) -> bool:
-    return any(s < lit.end and lit.start < e for s, e in taken)
-
-
-def _outside(text: str, taken: list[tuple[int, int]]) -> str:
-    keep = [c for i, c in enumerate(text) if not any(s <= i < e for s, e in taken)]
-    return re.sub(r"\s+", " ", "".join(keep))
-
-
-# -- candidates in the reply -----------------------------------------------------------------
-def _literal_spans(text: str) -> list[tuple[int, int]]:
-    return literals.spans(text)
-
-
-UP = re.compile(r"\b(?:grow|grew|grown|growth|rise|rose|risen|increase[sd]?|up(?!\s+to)|"
-                r"higher|gain(?:ed)?|climb(?:ed)?|jump(?:ed)?)\b", re.I)  # fmt: skip
-DOWN = re.compile(r"\b(?:fall|fell|fallen|decline[sd]?|decrease[sd]?|down|lower|drop(?:ped)?|"
-                  r"shrank|shrunk|contract(?:ed)?|lost|loss)\b", re.I)  # fmt: skip
-
-
-def _direction(text: str) -> int:
-    up, down = bool(UP.search(text)), bool(DOWN.search(text))
-    return 0 if up == down else (1 if up else -1)
-
-
-def _flipped(ctx: Context, q: Quantity, asked: int) -> bool:
-    """ "fell 17%" answers "by what percentage did it grow" with -17%."""
-    if not asked or q.kind != "percent" or q.low < 0:
-        return False
-    before = " ".join(re.findall(r"[\w']+", ctx.text[max(0, q.start - 40) : q.start])[-3:])
-    return _direction(before) == -asked
-
-
-# An arithmetic operator between figures: "16 weeks × 7 days", "60 + 52", "4 x 60".
-_OPERATOR = r"(?:[×*÷+]|\bx\b|\btimes\b)"
-
-
-def operand(text: str, start: int, end: int) -> bool:
-    """A figure that is a term of a calculation the reply shows, not a value it commits
-    to: an operator joins it to another figure. The result after "=" or "≈" is not one."""
-    after = re.match(rf"\s*{_OPERATOR}\s*[$€£]?\d", text[end : end + 12])
-    before = re.search(rf"\d[^\d=≈]{{0,16}}?{_OPERATOR}\s*$", text[max(0, start - 24) : start])
-    return bool(after or before)
-
-
-def _candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Candidate]:
-    text = ctx.text
-    expected = part.key
-    assert isinstance(expected, Quantity)
-    asked = _direction(ctx.question) if expected.low >= 0 else 0
-    found = []
-    for q in quantities(text, _literal_spans(text)):
-        if operand(text, q.start, q.end):
-            continue  # "4 × 60 = 240 minutes": the working, not the answer
-        if _flipped(ctx, q, asked):
-            q = Quantity(-q.high, -q.low, q.kind, (-q.raw[1], -q.raw[0]), q.start, q.end)
-        deviation = expected.deviation(q)
-        if deviation == float("inf"):
-            continue
-        c = Candidate("quantity", q.start, q.end, text[q.start : q.end], value=q)
-        c.matches = deviation <= AUTO_ZERO_DEVIATION + 1e-12
-        c.grade = precision_score(deviation)
-        c.note = f"{deviation:.1%} off"
-        if c.matches and expected.excluded_by(q):
-            c.matches, c.grade, c.note = False, SCORE_MIN, "a range that leaves the figure out"
-        elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
-            # 43.0% beside an expected 41.5% is not a rounding: it is the document's
-            # prior-year figure, another fact, hence a wrong answer.
-            c.matches, c.grade, c.note = False, SCORE_MIN, "another figure of the documents"
-        found.append(c)
-    return found
-
-
-def _another_fact(found: Quantity, expected: Quantity, evidence: list[Quantity]) -> bool:
-    return any(
-        e.deviation(found) == 0 and expected.deviation(e) > 0 and e.kind == found.kind
-        for e in evidence
-    )
-
-
-def _literal_candidates(part: Part, ctx: Context, product: str | None) -> list[Candidate]:
-    text = ctx.text
-    readers: dict[str, Callable[[], list[literals.Literal]]] = {
-        "date": lambda: literals.dates(text),
-        "id": lambda: [i for i in literals.identifiers(text) if _same_family(i.key, part.key)],
-        "version": lambda: literals.versions(text, product),
-        "year": lambda: literals.years(text, _literal_spans(text)),
-        "time": lambda: literals.times(text),
-    }
-    found = []
-    for lit in readers[part.kind]():
-        c = Candidate(part.kind, lit.start, lit.end, lit.text, value=lit.key)
-        if part.kind == "date":
-            c.matches, c.grade = _date_match(part.key, lit.key)
-        elif part.kind == "time":
-            c.matches = lit.key in part.key  # type: ignore[operator]
-            c.grade = SCORE_MAX
-        else:
-            c.matches = str(lit.key).lower() == str(part.key).lower()
-            c.grade = SCORE_MAX
-        found.append(c)
-    return found
-
-
-def _same_family(found: object, expected: object) -> bool:
-    """INC-2303 competes with INC-2304, section 8 with section 11, Q3 with Q4."""
-    a, b = str(found).lower(), str(expected).lower()
-    return re.sub(r"[\d.]+.*$", "", a) == re.sub(r"[\d.]+.*$", "", b)
-
-
-def _date_match(expected: object, found: object) -> tuple[bool, float]:
-    assert isinstance(expected, tuple) and isinstance(found, tuple)
-    ey, em, ed = expected
-    fy, fm, fd = found
-    if em != fm or (ed is not None and fd is not None and ed != fd):
-        return False, 0.0
-    if ey is not None and fy is not None and ey != fy:
-        return False, 0.0
-    if ed is not None and fd is None:
-        return False, 0.0
-    return True, (MINOR_SCORE if ey is not None and fy is None else SCORE_MAX)
-
-
-ROLE_WORDS = frozenset(
-    """officer chief director manager lead president engineer foundation office team
-    department group partner committee board council company studio finance operations
-    people support security service services university institute""".split()
-)
-
-
-def _name_candidates(part: Part, ctx: Context) -> list[Candidate]:
-    expected = set(part.key)  # type: ignore[call-overload]
-    found = []
-    for lit in literals.names(ctx.text, ctx.asked - expected):
-        tokens = set(lit.key)  # type: ignore[call-overload]
-        if tokens & ROLE_WORDS and not tokens & expected:
-            continue  # a title or an organisation beside a person is not a rival person
-        c = Candidate("name", lit.start, lit.end, lit.text, value=frozenset(tokens))
-        if expected <= tokens:
-            c.matches, c.grade = True, SCORE_MAX
-        elif tokens & expected:
-            if tokens <= expected:
-                c.matches, c.grade, c.note = True, MINOR_SCORE, "part of the name"
-            else:
-                c.note = "a different name sharing a part of the expected one"
-        elif len(expected) > 1 and len(tokens) < 2:
-            continue  # a lone capitalised word is not a rival to a full name
-        found.append(c)
-    return found
-
-
 # -- deciding --------------------------------------------------------------------------------
 def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = None) -> Result:
     live = [c for c in cands if c.stance not in (NEGATED, REPORTED)]
     matches = [c for c in live if c.matches and c.level in (ASKED, WEAK)]
     conflicts = [c for c in live if not c.matches and c.level == ASKED]
     conflicts += [c for c in live if not c.matches and c.note.startswith("a different name")]
+    if any(c.note == AMBIGUOUS_DATE for c in live) and not any(c.matches for c in live):
+        return Result(None, f"a numeric date that reads as {what} only one way round")
     changed = corrected(ctx, live)
     if changed is not None:
         first, then = changed
@@ -350,7 +168,7 @@ def another_line(ctx: Context, c: Candidate, part: Part | None) -> bool:
     assert isinstance(key, Quantity)
 
     def holds(line: str) -> bool:
-        return any(key.deviation(x) == 0 for x in quantities(line, _literal_spans(line)))
+        return any(key.deviation(x) == 0 for x in quantities(line, literal_spans(line)))
 
     home = [line for line in ctx.lines if holds(line)]
     if not home or any(novel & set(re.findall(r"[a-z][\w-]{3,}", h)) for h in home):
@@ -404,14 +222,35 @@ def _text_part(part: Part, ctx: Context) -> Result:
 
 def grade_part(part: Part, ctx: Context, evidence: list[Quantity]) -> Result:
     if part.kind == "text":
-        return _text_part(part, ctx)
+        return _replaced(part, ctx, _text_part(part, ctx), _text_spans(part, ctx))
     if part.kind == "name":
-        cands = _name_candidates(part, ctx)
+        cands = name_candidates(part, ctx)
     elif part.kind == "quantity":
-        cands = _candidates(part, ctx, evidence)
+        cands = quantity_candidates(part, ctx, evidence)
     else:
-        cands = _literal_candidates(part, ctx, part.text if part.kind == "version" else None)
-    return decide(ctx, annotate(ctx, cands), repr(part.text), part)
+        cands = literal_candidates(part, ctx, part.text if part.kind == "version" else None)
+    result = decide(ctx, annotate(ctx, cands), repr(part.text), part)
+    if part.kind == "quantity":
+        return result  # a quantity corrected to another one is `corrected` in `decide`
+    return _replaced(part, ctx, result, [(c.start, c.end) for c in cands if c.matches])
+
+
+def _replaced(part: Part, ctx: Context, result: Result, said: list[tuple[int, int]]) -> Result:
+    """A stated name, version or text answer that a correction replaces with a value of
+    another kind fails as a corrected answer (`answers.replaced`)."""
+    if result.score is None or result.score <= SCORE_MIN:
+        return result
+    other = replaced(ctx, said)
+    if other is None:
+        return result
+    return finding("corrected", f"states {part.text!r}, then corrects it to {other!r}")
+
+
+def _text_spans(part: Part, ctx: Context) -> list[tuple[int, int]]:
+    words = [w for w in re.findall(r"[a-z]{3,}", str(part.key).lower()) if w not in GENERIC]
+    lowered = ctx.text.lower()
+    found = [m for w in words if (m := re.search(rf"\b{re.escape(w)}", lowered))]
+    return [(m.start(), m.end()) for m in found]
 
 
 def context_for(reply: str, q: Question) -> Context:
@@ -429,7 +268,7 @@ def grade_answer(q: Question, reply: str) -> Result:
     assert q.expected is not None
     ctx = context_for(reply, q)
     seen = normalize(q.evidence)
-    evidence = quantities(seen, _literal_spans(seen)) if seen else []
+    evidence = quantities(seen, literal_spans(seen)) if seen else []
     results = [grade_part(p, ctx, evidence) for p in parts_of(q.expected)]
     if not results:
         return Result(None, f"cannot read the expected answer {q.expected!r}")
@@ -490,7 +329,7 @@ def holds_value(expected: str, text: str) -> bool:
         if part.kind == "quantity":
             assert isinstance(part.key, Quantity)
             key = part.key
-            found = quantities(seen, _literal_spans(seen))
+            found = quantities(seen, literal_spans(seen))
             if not any(key.deviation(x) <= AUTO_ZERO_DEVIATION for x in found):
                 return False
         elif not all(w in lowered for w in re.findall(r"[a-z0-9]{2,}", part.text.lower())):

@@ -30,7 +30,13 @@ DATE_PATTERNS = (
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.I),
     re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b"),
     re.compile(rf"\b{_MONTH}\s+{_YEAR}\b", re.I),
+    re.compile(r"\b(?P<year>(?:19|20)\d{2})([/.])(?P<month>[01]?\d)\2(?P<day>[0-3]?\d)\b"),
 )
+# "11/07/2026", "7.11.2026": which number is the month the numbers say (one above 12) or the
+# words beside it do ("US format", "day first"); otherwise the date is ambiguous.
+NUMERIC_DATE = re.compile(r"\b(?P<a>[0-3]?\d)([/.])(?P<b>[0-3]?\d)\2(?P<year>(?:19|20)\d{2})\b")
+_MONTH_FIRST = re.compile(r"\b(?:US|U\.S\.|American|month[- ]first|MM/DD)\b", re.I)
+_DAY_FIRST = re.compile(r"\b(?:UK|EU|European|British|day[- ]first|DD/MM)\b", re.I)
 TIME = re.compile(
     r"\b(?P<h>[0-2]?\d)(?::(?P<m>[0-5]\d))?\s?(?P<ampm>a\.?m\.?|p\.?m\.?)(?![a-z])"
     r"|\b(?P<h24>[0-2]?\d):(?P<m24>[0-5]\d)\b|\b(?P<word>noon|midnight)\b",
@@ -58,6 +64,7 @@ class Literal:
     start: int
     end: int
     text: str
+    other: object = None  # a numeric date's other reading, when nothing says which it is
 
 
 def dates(text: str) -> list[Literal]:
@@ -74,7 +81,25 @@ def dates(text: str) -> list[Literal]:
             if day is not None and not 1 <= day <= 31:
                 continue
             found.append(Literal("date", (year, number, day), m.start(), m.end(), m.group(0)))
+    for m in NUMERIC_DATE.finditer(text):
+        if not any(f.start < m.end() and m.start() < f.end for f in found):
+            found += _numeric_date(m, text)
     return sorted(found, key=lambda f: f.start)
+
+
+def _numeric_date(m: re.Match[str], text: str) -> list[Literal]:
+    a, b, year = int(m["a"]), int(m["b"]), int(m["year"])
+    around = text[max(0, m.start() - 24) : m.end() + 24]
+    if a > 12 or (b <= 12 and _DAY_FIRST.search(around) and not _MONTH_FIRST.search(around)):
+        day, month, other = a, b, None
+    elif b > 12 or _MONTH_FIRST.search(around):
+        day, month, other = b, a, None
+    else:
+        day, month, other = b, a, (year, b, a)
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return []
+    other = None if other == (year, month, day) else other
+    return [Literal("date", (year, month, day), m.start(), m.end(), m.group(0), other)]
 
 
 def times(text: str) -> list[Literal]:

@@ -52,6 +52,27 @@ UNITS = {
     "watt-hours": "watt_hour", "w": "watt", "kw": "kilowatt", "watt": "watt",
     "watts": "watt", "mph": "mile/hour", "km/h": "kilometer/hour", "kph": "kilometer/hour",
 }  # fmt: skip
+# The same units as other languages write them (German, French, Spanish, Italian, Dutch): a
+# reply may answer in the user's language around the document's figure.
+UNITS.update({
+    "tage": "day", "tagen": "day", "jour": "day", "jours": "day",
+    "día": "day", "días": "day", "dia": "day", "dias": "day", "giorno": "day",
+    "giorni": "day", "dag": "day", "dagen": "day", "nuit": "day", "nuits": "day",
+    "noche": "day", "noches": "day", "nacht": "day", "woche": "week", "wochen": "week",
+    "semaine": "week", "semaines": "week", "semana": "week", "semanas": "week",
+    "settimana": "week", "settimane": "week", "weken": "week", "monat": "month",
+    "monate": "month", "monaten": "month", "mois": "month", "mes": "month",
+    "meses": "month", "mese": "month", "mesi": "month", "maand": "month",
+    "maanden": "month", "jahr": "year", "jahre": "year", "jahren": "year",
+    "ans": "year", "année": "year", "années": "year", "año": "year", "años": "year",
+    "anno": "year", "anni": "year", "jaar": "year", "stunde": "hour", "stunden": "hour",
+    "heure": "hour", "heures": "hour", "hora": "hour", "horas": "hour", "ore": "hour",
+    "uur": "hour", "minuten": "minute", "minuto": "minute", "minutos": "minute",
+    "minuti": "minute", "sekunde": "second", "sekunden": "second", "seconde": "second",
+    "secondes": "second", "segundo": "second", "segundos": "second", "secondi": "second",
+    "milla": "mile", "millas": "mile", "meile": "mile", "meilen": "mile",
+    "kilogramm": "kilogram", "kilogramme": "kilogram", "kilogrammes": "kilogram",
+})  # fmt: skip
 # A number right after one of these words labels something; it is not an amount.
 LABELS = (
     r"section|sections|sec\.|§|item|items|step|appendix|chapter|article|clause|tier|version|"
@@ -66,8 +87,12 @@ QUANTITY = re.compile(
     re.I,
 )
 _LABELLED = re.compile(rf"(?:\b(?:{LABELS})|[§#])\s*$", re.I)
-_UNIT_WORDS = re.compile(r"\s?(?P<unit>[A-Za-z°/][A-Za-z/-]*)(?:\s+(?P<unit2>[A-Za-z]+))?")
-_PER = re.compile(r"\s*(?:(?:per|a|an|each|every)\s+|/\s*)(?P<den>[A-Za-z]+)", re.I)
+_UNIT_WORDS = re.compile(
+    r"\s?(?P<unit>[A-Za-z\u00c0-\u024f°/][A-Za-z\u00c0-\u024f/-]*)"
+    r"(?:\s+(?P<unit2>[A-Za-z\u00c0-\u024f]+))?"
+)
+_PER = re.compile(r"\s*(?:(?:per|a|an|each|every|par|pro|por|je|al)\s+|/\s*)"
+                  r"(?P<den>[A-Za-z\u00c0-\u024f]+)", re.I)  # fmt: skip
 _RANGE_GAP = re.compile(r"^\s*(?:-|–|—|to)\s*$", re.I)
 _AND_GAP = re.compile(r"^\s*(?:,\s*)?(?:and\s+)?$", re.I)
 _YEARLIKE = re.compile(r"^(?:19|20)\d{2}$")
@@ -112,7 +137,13 @@ class Quantity:
         if pair is None:
             return math.inf
         mine, theirs = pair
-        return max(_point_deviation(*mine, v) for v in theirs)
+        found = max(_point_deviation(*mine, v) for v in theirs)
+        if self.kind == "percent" and other.kind == "plain" and 0 < abs(other.raw[1]) < 1:
+            # "0.04 of base salary" is 4%: a bare fraction read as the share it writes. A
+            # figure that says "percent" keeps its own reading ("0.17 percent" is not 17%).
+            share = max(_point_deviation(*mine, 100 * v) for v in other.raw)
+            found = min(found, share)
+        return found
 
     def excluded_by(self, other: Quantity) -> bool:
         """`other` is a range ("24 to 26 kg") that leaves out every value of this (expected)

@@ -27,6 +27,8 @@ _QUARTER_WORD = re.compile(r"\b(first|second|third|fourth)[\s-]+quarter\b", re.I
 _HALF = re.compile(r"\b(1st|2nd|first|second)[\s-]+half\b", re.I)
 _FISCAL = re.compile(r"\bfiscal(?:\s+year)?\s+(\d{4})\b", re.I)
 _FY = re.compile(r"\bFY\s?(\d{2,4})\b", re.I)
+# Footnote marks ("[^1]", "[^note]:", "¹", "†") point at a note; they are no figure.
+_FOOTNOTE_MARK = re.compile(r"\[\^[^\]\s]{1,12}\]:?|[¹²³⁴⁵⁶⁷⁸⁹†‡]")
 _DASHES = str.maketrans({"\u2212": "-", "\u2011": "-", "\u00a0": " ", "\u202f": " "})
 
 
@@ -41,6 +43,8 @@ _IDIOMS = (
     (re.compile(r"\b(?:an|one) (hour|day|week|month|year) and a half\b", re.I), r"1.5 \1s"),
     (re.compile(r"\bhalf an? (hour|day)\b", re.I), r"0.5 \1"),
     (re.compile(r"\ba dozen\b", re.I), "12"),
+    (re.compile(r"\bhalf an? (thousand|million|billion)\b", re.I), r"0.5 \1"),
+    (re.compile(r"\ba quarter of an? (thousand|million|billion)\b", re.I), r"0.25 \1"),
     (re.compile(r"\btwice\b", re.I), "2 times"),
 )
 
@@ -70,7 +74,8 @@ def normalize(text: str) -> str:
     words, one spelling of periods. Offsets refer to this text, never to the original.
     Remembered: every turn's grading reads its question's documents through here again, and
     a climb or a repeated judging reads the same replies again."""
-    text = _digits(written.rewrite(layout.flatten(text)).translate(_DASHES))
+    text = _FOOTNOTE_MARK.sub(" ", layout.flatten(text))
+    text = _digits(written.rewrite(text).translate(_DASHES))
     text = _ORDINAL_PERIOD.sub(lambda m: f"Q{m.group(1)[0]}", text)
     text = _QUARTER_WORD.sub(lambda m: _quarter_word(m.group(1)), text)
     text = _HALF.sub(lambda m: "H1" if m.group(1).lower() in ("1st", "first") else "H2", text)
@@ -220,18 +225,23 @@ def asked_marks(*texts: str) -> set[str]:
 ABSTAIN = re.compile(
     r"\b(?:does|do|did|is|are|was|were|has|have|can|could)(?:\s+not|n't)\s+(?:seem\s+to\s+)?"
     r"(?:say|state|mention|specify|give|list|provide|include|cover|address|report|contain|"
-    r"disclose|show|record|appear|exist|know|find|locate|see|tell|break|define|name)\b"
+    r"disclose|show|record|appear|exist|know|find|locate|see|tell|break|define|name|discuss|"
+    r"detail|quote|reveal|publish|(?:get|go|goes)\s+into|talk\s+about|touch\s+on|deal\s+with)\b"
     r"|\b(?:cannot|can't|couldn't|could\s+not|unable\s+to|not\s+able\s+to)\s+(?:find|locate|"
     r"see|tell|say|determine|confirm|give|provide|open|access|read|index)\b"
     r"|\b(?:isn't|is\s+not|aren't|are\s+not|wasn't|was\s+not|weren't|were\s+not)\s+"
     r"(?:given|stated|mentioned|specified|listed|provided|included|covered|reported|"
     r"available|disclosed|addressed|recorded|shown|documented|in\b|part\s+of|found|"
     r"something)\b"
-    r"|\bno\s+(?:[\w-]+\s+){0,2}(?:mention|information|figure|number|data|record|details?|"
+    r"|\bno\s+(?:[\w-]+\s+){0,2}(?:mention|information|info|figure|number|data|record|details?|"
     r"amount|value|count|breakdown|reference|indication|headcount|trace)\b"
     r"|\bno\s+(?:[\w-]+\s+){0,2}(?:is\s+|are\s+)?(?:listed|given|stated|mentioned|recorded|"
     r"reported|provided)\b"
-    r"|\bnothing\s+(?:about|on|regarding)\b|\bsilent\s+on\b|\bmakes\s+no\s+mention\b"
+    r"|\bnothing\s+(?:about|on|regarding)\b|\bsilent\s+(?:on|about)\b|\bmakes\s+no\s+mention\b"
+    r"|\bnot\s+(?:covered|stated|given|mentioned|specified|listed|addressed|documented)\s+"
+    r"(?:anywhere|in\b|by\b)|\bnot\s+something\s+(?:the|this|that)\b"
+    r"|\bnever\s+(?:mentions?|gives?|states?|says|lists?|covers?|talks\s+about)\b"
+    r"|\bno\s+word\s+(?:on|about|of)\b|\bleaves?\s+(?:that|this|it)\s+out\b|\bmum\s+on\b"
     r"|\bnot\s+in\s+the\b|\bnowhere\b|\bnot\s+found\b|\bno\s+such\b|\bis\s+empty\b"
     r"|\bhas\s+no\s+(?:text|content)\b|\bnothing\s+to\s+report\b"
     r"|\bi\s+(?:don't|do\s+not)\s+(?:know|have)\b"

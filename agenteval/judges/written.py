@@ -4,7 +4,8 @@
 space, a no-break or narrow no-break space, an apostrophe or a dot, or the decimal mark is a
 comma. Babel parses each with the number symbols of a locale that writes it so (CLDR data),
 and the figure is written back as "12,300" / "41.5"; currency codes before or after a figure
-become its symbol ("USD 12,300" -> "$12,300"). A grouping that could be something else is
+become its symbol ("USD 12,300" -> "$12,300"), and a symbol written after a figure
+("1 200 $") goes before it. A grouping that could be something else is
 read only where the text says it is one figure: a plain space or a dot groups digits only
 next to a currency or a unit ("between 2 300 and" stays as it is), a comma is a decimal mark
 only before a percent sign, a currency or a unit. The quantity reader (`judges.numbers`)
@@ -23,7 +24,7 @@ _CODE = r"(?:USD|US\$|EUR|GBP)"
 _SYMBOL = r"[$€£]"
 # Words after a figure that make a grouped number one amount (units, currencies).
 _AFTER_AMOUNT = (
-    rf"(?:{_CODE}\b|%|per\s?cent\b|dollars?\b|euros?\b|pounds?\b|kg\b|g\b|km\b|m\b|mi\b|"
+    rf"(?:{_CODE}\b|{_SYMBOL}(?!\s?\d)|%|per\s?cent\b|dollars?\b|euros?\b|pounds?\b|kg\b|g\b|km\b|m\b|mi\b|"
     r"miles?\b|lbs?\b|t\b|tonnes?\b|kwh\b|wh\b|requests?\b|units?\b)"
 )
 _SPACES = " \u00a0\u202f"
@@ -86,8 +87,10 @@ def _grouped(m: re.Match[str], text: str) -> str:
     if sep == "." and "," not in written and written.count(".") == 1:
         # "86.500" is 86,500 in Germany and 86.5 in England: only a currency code or a
         # euro sign beside it says which.
+        # A symbol after the figure ("2.690 $") is the continental way, grouping included.
         around = text[max(0, m.start() - 5) : m.end() + 5]
-        if not re.search(rf"{_CODE}|€", around):
+        after = re.match(rf"\s?{_SYMBOL}", text[m.end() : m.end() + 2])
+        if not re.search(rf"{_CODE}|€", around) and not after:
             return written
     value = parse(written, _LOCALE_OF[sep])
     return written if value is None else _english(value)
@@ -100,7 +103,15 @@ def rewrite(text: str) -> str:
     text = _GROUPED.sub(lambda m: _grouped(m, text), text)
     text = _DECIMAL_COMMA.sub(lambda m: _decimal_comma(m.group("num")), text)
     text = _BEFORE_CODE.sub(lambda m: CODES[m.group(0).strip()], text)
+    text = _SYMBOL_AFTER.sub(lambda m: m.group("sym") + m.group("num"), text)
     return _AFTER_CODE.sub("", _move_codes(text))
+
+
+# "1,200 $", "0.62 €": the symbol after the figure, as French or Spanish write it, moved
+# before it; a symbol that starts another figure ("5 $10 notes") is left alone.
+_SYMBOL_AFTER = re.compile(
+    rf"(?<![\d.,$€£])(?P<num>\d[\d,]*(?:\.\d+)?)\s?(?P<sym>{_SYMBOL})(?!\s?\d)"
+)
 
 
 def _decimal_comma(written: str) -> str:

@@ -1,0 +1,225 @@
+"""The values a reply offers for each part of the expected answer, before any decision.
+
+`parts_of` cuts an expected answer into the parts graded apart (a date, a time, an
+identifier, a version, a year, quantities, a name, free text); the readers below find the
+reply's candidates of each part's kind with how well each matches: quantities through the
+precision table (a figure of the documents that is another fact, or a range that leaves the
+expected value out, never matches), the exact literals, and names as sets of tokens. What a
+reply commits to among them is decided in `judges.correctness`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agenteval.judges import literals
+from agenteval.judges.answers import Candidate, Context
+from agenteval.judges.numbers import Quantity, precision_score, quantities
+from agenteval.judges.reading import GENERIC, normalize
+from agenteval.scoring import AUTO_ZERO_DEVIATION, MINOR_SCORE, SCORE_MAX, SCORE_MIN
+
+
+@dataclass
+class Part:
+    kind: str
+    key: object
+    text: str
+
+
+def parts_of(expected: str) -> list[Part]:
+    text = normalize(expected)
+    found: list[Part] = []
+    taken: list[tuple[int, int]] = []
+
+    def take(items: list[literals.Literal]) -> None:
+        for lit in items:
+            if not any(s < lit.end and lit.start < e for s, e in taken):
+                found.append(Part(lit.kind, lit.key, lit.text))
+                taken.append((lit.start, lit.end))
+
+    take(literals.dates(text))
+    clock = [t for t in literals.times(text) if not _overlaps(t, taken)]
+    if clock:
+        found.append(Part("time", tuple(t.key for t in clock), text))
+        taken += [(t.start, t.end) for t in clock]
+    take(literals.identifiers(text))
+    product = re.fullmatch(r"\s*([A-Z][A-Za-z]+)\s+(\d+(?:\.\d+)*)\s*", text)
+    if product and product.group(1).lower() not in literals.MONTHS:  # "January 2004" is a date
+        return [Part("version", product.group(2), product.group(1))]
+    take(literals.versions(text))
+    take(literals.years(text, taken))
+    for q in quantities(text, taken):
+        found.append(Part("quantity", q, text[q.start : q.end]))
+        taken.append((q.start, q.end))
+    rest = _outside(text, taken).strip(" ,;-")
+    tokens = literals.name_tokens(rest) if rest else None
+    if tokens:
+        found.append(Part("name", tokens, rest))
+    elif rest and [w for w in re.findall(r"[a-z]+", rest.lower()) if w not in GENERIC]:
+        found.append(Part("text", rest, rest))
+    return found
+
+
+def _overlaps(lit: literals.Literal, taken: list[tuple[int, int]]) -> bool:
+    return any(s < lit.end and lit.start < e for s, e in taken)
+
+
+def _outside(text: str, taken: list[tuple[int, int]]) -> str:
+    keep = [c for i, c in enumerate(text) if not any(s <= i < e for s, e in taken)]
+    return re.sub(r"\s+", " ", "".join(keep))
+
+
+# -- candidates in the reply -----------------------------------------------------------------
+def literal_spans(text: str) -> list[tuple[int, int]]:
+    return literals.spans(text)
+
+
+UP = re.compile(r"\b(?:grow|grew|grown|growth|rise|rose|risen|increase[sd]?|up(?!\s+to)|"
+                r"higher|gain(?:ed)?|climb(?:ed)?|jump(?:ed)?)\b", re.I)  # fmt: skip
+DOWN = re.compile(r"\b(?:fall|fell|fallen|decline[sd]?|decrease[sd]?|down|lower|drop(?:ped)?|"
+                  r"shrank|shrunk|contract(?:ed)?|lost|loss)\b", re.I)  # fmt: skip
+
+
+def _direction(text: str) -> int:
+    up, down = bool(UP.search(text)), bool(DOWN.search(text))
+    return 0 if up == down else (1 if up else -1)
+
+
+def _flipped(ctx: Context, q: Quantity, asked: int) -> bool:
+    """ "fell 17%" answers "by what percentage did it grow" with -17%."""
+    if not asked or q.kind != "percent" or q.low < 0:
+        return False
+    before = " ".join(re.findall(r"[\w']+", ctx.text[max(0, q.start - 40) : q.start])[-3:])
+    return _direction(before) == -asked
+
+
+# An arithmetic operator between figures: "16 weeks × 7 days", "60 + 52", "4 x 60".
+_OPERATOR = r"(?:[×*÷+]|\bx\b|\btimes\b)"
+
+
+def operand(text: str, start: int, end: int) -> bool:
+    """A figure that is a term of a calculation the reply shows, not a value it commits
+    to: an operator joins it to another figure. The result after "=" or "≈" is not one."""
+    after = re.match(rf"\s*{_OPERATOR}\s*[$€£]?\d", text[end : end + 12])
+    before = re.search(rf"\d[^\d=≈]{{0,16}}?{_OPERATOR}\s*$", text[max(0, start - 24) : start])
+    # "60 + 52": the sign read with the figure is the operator after another figure.
+    signed = re.match(r"[-+]\s", text[start:end]) and re.search(r"\d\s*$", text[:start])
+    return bool(after or before or signed)
+
+
+def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Candidate]:
+    text = ctx.text
+    expected = part.key
+    assert isinstance(expected, Quantity)
+    asked = _direction(ctx.question) if expected.low >= 0 else 0
+    found = []
+    question = normalize(ctx.question)
+    given = quantities(question, literal_spans(question))
+    for q in quantities(text, literal_spans(text)):
+        if operand(text, q.start, q.end):
+            continue  # "4 × 60 = 240 minutes": the working, not the answer
+        if _flipped(ctx, q, asked):
+            q = Quantity(-q.high, -q.low, q.kind, (-q.raw[1], -q.raw[0]), q.start, q.end)
+        deviation = expected.deviation(q)
+        if deviation > 0 and any(g.kind == q.kind and g.deviation(q) == 0 for g in given):
+            continue  # "in their first 2 years" echoes the question: its terms, no answer
+        if deviation == float("inf"):
+            continue
+        c = Candidate("quantity", q.start, q.end, text[q.start : q.end], value=q)
+        c.matches = deviation <= AUTO_ZERO_DEVIATION + 1e-12
+        c.grade = precision_score(deviation)
+        c.note = f"{deviation:.1%} off"
+        if c.matches and expected.excluded_by(q):
+            c.matches, c.grade, c.note = False, SCORE_MIN, "a range that leaves the figure out"
+        elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
+            # 43.0% beside an expected 41.5% is not a rounding: it is the document's
+            # prior-year figure, another fact, hence a wrong answer.
+            c.matches, c.grade, c.note = False, SCORE_MIN, "another figure of the documents"
+        found.append(c)
+    return found
+
+
+def _another_fact(found: Quantity, expected: Quantity, evidence: list[Quantity]) -> bool:
+    return any(
+        e.deviation(found) == 0 and expected.deviation(e) > 0 and e.kind == found.kind
+        for e in evidence
+    )
+
+
+# A numeric date whose day and month could be either way round, one way right: not settled.
+AMBIGUOUS_DATE = "day and month could be read either way"
+
+
+def literal_candidates(part: Part, ctx: Context, product: str | None) -> list[Candidate]:
+    text = ctx.text
+    readers: dict[str, Callable[[], list[literals.Literal]]] = {
+        "date": lambda: literals.dates(text),
+        "id": lambda: [i for i in literals.identifiers(text) if _same_family(i.key, part.key)],
+        "version": lambda: literals.versions(text, product),
+        "year": lambda: literals.years(text, literal_spans(text)),
+        "time": lambda: literals.times(text),
+    }
+    found = []
+    for lit in readers[part.kind]():
+        c = Candidate(part.kind, lit.start, lit.end, lit.text, value=lit.key)
+        if part.kind == "date":
+            c.matches, c.grade = _date_match(part.key, lit.key)
+            if lit.other is not None and _date_match(part.key, lit.other)[0] != c.matches:
+                c.matches, c.note = False, AMBIGUOUS_DATE
+        elif part.kind == "time":
+            c.matches = lit.key in part.key  # type: ignore[operator]
+            c.grade = SCORE_MAX
+        else:
+            c.matches = str(lit.key).lower() == str(part.key).lower()
+            c.grade = SCORE_MAX
+        found.append(c)
+    return found
+
+
+def _same_family(found: object, expected: object) -> bool:
+    """INC-2303 competes with INC-2304, section 8 with section 11, Q3 with Q4."""
+    a, b = str(found).lower(), str(expected).lower()
+    return re.sub(r"[\d.]+.*$", "", a) == re.sub(r"[\d.]+.*$", "", b)
+
+
+def _date_match(expected: object, found: object) -> tuple[bool, float]:
+    assert isinstance(expected, tuple) and isinstance(found, tuple)
+    ey, em, ed = expected
+    fy, fm, fd = found
+    if em != fm or (ed is not None and fd is not None and ed != fd):
+        return False, 0.0
+    if ey is not None and fy is not None and ey != fy:
+        return False, 0.0
+    if ed is not None and fd is None:
+        return False, 0.0
+    return True, (MINOR_SCORE if ey is not None and fy is None else SCORE_MAX)
+
+
+ROLE_WORDS = frozenset(
+    """officer chief director manager lead president engineer foundation office team
+    department group partner committee board council company studio finance operations
+    people support security service services university institute""".split()
+)
+
+
+def name_candidates(part: Part, ctx: Context) -> list[Candidate]:
+    expected = set(part.key)  # type: ignore[call-overload]
+    found = []
+    for lit in literals.names(ctx.text, ctx.asked - expected):
+        tokens = set(lit.key)  # type: ignore[call-overload]
+        if tokens & ROLE_WORDS and not tokens & expected:
+            continue  # a title or an organisation beside a person is not a rival person
+        c = Candidate("name", lit.start, lit.end, lit.text, value=frozenset(tokens))
+        if expected <= tokens:
+            c.matches, c.grade = True, SCORE_MAX
+        elif tokens & expected:
+            if tokens <= expected:
+                c.matches, c.grade, c.note = True, MINOR_SCORE, "part of the name"
+            else:
+                c.note = "a different name sharing a part of the expected one"
+        elif len(expected) > 1 and len(tokens) < 2:
+            continue  # a lone capitalised word is not a rival to a full name
+        found.append(c)
+    return found
