@@ -124,7 +124,7 @@ class TaskJudge:
         points = ""
         field = ""
         if task.kind == "question":
-            listed = "\n".join(f"{i + 1}. {p}" for i, p in enumerate(task.must_establish))
+            listed = "\n".join(f"{i + 1}. {p}" for i, p in enumerate(task.points))
             points = (
                 "This is a question. Also decide, for each numbered point below, whether the "
                 "final answer establishes it (in any wording; a point the answer contradicts, "
