@@ -154,12 +154,21 @@ def headline_tags(record: Mapping[str, Any]) -> dict[str, str]:
     return {key: str(value) for key, value in tags.items() if value is not None}
 
 
-def unit_commit_tags(commits: list[str]) -> dict[str, str]:
-    """`units.span_commits` (true when the scorecard's units ran on several commits, e.g. a
-    `--resume` after a commit) and `units.commits` (each, short, in the order they ran)."""
-    tags = {"units.span_commits": "true" if spans_commits(commits) else "false"}
+def unit_commit_tags(
+    commits: list[str], code: Mapping[str, Mapping[str, str]] | None = None
+) -> dict[str, str]:
+    """`units.span_commits` (true when the scorecard's units ran on several commits or
+    content stamps, e.g. a `--resume` after a commit), `units.commits` (each, short, in the
+    order they ran), and for units stamped by content `units.code_stamps` and `units.code`
+    (stamp -> files, JSON: what `ci-verify` asks git about)."""
+    code = code or {}
+    spans = spans_commits([*commits, *code])
+    tags = {"units.span_commits": "true" if spans else "false"}
     if commits:
         tags["units.commits"] = ",".join(c[:SHORT] for c in commits)
+    if code:
+        tags["units.code_stamps"] = ",".join(code)
+        tags["units.code"] = json.dumps(code, sort_keys=True, separators=(",", ":"))
     return tags
 
 
