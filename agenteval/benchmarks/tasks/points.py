@@ -171,12 +171,16 @@ def read_point(reader: _Reader, point: Point) -> PointReading:
 
 
 def read_answer(points: list[Point], answer: str | None, question: str) -> list[PointReading]:
-    """Code's verdict on every point of a question task's answer, in order."""
+    """Code's verdict on every point of a question task's answer, in order (a point with
+    no facts is the judge's, whatever the answer)."""
     text = (answer or "").strip()
+    verdict = None
     if not text:
-        return [PointReading(False, "no answer") for _ in points]
-    if TO_THE_GRADER.search(text):
-        why = "the answer addresses its grader instead of answering"
-        return [PointReading(False, why) for _ in points]
-    reader = _Reader(text, question)
-    return [read_point(reader, p) for p in points]
+        verdict = PointReading(False, "no answer")
+    elif TO_THE_GRADER.search(text):
+        verdict = PointReading(False, "the answer addresses its grader instead of answering")
+    if verdict is None:
+        reader = _Reader(text, question)
+        return [read_point(reader, p) for p in points]
+    unread = PointReading(None, "no facts code can check: a judge reads this point")
+    return [verdict if p.facts else unread for p in points]

@@ -28,9 +28,7 @@ from agenteval.stats import wilson_interval
 DIGITS = 4
 
 
-def _question_result(
-    task: Task, answer: str | None, grade: TaskGrade | None
-) -> tuple[str, list[str]]:
+def points_result(task: Task, answer: str | None, grade: TaskGrade | None) -> tuple[str, list[str]]:
     """Code settles every point it can read (`points`); a judge, when one graded, only the
     points code left open: it adds to what code settled, never overturns it."""
     readings = read_answer(task.must_establish, answer, task.prompt)
@@ -67,7 +65,7 @@ def task_result(task: Task, attempt: TaskAttempt, grade: TaskGrade | None) -> Ta
         result = Status.PASS if reading.checks_ok else Status.FAIL
         reasons += reading.failed_checks
     else:
-        result, why = _question_result(task, attempt.final_answer, grade)
+        result, why = points_result(task, attempt.final_answer, grade)
         reasons += why
     if reading.after_answer and result in (Status.PASS, Status.FAIL):
         result = Status.FAIL
