@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agenteval.ci.plan import RELEASE
 
@@ -133,22 +134,31 @@ def sweeps_from_mlflow(uri: str, experiment: str) -> list[Sweep]:
         tags, params = run.data.tags, run.data.params
         commits = [c for c in tags.get("units.commits", "").split(",") if c]
         source = f"{uri} run {run.info.run_id}"
-        code = _code_tag(tags.get("units.code"))
+        code = _code_stamps(client, run.info.run_id) if tags.get("units.code") else {}
         sweeps.append(Sweep(source, params.get("suite.tier"), tuple(commits), code))
     return sweeps
 
 
-def _code_tag(value: str | None) -> dict[str, dict[str, str]]:
-    """The `units.code` tag (stamp -> files, JSON); anything else holds no content stamp."""
+def _code_stamps(client: Any, run_id: str) -> dict[str, dict[str, str]]:
+    """A run's content stamps and their files, from its provenance.json (`units`); a run
+    whose record is missing or unreadable holds none (so it measured no commit)."""
     import json
+    import tempfile
 
-    try:
-        found = json.loads(value) if value else {}
-    except json.JSONDecodeError:
+    from agenteval.tracking.provenance import PROVENANCE_FILE
+
+    with tempfile.TemporaryDirectory(prefix="agenteval-verify-") as tmp:
+        try:
+            path = client.download_artifacts(run_id, PROVENANCE_FILE, tmp)
+            found = json.loads(Path(path).read_text(encoding="utf-8"))
+        except Exception:  # MLflow raises its own kinds for a missing file
+            return {}
+    stamps = (
+        ((found or {}).get("units") or {}).get("code_stamps") if isinstance(found, dict) else None
+    )
+    if not isinstance(stamps, dict) or not all(isinstance(v, dict) for v in stamps.values()):
         return {}
-    if not isinstance(found, dict) or not all(isinstance(v, dict) for v in found.values()):
-        return {}
-    return {str(k): {str(p): str(h) for p, h in v.items()} for k, v in found.items()}
+    return {str(k): {str(p): str(h) for p, h in v.items()} for k, v in stamps.items()}
 
 
 def _commit_of(root: Path, ref: str) -> str | None:

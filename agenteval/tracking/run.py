@@ -205,7 +205,7 @@ def _fill_run(
 
         scrubber = provenance.secret_scrubber(params)
         record = scrubber.scrub(provenance.provenance_record(layout, params, card.config))
-        record["units"] = {"commits": card.commits, "code_stamps": list(card.code_stamps)}
+        record["units"] = {"commits": card.commits, "code_stamps": card.code_stamps}
         from agenteval.layout import load_suite
 
         items = load_suite(layout).items if layout.suite.is_file() else []
