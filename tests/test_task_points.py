@@ -136,3 +136,20 @@ def test_a_point_code_cannot_read_defers_to_the_judge_never_passes() -> None:
     assert task_result(open_second, honest, grade("error")).result == "INFRA_ERROR"
     wrong = attempt(open_second, task.wrong_answers[0])  # code settles point 1: no
     assert task_result(open_second, wrong, None).result == "FAIL"
+
+
+def test_a_question_code_misreads_is_a_task_file_problem_at_its_line() -> None:
+    from agenteval.benchmarks.tasks.validate import problems
+
+    task = TASKS["find-duplicate"]
+    broken = task.model_copy(
+        update={
+            "reference": task.reference.model_copy(update={"answer": task.wrong_answers[0]}),
+            "wrong_answers": [task.reference.answer],
+        }
+    )
+    found = problems([broken], None, ROOT / "eval/tasks/tasks.json", "eval/tasks/tasks.json")  # type: ignore[arg-type]
+    texts = [str(p) for p in found]
+    assert any("does not establish point 1" in t for t in texts)
+    assert any("its wrong answer 1 fails no point code reads" in t for t in texts)
+    assert all(t.startswith("eval/tasks/tasks.json:") for t in texts)

@@ -290,7 +290,9 @@ def validate(
     params_file: ParamsOption = DEFAULT_PARAMS,
 ) -> None:
     """Grade every coding task's reference solution (must pass) and its untouched project
-    (must fail) through the same grader; exit 2 with `tasks.json:line` when one does not."""
+    (must fail) through the same grader, and read every question's reference answer (must
+    establish its points) and wrong answers (each must fail one) by code; exit 2 with
+    `tasks.json:line` when one does not."""
     from agenteval.benchmarks.tasks.definitions import TaskFileError
     from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
     from agenteval.benchmarks.tasks.steps import step_validate
@@ -306,7 +308,7 @@ def validate(
     if found:
         fail([str(p) for p in found])
     typer.echo(f"tasks of suite {suite!r}: every reference solution passes, every untouched "
-               "project fails")  # fmt: skip
+               "project fails, every question's wrong answers fail")  # fmt: skip
 
 
 @app.command()
