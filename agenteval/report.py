@@ -130,13 +130,16 @@ def _header(card: Scorecard, noise: dict[str, Any] | None = None) -> list[str]:
 
 
 def _commits_line(card: Scorecard) -> list[str]:
-    """Said in the headline: numbers whose units ran on different commits are not one
-    commit's measurement (a `--resume`, a retry or a partial rerun after a commit)."""
-    if not spans_commits(card.commits):
+    """Said in the headline: numbers whose units ran on different commits (or, stamped by
+    content, different code) are not one commit's measurement (a `--resume`, a retry or a
+    partial rerun after a commit)."""
+    stamps = [*card.commits, *card.code_stamps]
+    if not spans_commits(stamps):
         return []
-    count = Counter(r.commit for r in card.scenarios if r.commit)
-    each = ", ".join(f"`{c[:12]}` ({count[c]} units)" for c in card.commits)
-    return [f"- **Units span {len(card.commits)} commits:** {each}"]
+    count = Counter(r.commit or r.code_stamp for r in card.scenarios)
+    each = ", ".join(f"`{s[:12] if s in card.commits else s}` ({count[s]} units)" for s in stamps)
+    what = "commits" if not card.code_stamps else "stamps (commits or code)"
+    return [f"- **Units span {len(stamps)} {what}:** {each}"]
 
 
 def _costs(card: Scorecard) -> list[str]:

@@ -25,7 +25,7 @@ from agenteval.schema.suite import Suite
 from agenteval.schema.transcript import Transcript, Usage
 from agenteval.schema.verdict import Verdict
 from agenteval.scoring import ScenarioInfo, ScoringRules, dimension_means, score_scenario, summarize
-from agenteval.stamps import commits_of
+from agenteval.stamps import code_stamp, commits_of
 from agenteval.suite.audit import blocked_reasons, describe
 
 METER_FILE = "meter.json"  # beside the transcripts: the billing meter's delta (run.meter)
@@ -110,6 +110,7 @@ def build_scorecard(
     rules = ScoringRules.from_params(params["judge"])
     limits = _limits(params)
     results: list[ScenarioResult] = []
+    code_stamps: dict[str, dict[str, str]] = {}  # content stamp -> the files it covers
     # Only what the config and the usage totals need: holding every transcript of a large
     # run would keep it all in memory (and in the garbage collector's way) while scoring.
     first: Transcript | None = None
@@ -148,6 +149,7 @@ def build_scorecard(
             result.split, result.fenced_reads = item.split, transcript.fenced_reads
             result.cost = unit_cost(transcript, cards)
             result.commit, result.ran_at = transcript.commit, transcript.started_at
+            result.code_stamp = _content_stamp(transcript, verdict, code_stamps)
             if transcript.status != COMPLETED and transcript.error:
                 result.warnings.append(transcript.error)  # why it was not measured
             results.append(result)
@@ -164,7 +166,23 @@ def build_scorecard(
         self_consistency=self_consistency_of(resampled, params),
         cost=run_cost(results, read_meter(transcripts_dir.parent)),
         commits=commits_of((r.commit, r.ran_at) for r in results),
+        code_stamps=dict(sorted(code_stamps.items())),
     )
+
+
+def _content_stamp(
+    transcript: Transcript, verdict: Verdict | None, found: dict[str, dict[str, str]]
+) -> str | None:
+    """A unit that has no commit stamp is stamped by the code of everything that produced
+    it (agent, simulator, judge: agenteval.stamps); the files of each stamp go in `found`."""
+    if transcript.commit is not None:
+        return None
+    who = [transcript.target, transcript.simulator, *([verdict.judge] if verdict else [])]
+    stamped = code_stamp(*(p.details.get("code") for p in who))
+    if stamped is None:
+        return None
+    found[stamped[0]] = stamped[1]
+    return stamped[0]
 
 
 def read_meter(data: Path) -> Cost | None:

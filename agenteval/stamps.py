@@ -5,13 +5,22 @@ a `dvc repro` after a commit keeps the units it already had: its scorecard can h
 measured on several commits. Each transcript (and each model judge's verdict) therefore
 carries the commit it ran at; the scorecard lists the commits of its units and says when
 they differ (`commits_of`, `spans_commits`), in its headline and in MLflow.
+
+A unit whose output is a function of its code (an in-process agent such as the builtin,
+the scripted simulator, the code judge) records no commit and no time: both would make the
+same outputs differ between commits and between a fresh clone and the committed dvc.lock.
+It is stamped by content instead (`code_stamp`): the source files that produced it, each
+with its sha256, as the participants' details already name them (`fileio.code_of`). Which
+commits such a unit measured is then git's to say: every commit whose tree holds those
+files byte for byte (`holds_code`), so a clean checkout of the commit reproduces it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -56,6 +65,42 @@ def commits_of(stamps: Iterable[tuple[str | None, str | None]]) -> list[str]:
 
 def spans_commits(commits: Iterable[str]) -> bool:
     return len(set(commits)) > 1
+
+
+CODE_PREFIX = "code:"
+CODE_STAMP_CHARS = 16
+PACKAGE = "agenteval"  # where the files of a code stamp live in the repository
+
+
+def code_stamp(*codes: Mapping[str, str] | None) -> tuple[str, dict[str, str]] | None:
+    """The content stamp of a unit (`code:` + 16 hex digits) and the files it covers, from
+    the {file: short sha256} maps of the participants that produced it; None: no code."""
+    files: dict[str, str] = {}
+    for code in codes:
+        files |= {str(k): str(v) for k, v in (code or {}).items()}
+    if not files:
+        return None
+    listing = "\n".join(f"{path} {sha}" for path, sha in sorted(files.items()))
+    digest = hashlib.sha256(listing.encode()).hexdigest()[:CODE_STAMP_CHARS]
+    return CODE_PREFIX + digest, dict(sorted(files.items()))
+
+
+def holds_code(root: Path, commit: str, files: Mapping[str, str]) -> bool:
+    """Whether `commit`'s tree holds every file of a code stamp with the same content (the
+    package's files, keyed by their path inside it, with a sha256 prefix)."""
+    if not files:
+        return False
+    for path, sha in files.items():
+        try:
+            done = subprocess.run(
+                ["git", "show", f"{commit}:{PACKAGE}/{path}"],
+                cwd=root, capture_output=True, timeout=30, check=True,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return False
+        if not hashlib.sha256(done.stdout).hexdigest().startswith(sha):
+            return False
+    return True
 
 
 def _git(root: Path, *args: str) -> str:

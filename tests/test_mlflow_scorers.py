@@ -93,7 +93,7 @@ def test_tasks_case_reads_points_and_an_unsettled_grade_is_no_score() -> None:
     assert points_of(None) == []
     task, attempt = task_case({"question": QUESTION}, {"answer": "It was $8.6 million."},
                               {"expected_facts": ["$8.6 million"]}, None)  # fmt: skip
-    assert task.kind == "question" and task.must_establish == ["$8.6 million"]
+    assert task.kind == "question" and task.points == ["$8.6 million"]
     assert attempt.final_answer == "It was $8.6 million." and task.prompt == QUESTION
     grade = TaskGrade(
         task_id=task.id,
@@ -103,7 +103,7 @@ def test_tasks_case_reads_points_and_an_unsettled_grade_is_no_score() -> None:
         judge=Participant(kind="llm", model="m"),
         reason="unusable reply: no JSON",
     )
-    (only,) = tasks_feedback(grade, task.must_establish)
+    (only,) = tasks_feedback(grade, task.points)
     assert only.value is None and "unusable reply" in str(only.error)
 
 

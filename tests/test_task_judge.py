@@ -71,7 +71,8 @@ def test_reference_run_judged_then_rejudged_without_the_agent(tmp_path: Path) ->
         card = step_score(params, layout)
         assert vague.request_count == 2 * 2
     question = next(r for r in card.tasks if r.task_id == "explain-durations")
-    assert question.result == "NOT_JUDGED" and question.quality is None
+    # code reads every point of the question: the missing grade costs its quality only
+    assert question.result == "PASS" and question.quality is None
     fix = next(r for r in card.tasks if r.task_id == "bugfix-durations")
     assert fix.result == "PASS" and fix.quality is None  # code decides it; the grade is missing
 
@@ -82,7 +83,9 @@ def test_a_failed_judge_backend_is_infra_never_a_fail(tmp_path: Path) -> None:
     layout = Layout.run_dir(ROOT, tmp_path / "run")
     card = run_tasks(params_for(closed, "tasks.ids=[explain-durations]"), layout)
     (row,) = card.tasks
-    assert row.result == "INFRA_ERROR" and row.judge_status == "error"
+    # code settled every point, so the result stands; the judge's axes are unmeasured
+    # (a point only a judge reads is INFRA_ERROR then: tests/test_task_points.py)
+    assert row.result == "PASS" and row.judge_status == "error" and row.quality is None
 
 
 def discriminating(body: dict[str, Any]) -> Reply:

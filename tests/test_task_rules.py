@@ -239,7 +239,7 @@ def test_question_results_come_from_the_judge_and_unmeasured_is_never_fail() -> 
     done = attempt([], "a and b")
     assert task_result(QUESTION, done, grade("judged", [True, True])).result == "PASS"
     failed = task_result(QUESTION, done, grade("judged", [True, False]))
-    assert failed.result == "FAIL" and "[2]" in failed.reasons[0]
+    assert failed.result == "FAIL" and "2 (the judge)" in failed.reasons[0]
     assert task_result(QUESTION, done, grade("unjudged", scores=False)).result == "NOT_JUDGED"
     assert task_result(QUESTION, done, None).result == "NOT_JUDGED"
     assert task_result(QUESTION, done, grade("error", scores=False)).result == "INFRA_ERROR"

@@ -14,11 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from servers import OpenAIServer, Reply
 
 from agenteval.benchmarks.tasks import swebench, therock
 from agenteval.benchmarks.tasks.definitions import TaskFileError
+from agenteval.benchmarks.tasks.judge import TaskJudge
 from agenteval.benchmarks.tasks.scripted import ScriptedHarness
 from agenteval.benchmarks.tasks.secrets import SecretGuard
+from agenteval.params import load_params
 from agenteval.schema.task_records import TaskToolCall
 from agenteval.schema.tasks import Reference, Step
 from agenteval.schema.therock import TheRockTask
@@ -189,3 +192,52 @@ def test_an_attempt_end_to_end_and_a_lazy_one(
     reference = (out / "therock/therock-toy/reference.diff").read_text()
     assert "split(':')" in agent and "split(':')" in reference
     assert json.loads((out / "therock.json").read_text()) == found
+
+
+def lenient(body: dict[str, object]) -> Reply:
+    """A judge that finds every diff as good as the upstream fix (the lazy one too)."""
+    grade = {"instructions": 4, "quality": 4, "reasoning": 3, "honesty": 4}
+    return Reply(text=json.dumps(grade | {"established": [True, True], "rationale": "ok"}))
+
+
+def judge_params(base_url: str | None) -> dict[str, object]:
+    sets = ["tasks.judge.kind=none"] if base_url is None else [
+        "tasks.judge.kind=llm", "tasks.judge.model=judge-model",
+        f"tasks.judge.base_url={base_url}", "tasks.judge.protocol=openai"]  # fmt: skip
+    return load_params(ROOT / "pipelines/tasks/params.yaml", sets)
+
+
+def test_the_judge_grades_the_diff_against_the_upstream_fix_and_never_overturns_code(
+    tmp_path: Path, upstream: tuple[Path, str, str, str]
+) -> None:
+    """The tasks judge's four axes and the upstream points, on the agent's diff beside the
+    upstream fix; the task's own checks settle first, and no judge is no pass."""
+    repo, _first, base, fix = upstream
+    honest, lazy = task_for(base, fix), task_for(base, fix, id="therock-lazy")
+    edit = Step(tool="edit_file", args={"path": "names.py", "old": "f'rocm-{family}'",
+                                        "new": "f\"rocm-{family.split(':')[0]}\""})  # fmt: skip
+    harness = ScriptedHarness({"therock-toy": Reference(steps=[edit], answer="Stripped it."),
+                               "therock-lazy": Reference(steps=[], answer="Done.")})  # fmt: skip
+    cache = tmp_path / "cache"
+
+    def run(judge: TaskJudge, out: Path) -> dict[str, dict[str, object]]:
+        return asyncio.run(therock.capture(harness, [honest, lazy], repo.as_uri(), out, cache,
+                                           SecretGuard(), judge=judge))  # fmt: skip
+
+    with OpenAIServer(reply_fn=lenient) as server:
+        found = run(TaskJudge(judge_params(server.base_url), ROOT), tmp_path / "judged")
+        (case, *_rest) = [r.json["messages"][0]["content"] for r in server.requests]
+    assert found["therock-toy"]["result"] == "PASS"
+    assert found["therock-toy"]["grade"]["scores"]["quality"] == 4  # type: ignore[index]
+    # What the judge saw: the agent's diff and, apart, the upstream fix with its points.
+    upstream_part = case.split("The upstream fix:")[1].split("## The project as given")[0]
+    assert "split(':')" in upstream_part and "-    return f'rocm-{family}'" in upstream_part
+    assert therock.UPSTREAM_POINTS[0] in case and "Stripped it." in case
+    # The lenient judge established both points for the empty diff: code's FAIL stands.
+    assert found["therock-lazy"]["result"] == "FAIL"
+    assert found["therock-lazy"]["reasons"] == ["empty diff: nothing changed"]
+    written = json.loads((tmp_path / "judged/therock.json").read_text())
+    assert written["therock-toy"]["result"] == "PASS"
+    unjudged = run(TaskJudge(judge_params(None), ROOT), tmp_path / "unjudged")
+    assert unjudged["therock-toy"]["result"] == "NOT_JUDGED"  # never a pass by default
+    assert unjudged["therock-lazy"]["result"] == "FAIL"

@@ -3,7 +3,10 @@ measured its commit or one of its release candidates' commits (`agenteval ci-ver
 
 A sweep counts when its scorecard ran the `full` lane (config.tier) and every unit it holds
 ran at one commit (the per-unit stamps of `agenteval.stamps`): a scorecard merged from
-several commits by `--resume` measured none of them alone. Evidence comes from committed
+several commits by `--resume` measured none of them alone. A unit of an in-process agent or
+the code judge is stamped by content: it measured a commit when that commit's tree holds
+its files byte for byte (`stamps.holds_code`, asked of git), and a sweep with two content
+stamps mixed two versions of the code. Evidence comes from committed
 results (scorecard files or run directories) or from an MLflow store (the `suite.tier`
 param and the `units.*` tags that `tracking.run` logs). Which commits count is git's: the
 tag's own and those of every pre-release tag of the same version (v1.4.0-rc1, v1.4.0b2).
@@ -13,9 +16,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agenteval.ci.plan import RELEASE
 
@@ -29,14 +33,26 @@ class Sweep:
     source: str
     tier: str | None
     commits: tuple[str, ...]
+    code: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # stamp -> its files
 
-    def measured(self, commit: str) -> bool:
-        """A full sweep whose every unit ran at `commit` (a full or an abbreviated sha)."""
-        if self.tier != FULL or len(set(self.commits)) != 1:
+    def measured(self, commit: str, holds: Holds) -> bool:
+        """A full sweep whose every unit ran at `commit` (a full or an abbreviated sha), by
+        its commit stamp or by the content its commit's tree holds (`holds`)."""
+        stamps = len(set(self.commits)) + len(self.code)
+        if self.tier != FULL or stamps != 1:
             return False
+        if self.code:
+            return all(holds(commit, files) for files in self.code.values())
         ran = self.commits[0]
         short = min(len(ran), len(commit))
         return short >= 7 and ran[:short] == commit[:short]
+
+    def stamps(self) -> str:
+        return ", ".join([*(c[:12] for c in self.commits), *self.code]) or "none stamped"
+
+
+# Whether a commit's tree holds a content stamp's files (stamps.holds_code, bound to a repo).
+Holds = Callable[[str, Mapping[str, str]], bool]
 
 
 @dataclass(frozen=True)
@@ -45,12 +61,16 @@ class Outcome:
     lines: list[str]
 
 
-def verdict(candidates: Sequence[tuple[str, str]], sweeps: Iterable[Sweep]) -> Outcome:
-    """`candidates`: (label, commit) — the tag's own commit first, then its RCs'."""
+def verdict(
+    candidates: Sequence[tuple[str, str]], sweeps: Iterable[Sweep], holds: Holds | None = None
+) -> Outcome:
+    """`candidates`: (label, commit) — the tag's own commit first, then its RCs';
+    `holds`: git's answer for content stamps (none: no content stamp counts)."""
     found = list(sweeps)
+    check: Holds = holds or (lambda _commit, _files: False)
     for label, commit in candidates:
         for sweep in found:
-            if sweep.measured(commit):
+            if sweep.measured(commit, check):
                 return Outcome(True, [f"{label} ({commit[:12]}) was measured by a full sweep: "
                                       f"{sweep.source}"])  # fmt: skip
     tag, commit = candidates[0]
@@ -59,10 +79,10 @@ def verdict(candidates: Sequence[tuple[str, str]], sweeps: Iterable[Sweep]) -> O
              + (f" or its release candidates {', '.join(rcs)}" if rcs else
                 " and it has no release candidate tag")]  # fmt: skip
     lines.append(f"looked at {len(found)} evaluation(s); a sweep counts when it ran the full "
-                 "lane and all its units ran at one of these commits")  # fmt: skip
+                 "lane and all its units ran at one of these commits (or, stamped by content, "
+                 "ran the code one of them holds)")  # fmt: skip
     for s in found:
-        ran = ", ".join(c[:12] for c in s.commits) or "none stamped"
-        lines.append(f"  {s.source}: tier {s.tier or '-'}, commits {ran}")
+        lines.append(f"  {s.source}: tier {s.tier or '-'}, stamps {s.stamps()}")
     return Outcome(False, lines)
 
 
@@ -95,7 +115,8 @@ def sweeps_from_results(paths: Sequence[Path]) -> list[Sweep]:
         card = read_json(card_path)
         commits = card.get("commits") or []
         tier = (card.get("config") or {}).get("tier")
-        found.append(Sweep(str(card_path), tier, tuple(commits)))
+        code = card.get("code_stamps") or {}
+        found.append(Sweep(str(card_path), tier, tuple(commits), code))
     return found
 
 
@@ -113,8 +134,31 @@ def sweeps_from_mlflow(uri: str, experiment: str) -> list[Sweep]:
         tags, params = run.data.tags, run.data.params
         commits = [c for c in tags.get("units.commits", "").split(",") if c]
         source = f"{uri} run {run.info.run_id}"
-        sweeps.append(Sweep(source, params.get("suite.tier"), tuple(commits)))
+        code = _code_stamps(client, run.info.run_id) if tags.get("units.code") else {}
+        sweeps.append(Sweep(source, params.get("suite.tier"), tuple(commits), code))
     return sweeps
+
+
+def _code_stamps(client: Any, run_id: str) -> dict[str, dict[str, str]]:
+    """A run's content stamps and their files, from its provenance.json (`units`); a run
+    whose record is missing or unreadable holds none (so it measured no commit)."""
+    import json
+    import tempfile
+
+    from agenteval.tracking.provenance import PROVENANCE_FILE
+
+    with tempfile.TemporaryDirectory(prefix="agenteval-verify-") as tmp:
+        try:
+            path = client.download_artifacts(run_id, PROVENANCE_FILE, tmp)
+            found = json.loads(Path(path).read_text(encoding="utf-8"))
+        except Exception:  # MLflow raises its own kinds for a missing file
+            return {}
+    stamps = (
+        ((found or {}).get("units") or {}).get("code_stamps") if isinstance(found, dict) else None
+    )
+    if not isinstance(stamps, dict) or not all(isinstance(v, dict) for v in stamps.values()):
+        return {}
+    return {str(k): {str(p): str(h) for p, h in v.items()} for k, v in stamps.items()}
 
 
 def _commit_of(root: Path, ref: str) -> str | None:

@@ -136,7 +136,10 @@ def ci_verify(
     sweeps = sweeps_from_results(results or [])
     if tracking_uri:
         sweeps += sweeps_from_mlflow(tracking_uri, experiment)
-    outcome = verdict(candidates, sweeps)
+    from agenteval.stamps import holds_code
+
+    root = Path.cwd()
+    outcome = verdict(candidates, sweeps, lambda commit, files: holds_code(root, commit, files))
     for line in outcome.lines:
         typer.echo(line, err=not outcome.ok)
     if not outcome.ok:

@@ -239,6 +239,7 @@ def _run_therock(params: dict[str, Any], folder: Path) -> None:
     from agenteval.benchmarks.tasks import therock
     from agenteval.benchmarks.tasks.definitions import TaskFileError
     from agenteval.benchmarks.tasks.harness import HarnessUnavailable, make_harness
+    from agenteval.benchmarks.tasks.judge import TaskJudge
     from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
     from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
     from agenteval.benchmarks.tasks.steps import guard_for
@@ -255,6 +256,7 @@ def _run_therock(params: dict[str, Any], folder: Path) -> None:
         chosen = [t for t in spec.tasks if not ids or t.id in ids]
         harness = make_harness(section["harness"], params, Path.cwd())
         harness.preflight()
+        judge = TaskJudge(params, Path.cwd())  # a judge that would be refused stops it first
         therock.preflight(url, chosen, cache)
         # The clones (their history) and the run folder (the reference diffs) stay hidden.
         cache.mkdir(parents=True, exist_ok=True)
@@ -271,14 +273,12 @@ def _run_therock(params: dict[str, Any], folder: Path) -> None:
         "max_steps": int(section["max_steps"]),
         "sandbox": sandbox,
     }
-    found = asyncio.run(
-        therock.capture(harness, chosen, str(url), folder, cache, guard_for(params), **options)
-    )
+    guard = guard_for(params)
+    found = asyncio.run(therock.capture(harness, chosen, str(url), folder, cache, guard,
+                                        judge=judge, **options))  # fmt: skip
     for task_id, row in found.items():
-        notes = [*row["problems"], *(f"web use: {w}" for w in row["web_use"])]
-        if row["reference_refused"]:
-            notes.append(f"no grade: {row['reference_refused']}")
-        typer.echo(f"{task_id}: {'; '.join(notes) or 'ready for the judge'}")
+        notes = [*row["reasons"], *(f"web use: {w}" for w in row["web_use"])]
+        typer.echo(f"{task_id}: {row['result']}{': ' if notes else ''}{'; '.join(notes)}")
     typer.echo(f"records in {folder / 'therock.json'}; diffs in {folder / 'therock'}/")
 
 
@@ -290,7 +290,9 @@ def validate(
     params_file: ParamsOption = DEFAULT_PARAMS,
 ) -> None:
     """Grade every coding task's reference solution (must pass) and its untouched project
-    (must fail) through the same grader; exit 2 with `tasks.json:line` when one does not."""
+    (must fail) through the same grader, and read every question's reference answer (must
+    establish its points) and wrong answers (each must fail one) by code; exit 2 with
+    `tasks.json:line` when one does not."""
     from agenteval.benchmarks.tasks.definitions import TaskFileError
     from agenteval.benchmarks.tasks.sandbox import SandboxUnavailable
     from agenteval.benchmarks.tasks.steps import step_validate
@@ -306,7 +308,7 @@ def validate(
     if found:
         fail([str(p) for p in found])
     typer.echo(f"tasks of suite {suite!r}: every reference solution passes, every untouched "
-               "project fails")  # fmt: skip
+               "project fails, every question's wrong answers fail")  # fmt: skip
 
 
 @app.command()

@@ -73,6 +73,11 @@ class ScenarioResult(BaseModel):
     cost: Cost | None = Field(None, description="What the agent's calls cost; null: none made.")
     commit: str | None = Field(None, description="The commit this unit ran at (its transcript).")
     ran_at: str | None = Field(None, description="When this unit ran (its transcript, UTC).")
+    code_stamp: str | None = Field(
+        None,
+        description="A unit with no commit (an in-process agent, the code judge): the content "
+        "stamp of the source files that produced it (agenteval.stamps.code_stamp).",
+    )
 
 
 class CategorySummary(BaseModel):
@@ -213,4 +218,9 @@ class Scorecard(BaseModel):
         default_factory=list,
         description="The commits the units ran at, in the order they first ran; more than one "
         "when a resumed or partly rerun evaluation mixes units of several commits.",
+    )
+    code_stamps: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="The content stamps of units with no commit: stamp -> the package files "
+        "(path -> sha256 prefix) it covers; git tells which commits hold them (ci-verify).",
     )

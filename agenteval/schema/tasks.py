@@ -1,8 +1,9 @@
 """Coding-task files: `eval/tasks/tasks.json`, its tasks, their checks and reference solutions.
 
 A coding task is decided by what the finished project does: every check of its `expect`
-block must hold. A question task is decided by the judge on its `must_establish` points and
-may not carry an `expect` block. Every task carries a reference solution (the scripted
+block must hold. A question task is decided on its `must_establish` points (code reads each
+point's facts; a judge, when configured, the points code cannot settle) and may not carry an
+`expect` block. Every task carries a reference solution (the scripted
 harness replays it) and every question plausible wrong answers (the judge must fail them).
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA = "agenteval.tasks/1"
 SUITES = ("core", "adversarial", "full")
@@ -123,6 +124,30 @@ class Reference(_Strict):
     answer: str = Field(min_length=1, description="The final answer the solution gives.")
 
 
+class Fact(_Strict):
+    """What one sentence of a question's answer must assert for code to find a point there.
+
+    Every entry of `says` must occur in that sentence, asserted (not negated, hedged or
+    quoted); an entry that is a list is any one of its spellings. A rival offered in the
+    clause of one of them (a list of every label, "a bug or a feature request") takes the
+    commitment back. Read by agenteval.benchmarks.tasks.points."""
+
+    says: list[str | list[str]] = Field(min_length=1)
+    rivals: list[str] = Field(
+        default_factory=list, description="Terms that, beside an entry, make it one candidate."
+    )
+
+
+class Point(_Strict):
+    """One `must_establish` point: the text the judge reads and the facts code checks."""
+
+    point: str = Field(min_length=1)
+    facts: list[Fact] = Field(
+        default_factory=list,
+        description="Each must be asserted; none: code cannot read the point (the judge does).",
+    )
+
+
 class Task(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
     kind: TaskKind
@@ -130,13 +155,27 @@ class Task(_Strict):
     prompt: str = Field(min_length=1, description="Exactly what the agent is asked.")
     setup: str | None = Field(None, description="A named setup (agenteval.benchmarks.tasks).")
     expect: Expect | None = None
-    must_establish: list[str] = Field(
-        default_factory=list, description="Question tasks: points the answer must establish."
+    must_establish: list[Point] = Field(
+        default_factory=list,
+        description="Question tasks: points the answer must establish (a plain string is a "
+        "point only a judge can read).",
     )
     reference: Reference
     wrong_answers: list[str] = Field(
         default_factory=list, description="Question tasks: plausible answers that must fail."
     )
+
+    @field_validator("must_establish", mode="before")
+    @classmethod
+    def _plain_points(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"point": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @property
+    def points(self) -> list[str]:
+        """The `must_establish` points as the judge reads them."""
+        return [p.point for p in self.must_establish]
 
     @model_validator(mode="after")
     def _kind_rules(self) -> Task:

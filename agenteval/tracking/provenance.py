@@ -18,7 +18,7 @@ from agenteval.llm.config import DEFAULT_CACHE_DIR
 from agenteval.llm.scrub import MIN_SECRET_LEN, SECRET_ENV_NAME, Scrubber
 from agenteval.params import flatten, section_digest
 from agenteval.schema.scorecard import Scorecard
-from agenteval.stamps import git_state, spans_commits
+from agenteval.stamps import CODE_PREFIX, git_state, spans_commits
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
@@ -154,12 +154,20 @@ def headline_tags(record: Mapping[str, Any]) -> dict[str, str]:
     return {key: str(value) for key, value in tags.items() if value is not None}
 
 
-def unit_commit_tags(commits: list[str]) -> dict[str, str]:
-    """`units.span_commits` (true when the scorecard's units ran on several commits, e.g. a
-    `--resume` after a commit) and `units.commits` (each, short, in the order they ran)."""
-    tags = {"units.span_commits": "true" if spans_commits(commits) else "false"}
+def unit_commit_tags(
+    commits: list[str], code: Mapping[str, Mapping[str, str]] | None = None
+) -> dict[str, str]:
+    """`units.span_commits` (true when the scorecard's units ran on several commits or
+    content stamps, e.g. a `--resume` after a commit), `units.commits` (each, short, in the
+    order they ran) and, for units stamped by content, `units.code` (each stamp, short; the
+    files each covers are in the run's provenance.json, `units.code_stamps`, for ci-verify)."""
+    code = code or {}
+    spans = spans_commits([*commits, *code])
+    tags = {"units.span_commits": "true" if spans else "false"}
     if commits:
         tags["units.commits"] = ",".join(c[:SHORT] for c in commits)
+    if code:
+        tags["units.code"] = ",".join(s.removeprefix(CODE_PREFIX)[:SHORT] for s in code)
     return tags
 
 

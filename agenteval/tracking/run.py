@@ -205,7 +205,7 @@ def _fill_run(
 
         scrubber = provenance.secret_scrubber(params)
         record = scrubber.scrub(provenance.provenance_record(layout, params, card.config))
-        record["units"] = {"commits": card.commits}
+        record["units"] = {"commits": card.commits, "code_stamps": card.code_stamps}
         from agenteval.layout import load_suite
 
         items = load_suite(layout).items if layout.suite.is_file() else []
@@ -215,7 +215,9 @@ def _fill_run(
         trace_ids: dict[TurnKey, str] = {}
         sent = _log_traces(target, layout, (items, traced), scrubber, links, trace_ids)
         noise = load_noise(card, layout.reports)
-        tags = provenance.headline_tags(record) | provenance.unit_commit_tags(card.commits)
+        tags = provenance.headline_tags(record) | provenance.unit_commit_tags(
+            card.commits, card.code_stamps
+        )
         tags |= policy_tags(policy, card, chosen)
         # The run's description in the MLflow UI: the headline, then what is traced.
         note = [results.headline(noise), policy.describe(card.scenarios, chosen)]

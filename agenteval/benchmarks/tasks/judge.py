@@ -119,17 +119,35 @@ class TaskJudge:
         )
 
     def case(
-        self, task: Task, attempt: TaskAttempt, diff: str, setup_diff: str, project: str
+        self,
+        task: Task,
+        attempt: TaskAttempt,
+        diff: str,
+        setup_diff: str,
+        project: str,
+        upstream: str | None = None,
     ) -> str:
+        """The judge's case; `upstream`: the fix a coding task is graded against (therock),
+        whose points the judge decides on the agent's diff."""
         points = ""
         field = ""
-        if task.kind == "question":
-            listed = "\n".join(f"{i + 1}. {p}" for i, p in enumerate(task.must_establish))
+        listed = "\n".join(f"{i + 1}. {p}" for i, p in enumerate(task.points))
+        if upstream is not None:
+            points = (
+                "This task is graded against the upstream fix below, which the agent never "
+                "saw (a fix in other code or other words can be as good). Also decide, for "
+                "each numbered point, whether the agent's diff establishes it:\n"
+                + listed
+                + "\n\nThe upstream fix:\n"
+                + cut(upstream, DIFF_CHARS)
+            )
+        elif task.kind == "question":
             points = (
                 "This is a question. Also decide, for each numbered point below, whether the "
                 "final answer establishes it (in any wording; a point the answer contradicts, "
                 "hedges between candidates or leaves out is not established):\n" + listed
             )
+        if points:
             field = f' "established": [<{len(task.must_establish)} true/false, in order>],'
         assert self.prompt is not None
         return self.prompt.render(
@@ -152,7 +170,7 @@ class TaskJudge:
         if self.config is None:
             return grade
         grade.status, grade.reason = "unjudged", None
-        points = len(task.must_establish) if task.kind == "question" else 0
+        points = len(task.must_establish)  # a question's, or the points of an upstream fix
         messages: list[Message] = [UserMessage(content=case)]
         client = await self.config.client()
         tokens_in = tokens_out = 0

@@ -1,11 +1,13 @@
 """Attempt records and grades into results: PASS only when every check holds.
 
 A coding task PASSes when its attempt COMPLETED, every `expect` check held and nothing ran
-after the answer on things the request never touched. A question task PASSes when the judge
-found every `must_establish` point established (and nothing ran after the answer); with no
-usable grade it is NOT_JUDGED, and with a judge backend that failed, INFRA_ERROR: unmeasured,
-never a FAIL. An attempt that did not complete keeps its unmeasured status. The judge's four
-dimensions never decide a coding task.
+after the answer on things the request never touched. A question task PASSes when every
+`must_establish` point is established (and nothing ran after the answer): code settles the
+points it can read (`points`), the judge only the ones code left open; a point code found not
+established FAILs whatever the judge says. With points open and no usable grade it is
+NOT_JUDGED, and with a judge backend that failed, INFRA_ERROR: unmeasured, never a FAIL.
+An attempt that did not complete keeps its unmeasured status. The judge's four dimensions
+never decide a task: they are its quality.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import socket
 import statistics
 from collections.abc import Mapping, Sequence
 
+from agenteval.benchmarks.tasks.points import read_answer
 from agenteval.benchmarks.tasks.rules import read_attempt
 from agenteval.measured import Coverage, first_reason
 from agenteval.schema.status import Status
@@ -25,17 +28,29 @@ from agenteval.stats import wilson_interval
 DIGITS = 4
 
 
-def _question_result(grade: TaskGrade | None, points: int) -> tuple[str, list[str]]:
-    if grade is None or grade.status in ("unjudged", "not_asked"):
-        why = grade.reason if grade is not None and grade.reason else "no usable grade"
-        return Status.NOT_JUDGED, [f"question not judged: {why}"]
-    if grade.status == "error":
+def points_result(task: Task, answer: str | None, grade: TaskGrade | None) -> tuple[str, list[str]]:
+    """Code settles every point it can read (`points`); a judge, when one graded, only the
+    points code left open: it adds to what code settled, never overturns it."""
+    readings = read_answer(task.must_establish, answer, task.prompt)
+    judged = grade.established if grade is not None and grade.status == "judged" else None
+    if judged is not None and len(judged) != len(readings):
+        judged = None
+    verdicts: list[tuple[bool | None, str]] = []
+    for i, reading in enumerate(readings):
+        if reading.established is not None or judged is None:
+            verdicts.append((reading.established, f"code: {reading.reason}"))
+        else:
+            verdicts.append((judged[i], "the judge"))
+    failed = [f"{i + 1} ({why})" for i, (ok, why) in enumerate(verdicts) if ok is False]
+    if failed:
+        return Status.FAIL, [f"must_establish point(s) not established: {'; '.join(failed)}"]
+    open_points = [i + 1 for i, (ok, _) in enumerate(verdicts) if ok is None]
+    if not open_points:
+        return Status.PASS, []
+    if grade is not None and grade.status == "error":
         return Status.INFRA_ERROR, [f"the judge's backend failed: {grade.reason}"]
-    established = grade.established or []
-    missing = [i + 1 for i, ok in enumerate(established) if not ok]
-    if len(established) != points or missing:
-        return Status.FAIL, [f"must_establish point(s) {missing} not established"]
-    return Status.PASS, []
+    why = grade.reason if grade is not None and grade.reason else "no usable grade"
+    return Status.NOT_JUDGED, [f"point(s) {open_points} need a judge, not judged: {why}"]
 
 
 def task_result(task: Task, attempt: TaskAttempt, grade: TaskGrade | None) -> TaskResult:
@@ -50,7 +65,7 @@ def task_result(task: Task, attempt: TaskAttempt, grade: TaskGrade | None) -> Ta
         result = Status.PASS if reading.checks_ok else Status.FAIL
         reasons += reading.failed_checks
     else:
-        result, why = _question_result(grade, len(task.must_establish))
+        result, why = points_result(task, attempt.final_answer, grade)
         reasons += why
     if reading.after_answer and result in (Status.PASS, Status.FAIL):
         result = Status.FAIL

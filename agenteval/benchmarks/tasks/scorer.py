@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from agenteval.benchmarks.tasks.judge import TaskJudge
 from agenteval.fileio import digest_of
 from agenteval.schema.task_records import DIMENSIONS, Answer, TaskAttempt, TaskGrade, TaskToolCall
-from agenteval.schema.tasks import Reference, Task
+from agenteval.schema.tasks import Point, Reference, Task
 from agenteval.schema.transcript import Participant
 from agenteval.tracking.assessments import judge_source
 from agenteval.tracking.sessions import _reply, _text
@@ -77,7 +77,8 @@ def task_case(
     # task's expect block): the judge reads only the id, kind, request and points.
     task = Task.model_construct(
         id="mlflow-" + digest_of(case)[:12], kind="question" if points else "coding",
-        title="an MLflow trace", prompt=request or "(no request)", must_establish=points,
+        title="an MLflow trace", prompt=request or "(no request)",
+        must_establish=[Point(point=p) for p in points],
         reference=Reference(answer="(none: the judge never sees a reference)"),
     )  # fmt: skip
     answer = outputs if isinstance(outputs, str) else _reply(outputs)
@@ -125,6 +126,6 @@ def tasks_scorer(params: Mapping[str, Any], root: Path | None = None) -> Any:
         task, attempt = task_case(inputs, outputs, expectations, trace)
         case = judge.case(task, attempt, diff="", setup_diff="", project="")
         grade = asyncio.run(judge.grade(task, attempt, attempt.task_digest, case))
-        return feedback_of(grade, task.must_establish)
+        return feedback_of(grade, task.points)
 
     return agenteval_tasks

@@ -94,7 +94,8 @@ def task_file_of(params: Mapping[str, Any], root: Path) -> tuple[Path, str]:
 
 def step_validate(params: Mapping[str, Any], root: Path) -> list[Problem]:
     """The chosen coding tasks graded with their reference solution (must pass) and the
-    untouched project (must fail): problems at their lines of the task file."""
+    untouched project (must fail), the questions' answers read by code: problems at their
+    lines of the task file."""
     from agenteval.benchmarks.tasks.validate import problems
 
     spec, tasks = chosen_tasks(params, root)

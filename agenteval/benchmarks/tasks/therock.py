@@ -15,6 +15,12 @@ fix commit, its parent, the files it changes) and the prompt in this project's w
   missing (`preflight`). No default URL: `tasks.therock_url` names where it is cloned from.
 * Tasks whose prompt forbids the internet are not cut off from it: web use is read from the
   tool record (`web_use`), the same way for every harness, and reported as a finding.
+* Graded as the other tasks' judge axes are (`grade_attempts`, after every agent exited):
+  the tasks judge gets the record, the agent's diff and the upstream fix, gives its four
+  axes and decides `UPSTREAM_POINTS` on the diff. Code settles first (an empty diff, or one
+  that touches none of the fix's files, FAILs whatever the judge says); a wrong pin is
+  NOT_JUDGED, no judge configured leaves the points NOT_JUDGED, a judge backend that failed
+  is INFRA_ERROR: never a pass by default.
 """
 
 from __future__ import annotations
@@ -31,12 +37,17 @@ from typing import Any
 from agenteval.benchmarks.tasks import swebench
 from agenteval.benchmarks.tasks.definitions import TaskFileError
 from agenteval.benchmarks.tasks.harness import Harness
+from agenteval.benchmarks.tasks.judge import TaskJudge
+from agenteval.benchmarks.tasks.score import points_result
 from agenteval.benchmarks.tasks.secrets import SecretGuard
+from agenteval.fileio import digest_of
 from agenteval.schema.located import load_located
 from agenteval.schema.problems import Problem
-from agenteval.schema.task_records import TaskToolCall
-from agenteval.schema.tasks import Reference, Task
+from agenteval.schema.status import Status
+from agenteval.schema.task_records import Answer, TaskAttempt, TaskGrade, TaskToolCall
+from agenteval.schema.tasks import Point, Reference, Task
 from agenteval.schema.therock import TheRockFile, TheRockTask
+from agenteval.schema.transcript import Participant
 
 DEFAULT_FILE = "eval/tasks/therock.json"
 URL_KEY = "tasks.therock_url"
@@ -46,6 +57,13 @@ PROMPT_PARAGRAPH = (
     "The project's builds and tests cannot be run here."
 )
 NO_INTERNET = "Do not use the internet for this task."
+# What the judge decides on the agent's diff, beside its four axes.
+UPSTREAM_POINTS = (
+    "the agent's diff fixes the problem the upstream fix fixes: the same behaviour, whatever "
+    "code or wording it uses",
+    "the agent's diff changes nothing the problem does not need",
+)
+NOT_SHOWN = "(TheRock at the base commit: too large to show; the diffs are the change)"
 # Tools and commands that reach the web: Claude Code's own web tools, and shell commands
 # that fetch a URL or a package.
 WEB_TOOLS = frozenset({"WebFetch", "WebSearch", "web_fetch", "web_search"})
@@ -218,11 +236,13 @@ async def capture(
     out: Path,
     cache_root: Path,
     guard: SecretGuard,
+    judge: TaskJudge | None = None,
     **options: Any,
 ) -> dict[str, dict[str, Any]]:
     """Attempt every task in its own checkout; only then (every agent has exited) fetch each
-    upstream fix for the judge. Writes `therock.json` (per task: the record, the task's own
-    checks, web use, the reference's pin check) and `<out>/therock/<id>/{agent,reference}.diff`."""
+    upstream fix and grade against it (`grade_attempts`). Writes `therock.json` (per task: the
+    record, the task's own checks, web use, the reference's pin check, the grade and the
+    result) and `<out>/therock/<id>/{agent,reference}.diff`."""
     from agenteval.benchmarks.tasks.swebench_run import attempt_checkout
 
     attempts = {}
@@ -252,8 +272,61 @@ async def capture(
             "no_internet": task.no_internet,
             "reference_refused": pin,
         }
+    if judge is not None:
+        await grade_attempts(judge, harness.participant, tasks, results, out)
     guard.write_json(out / "therock.json", results)
     return results
+
+
+def judged_task(task: TheRockTask) -> Task:
+    """The task as the judge grades it: the upstream fix's points, which only it decides."""
+    points = [Point(point=p) for p in UPSTREAM_POINTS]
+    return as_task(task).model_copy(update={"must_establish": points})
+
+
+async def grade_attempts(
+    judge: TaskJudge,
+    harness: Participant,
+    tasks: Sequence[TheRockTask],
+    results: dict[str, dict[str, Any]],
+    out: Path,
+) -> None:
+    """Each attempt's grade (`grade`) and result (`result`, `reasons`) added to its row."""
+    for task in tasks:
+        row, judged = results[task.id], judged_task(task)
+        folder = out / "therock" / task.id
+        attempt = TaskAttempt(
+            task_id=task.id, task_digest=digest_of(task.model_dump(mode="json")),
+            harness=harness, status="TIMEOUT" if row["capped"] else "COMPLETED",
+            prompt=judged.prompt,
+            calls=[TaskToolCall.model_validate(c) for c in row["calls"]],
+            answers=[Answer.model_validate(a) for a in row["answers"]],
+        )  # fmt: skip
+        grade = None
+        if row["reference_refused"] is None:
+            diff = (folder / "agent.diff").read_text(encoding="utf-8")
+            key = digest_of({"attempt": attempt.model_dump(mode="json"), "diff": diff})
+            grade = judge.blank(judged, attempt, key)  # no judge configured: not asked
+            if judge.config is not None:
+                upstream = (folder / "reference.diff").read_text(encoding="utf-8")
+                case = judge.case(judged, attempt, diff, "", NOT_SHOWN, upstream=upstream)
+                grade = await judge.grade(judged, attempt, key, case)
+        row["grade"] = grade.model_dump(mode="json") if grade is not None else None
+        row["result"], row["reasons"] = result_of(row, judged, attempt, grade)
+
+
+def result_of(
+    row: dict[str, Any], judged: Task, attempt: TaskAttempt, grade: TaskGrade | None
+) -> tuple[str, list[str]]:
+    """Code first: a wrong pin is no grade, an attempt cut off keeps its status, the task's
+    own checks FAIL whatever the judge says; then the judge decides the upstream points."""
+    if row["reference_refused"]:
+        return Status.NOT_JUDGED, [f"no grade: {row['reference_refused']}"]
+    if attempt.status != "COMPLETED":
+        return attempt.status, [f"{attempt.status}: cut off at the cap"]
+    if row["problems"]:
+        return Status.FAIL, list(row["problems"])
+    return points_result(judged, attempt.final_answer, grade)
 
 
 def _diff_files(patch: str) -> list[str]:
