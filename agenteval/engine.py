@@ -8,8 +8,6 @@ scenario content and the same agent configuration.
 from __future__ import annotations
 
 import asyncio
-import functools
-import stat
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -19,7 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agenteval import stamps
-from agenteval.fileio import GroupCommitWriter, group_commit, sha256_file
+from agenteval.fileio import GroupCommitWriter, file_sha, group_commit, inside
 from agenteval.layout import transcript_path
 from agenteval.pending import is_retryable
 from agenteval.schema.status import Status
@@ -101,44 +99,6 @@ def record_retry(transcript: Transcript, before: Transcript) -> None:
     earlier = Attempt(status=before.status, error=before.error, started_at=before.started_at)
     transcript.earlier_attempts = [*before.earlier_attempts, earlier]
     transcript.attempts = before.attempts + 1
-
-
-def inside(root: Path, path: str) -> str | None:
-    """`path` relative to the repository root when it names a file inside it."""
-    candidate = Path(path) if Path(path).is_absolute() else root / path
-    try:
-        resolved = candidate.resolve()
-        rel = resolved.relative_to(_resolved(root))
-    except (OSError, ValueError):
-        return None
-    return rel.as_posix() if resolved.is_file() else None
-
-
-@functools.lru_cache(maxsize=64)
-def _resolved(root: Path) -> Path:
-    return root.resolve()
-
-
-# sha256 of document files by (path, size, mtime, inode): every conversation that reads a
-# document records its digest, and a run's conversations read the same few files.
-_SHAS: dict[Path, tuple[tuple[int, int, int], str]] = {}
-
-
-def file_sha(root: Path, rel: str) -> str | None:
-    path = root / rel
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    key = (info.st_size, info.st_mtime_ns, info.st_ino)
-    known = _SHAS.get(path)
-    if known is not None and known[0] == key:
-        return known[1]
-    sha = sha256_file(path)
-    _SHAS[path] = (key, sha)
-    return sha
 
 
 def is_quota(exc: BaseException) -> bool:

@@ -9,6 +9,7 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -358,3 +359,41 @@ async def group_commit(journal: Path, **options: Any) -> Any:
         yield writer
     finally:
         await writer.close()
+
+
+def inside(root: Path, path: str) -> str | None:
+    """`path` relative to the repository root when it names a file inside it."""
+    candidate = Path(path) if Path(path).is_absolute() else root / path
+    try:
+        resolved = candidate.resolve()
+        rel = resolved.relative_to(_resolved(root))
+    except (OSError, ValueError):
+        return None
+    return rel.as_posix() if resolved.is_file() else None
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(root: Path) -> Path:
+    return root.resolve()
+
+
+# sha256 of document files by (path, size, mtime, inode): every conversation that reads a
+# document records its digest, and a run's conversations read the same few files.
+_SHAS: dict[Path, tuple[tuple[int, int, int], str]] = {}
+
+
+def file_sha(root: Path, rel: str) -> str | None:
+    path = root / rel
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    key = (info.st_size, info.st_mtime_ns, info.st_ino)
+    known = _SHAS.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    sha = sha256_file(path)
+    _SHAS[path] = (key, sha)
+    return sha
