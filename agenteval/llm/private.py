@@ -91,8 +91,9 @@ class PrivateScrubber:
         """The user names of every home folder in `text`, before anything is scrubbed."""
         for match in HOME.finditer(text.replace("\\\\", "\\")):  # JSON-escaped C:\\Users
             self._home(match)
-        for match in _PROJECT_FOLDER.finditer(text):
-            self.learn_user(match.group(1))
+        if "-home-" in text or "-Users-" in text:
+            for match in _PROJECT_FOLDER.finditer(text):
+                self.learn_user(match.group(1))
 
     def _home(self, match: re.Match[str]) -> str:
         name = home_user(match)
@@ -122,7 +123,7 @@ class PrivateScrubber:
         return done[0]
 
     def _scrub_text(self, text: str) -> str:
-        views = decoded_views(text)
+        views = decoded_views(text) if "%" in text or "\\" in text else []
         for view in [text, *views]:
             if HOME_HINT.search(view):  # the scrubber turns home folders to `~`: names first
                 self.learn(view)
@@ -169,8 +170,9 @@ class PrivateScrubber:
         # [REDACTED] stays: no rule takes it for a value, while a blank in its place would
         # make the next word one (`--password= https://...`, `-a  INFO`).
         found = set(self.secrets.leaks(text))
-        for view in [text, *decoded_views(text)]:
-            if any(not _kept_email(m.group(0)) for m in EMAIL.finditer(view)):
+        views = decoded_views(text) if "%" in text or "\\" in text else []
+        for view in [text, *views]:
+            if "@" in view and any(not _kept_email(m.group(0)) for m in EMAIL.finditer(view)):
                 found.add("email address")
             if HOME.search(view):
                 found.add("home folder")
