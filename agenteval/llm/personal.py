@@ -55,7 +55,9 @@ RESERVED_EMAIL = re.compile(r"@(?:[\w\-]+\.)*example\.(?:com|org|net)$", re.IGNO
 GENERIC_USERS = frozenset(
     {"root", "user", "users", "admin", "runner", "ubuntu", "shared", "public", "default"}
 )
-HOME_HINT = re.compile(r"home|Users|(?i:[a-z]:[/\\]+users|wsl)|Documents and|root|~[A-Za-z_]")
+HOME_HINT = re.compile(
+    r"home|Users|(?i:[a-z]:[/\\]+users|/mnt/[a-z]/users|wsl|documents and)|root|~[A-Za-z_]"
+)
 
 
 def home_user(match: re.Match[str]) -> str | None:

@@ -400,7 +400,8 @@ def _said_rules() -> list[Rule]:
             re.compile(
                 r"((?i:\b" + _SAID_NAME + r")(?:[ \t]+[\w'’\-]+){0,4}?[ \t]*"
                 r"(?:[ \t](?i:" + _SAID_VERB + r")[ \t]+|[ \t]*[:=][ \t]*)[\"'`«“]?)"
-                r"(?P<value>[^\s\"'`»”]{6,})"
+                # a password has a digit or a symbol: the words before it are passed over
+                r"(?=[^\s\"'`»”]*[0-9!#%&*+?@^~_\-])(?P<value>[^\s\"'`»”]{6,})"
             ),
             _said_value,
         ),
@@ -430,6 +431,7 @@ _SAID_NAME = (
 )
 _SAID_VERB = (
     r"is|was|reads|to|as|=|:|ist|lautet|war|auf|est|était|es|era|é|è|er|är|jest|is\s+now"
+    r"|(?:was|has\s+been|is|got)\s+(?:reset|changed|set|rotated|updated)\s+to"
     r"|set\s+to|changed\s+to|now"
 )
 # What a password looks like where a sentence names it: a letter and a digit or symbol,
