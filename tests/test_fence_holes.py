@@ -244,10 +244,23 @@ def test_the_fetched_corpus_made_a_symlink_into_the_scenarios_is_no_exception(re
 
 
 @pytest.mark.parametrize(
-    "labelled", ["eval/scrub", "eval/people_controls", "eval/simulator_controls"]
+    "labelled",
+    ["eval/scrub", "eval/people_controls", "eval/simulator_controls", "tests/fixtures/gh"],
 )
 def test_labelled_sets_are_no_document_root(repo: Path, labelled: str) -> None:
     (repo / labelled).mkdir(parents=True)
     (repo / labelled / "held.yaml").write_text("label: fail\n")
     with pytest.raises(FenceError):
         tools_of(repo, labelled)
+
+
+def test_the_claude_code_stand_ins_live_outside_the_sealed_fixtures() -> None:
+    """tests/fixtures is answer-bearing, so the tasks sandbox seals it; the stand-ins it puts
+    back as Claude Code's installation (`claude_code.sandboxed`) must not lie in it."""
+    root = Path(__file__).resolve().parents[1]
+    from agenteval.benchmarks.tasks.sandbox import build
+
+    sandbox = build("bwrap", root=root, sealed=[root / p for p in ANSWER_BEARING])
+    sandbox.refuse_sealed([root / "tests/stand_ins/claude_code"], "the stand-in")
+    with pytest.raises(ValueError, match="tests/fixtures"):
+        sandbox.refuse_sealed([root / "tests/fixtures/gh"], "a fixture")
