@@ -38,6 +38,10 @@ ANSWER_BEARING = (
     "eval/scrub",
     "eval/people_controls",
     "eval/simulator_controls",
+    # The tests' fixtures: recorded transcripts, reference suites, gh issues and their labels.
+    # (The Claude Code stand-ins, which the tasks sandbox must put back as an installation,
+    # live in tests/stand_ins: no answers there.)
+    "tests/fixtures",
     "pipelines",
     "reports",
     "runs",

@@ -244,7 +244,8 @@ def test_the_fetched_corpus_made_a_symlink_into_the_scenarios_is_no_exception(re
 
 
 @pytest.mark.parametrize(
-    "labelled", ["eval/scrub", "eval/people_controls", "eval/simulator_controls"]
+    "labelled",
+    ["eval/scrub", "eval/people_controls", "eval/simulator_controls", "tests/fixtures/gh"],
 )
 def test_labelled_sets_are_no_document_root(repo: Path, labelled: str) -> None:
     (repo / labelled).mkdir(parents=True)
@@ -275,3 +276,15 @@ def test_a_hard_link_made_after_the_fence_walked_the_key_is_refused(
         call = tools.call("read_document", path=f"{DOCS}/{name}")
         assert call.fenced and "SIXTEEN" not in str(call.result)
     assert tools.call("read_document", path=f"{DOCS}/leave.md").ok
+
+
+def test_the_claude_code_stand_ins_live_outside_the_sealed_fixtures() -> None:
+    """tests/fixtures is answer-bearing, so the tasks sandbox seals it; the stand-ins it puts
+    back as Claude Code's installation (`claude_code.sandboxed`) must not lie in it."""
+    root = Path(__file__).resolve().parents[1]
+    from agenteval.benchmarks.tasks.sandbox import build
+
+    sandbox = build("bwrap", root=root, sealed=[root / p for p in ANSWER_BEARING])
+    sandbox.refuse_sealed([root / "tests/stand_ins/claude_code"], "the stand-in")
+    with pytest.raises(ValueError, match="tests/fixtures"):
+        sandbox.refuse_sealed([root / "tests/fixtures/gh"], "a fixture")

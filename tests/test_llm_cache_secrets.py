@@ -5,10 +5,12 @@ infer stage's output, in .dvc/cache."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 import pytest
 from servers import OpenAIServer, Reply
@@ -66,3 +68,59 @@ def test_an_echoed_key_reaches_neither_the_cache_nor_dvc(
         subprocess.run(argv, cwd=tmp_path, check=True, capture_output=True)
     stored = [p for p in (tmp_path / ".dvc/cache").rglob("*") if p.is_file()]
     assert stored and not any(key.encode() in p.read_bytes() for p in stored)
+
+
+class RewrappingServer(EchoingServer):
+    """Echoes its key re-wrapped as a careless proxy's debug page might (split over lines,
+    quoted pieces, JSON-escaped, URL-encoded) and the user's message back."""
+
+    def render(self, reply: Reply, request: Any) -> dict[str, Any]:
+        key = self.seen.removeprefix("Bearer ")
+        said = request["messages"][-1]["content"]
+        forms = [
+            "\n".join(key[i : i + 10] for i in range(0, len(key), 10)),
+            " + ".join(f'"{key[i : i + 8]}"' for i in range(0, len(key), 8)),
+            json.dumps(key[:14] + "\n" + key[14:])[1:-1],
+            quote(key[:16] + "\r\n" + key[16:], safe=""),
+        ]
+        text = "debug:\n" + "\n---\n".join(forms) + "\nyou said: " + said
+        return super(EchoingServer, self).render(Reply(text=text, usage=reply.usage), request)
+
+
+PERSONAL = {
+    "address": "4099 Maple Grove Ave, Apt 3B, Springfield, IL 62704",
+    "card": "4539 4794 7153 5547",
+    "e-mail": "j.okonkwo%40outlook.com",
+    "birth": "Jonas Lindqvist, born 1987-03-14",
+    "home": "c:\\users\\aigerim\\.kube",
+}
+
+
+def test_a_rewrapped_key_and_personal_data_reach_no_cache_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "a9F3kQ7pL2mX8vB4nC6Qw7Er5Ty1Zu"  # no known shape, no separator of its own
+    monkeypatch.setenv("ECHO_KEY", key)
+    cache = tmp_path / ".cache/agenteval/llm"
+    message = "Refund form: " + "; ".join(PERSONAL.values())
+    with RewrappingServer([Reply("x")], api_key=key) as server:
+        ep = Endpoint(model="m", base_url=server.base_url, api_key_env="ECHO_KEY")
+
+        async def ask() -> str:
+            client = make_client(ep, cache_dir=cache)
+            try:
+                return (await client.complete([{"role": "user", "content": message}])).text or ""
+            finally:
+                await client.aclose()
+
+        said = asyncio.run(ask())
+    flat_said = "".join(c for c in said if c.isalnum())
+    assert key in flat_said and PERSONAL["card"] in said, "the echo proves nothing"
+    (entry,) = [p for p in cache.rglob("*.json")]
+    stored = json.loads(entry.read_text())["completion"]["text"]
+    flat = "".join(c for c in unquote(stored) if c.isalnum())
+    pieces = {key[i : i + 12] for i in range(len(key) - 11)}
+    assert not any(piece in flat for piece in pieces), stored
+    for kind, value in PERSONAL.items():
+        assert value not in stored and unquote(value) not in unquote(stored), kind
+    assert "aigerim" not in stored and "okonkwo" not in stored

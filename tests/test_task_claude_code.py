@@ -1,6 +1,6 @@
 """Claude Code as a harness: its stream-json transcript parsed into the same tool record,
 refused with a clear message where `claude` is not installed, and driven end to end through
-a stand-in executable that replays a recorded transcript (tests/fixtures/claude_code)."""
+a stand-in executable that replays a recorded transcript (tests/stand_ins/claude_code)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from agenteval.schema.task_records import TaskAttempt
 from agenteval.schema.transcript import Participant
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests/fixtures/claude_code"
+FIXTURES = ROOT / "tests/stand_ins/claude_code"
 STREAM = FIXTURES / "bugfix_durations.stream.jsonl"
 
 

@@ -25,7 +25,7 @@ from agenteval.schema.task_records import TaskAttempt
 from agenteval.schema.tasks import Reference, Step
 
 ROOT = Path(__file__).resolve().parents[1]
-STAND_IN = ROOT / "tests/fixtures/claude_code/probing_claude.py"
+STAND_IN = ROOT / "tests/stand_ins/claude_code/probing_claude.py"
 TASK_ID = "label-issues"
 # One piece of work every harness does the same way: what it finds on PATH, then the labels.
 PROBE = (

@@ -264,7 +264,7 @@ def test_claude_code_runs_whole_inside_the_sandbox(
         ROOT / "pipelines/tasks/params.yaml",
         [
             "tasks.harness=claude-code",
-            f"tasks.claude.command={ROOT / 'tests/fixtures/claude_code/probing_claude.py'}",
+            f"tasks.claude.command={ROOT / 'tests/stand_ins/claude_code/probing_claude.py'}",
             f"tasks.claude.home_files=[{login}]",
             "tasks.ids=[bugfix-durations]",
             "tasks.agent_env=[FAKE_CLAUDE_COMMANDS]",
@@ -276,7 +276,7 @@ def test_claude_code_runs_whole_inside_the_sandbox(
     assert attempt is not None and attempt.status == "COMPLETED", attempt and attempt.error
     key, repo, own_login, home, _escape = attempt.calls
     assert not key.ok and KEY_TEXT not in key.output
-    installation = ROOT / "tests/fixtures/claude_code"
+    installation = ROOT / "tests/stand_ins/claude_code"
     assert repo.ok and listing(repo) <= visible(ROOT, installation)
     assert own_login.ok and "its own" in own_login.output  # its login, read-only
     assert home.ok and listing(home) <= visible(Path.home())  # nothing else of the home

@@ -29,7 +29,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from agenteval.llm.personal import EMAIL, FIXTURE_EMAIL, HOME_FOLDER, home_user
+from agenteval.llm.personal import EMAIL, FIXTURE_EMAIL, GENERIC_USERS, HOME_FOLDER, home_user
+from agenteval.llm.private import EMAIL_FIXTURE
 from agenteval.llm.scrub import Scrubber
 
 POSIX_PATH = re.compile(r"(?<![\w.:/~\\-])/[\w.@%+~-]+(?:/[\w.@%+~-]+)+/?")
@@ -37,10 +38,7 @@ WINDOWS_PATH = re.compile(r"\b[A-Za-z]:[\\/][^\s\"'<>|:*?]*")
 HOME_PATH = re.compile(r"(?<![\w/~])~/[\w.@%+~/-]+")
 HOME_FOLDERS = (("home",), ("Users",), ("root",))
 # Account names too common to replace as words wherever they appear.
-GENERIC_USERS = frozenset(
-    {"root", "user", "users", "admin", "runner", "ubuntu", "shared", "public", "default"}
-)
-FIXTURES = {"email": "person{n}@example.com", "url": "https://example.com/link-{n}"}
+FIXTURES = {"email": EMAIL_FIXTURE, "url": "https://example.com/link-{n}"}
 URL = re.compile(r"\b(?:https?|ftp)://[^\s\"'<>()\[\]{}`]+")
 FIXTURE_URL = re.compile(r"https://example\.com/link-\d+")
 

@@ -180,7 +180,7 @@ class BaseChatClient(ABC):
         )
         completion = self._account(reply, latency_ms, attempts, parsed_messages, specs)
         if cache is not None and key is not None:
-            cache.put(key, completion, self.endpoint.scrubber())
+            cache.put(key, completion, self.endpoint.cache_scrubber())
         return completion
 
     async def stream(self, messages: Sequence[MessageLike]) -> Streamed:

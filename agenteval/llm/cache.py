@@ -7,8 +7,10 @@ independent, across iterations (0, 1, 2, ...) and across runs with other seeds a
 (`agenteval noise` runs every repeat with another seed).
 Request headers, where the key travels, are never part of the key or the stored value, and
 the base URL is keyed without its user-info and query string (`Endpoint.public_base_url`).
-A reply is scrubbed before it is written (`llm.scrub`: the endpoint's key value as well as
-every secret shape), so an endpoint that echoes a credential leaves none on disk.
+A reply is scrubbed before it is written by the sessions' own scrubber (`llm.private`: the
+endpoint's key value however the reply re-wraps it, every secret shape, personal data,
+e-mail addresses, home folders), so an endpoint that echoes a credential or a person's data
+leaves none on disk.
 
 The cache is a DVC output of the `infer` stage (dvc.yaml): `dvc push` ships it to the team's
 remote so a teammate's re-inference is answered from it. That is safe only because no entry
@@ -27,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agenteval.llm.scrub import Scrubber
+from agenteval.llm.private import PrivateScrubber
 from agenteval.llm.types import Completion
 
 CACHE_FORMAT = 1
@@ -92,13 +94,15 @@ class ResponseCache:
             return None
         return completion.model_copy(update={"cached": True})
 
-    def put(self, key: str, completion: Completion, scrubber: Scrubber | None = None) -> None:
-        """Store `completion` scrubbed (by `scrubber`, else the environment's known secrets
-        and every secret shape)."""
+    def put(
+        self, key: str, completion: Completion, scrubber: PrivateScrubber | None = None
+    ) -> None:
+        """Store `completion` scrubbed (by `scrubber`, the endpoint's; else one that knows
+        the environment's secret values)."""
         path = self.path_for(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         stored = completion.model_copy(update={"cached": False}).model_dump(mode="json")
-        clean = (scrubber or Scrubber.from_environment()).scrub(stored)
+        clean = (scrubber or PrivateScrubber()).scrub(stored)
         text = canonical_json({"format": CACHE_FORMAT, "completion": clean})
         # Write to a temp file in the same directory and rename, so concurrent readers and
         # an interrupted run never see a half-written entry.

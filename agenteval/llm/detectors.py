@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from agenteval.llm.personal import PHONE_CANDIDATE
-from agenteval.llm.secret_rules import plausible_secret
+from agenteval.llm.secret_rules import decodes_to_prose, example_key, plausible_secret
 
 # National formats are read as these countries write them (libphonenumber's regions): the
 # ones the project's users are most likely to paste; a number with its +country code is
@@ -70,6 +70,8 @@ def _false_positive(value: str, line: str) -> bool:
         or heuristic.is_sequential_string(value)
         or heuristic.is_indirect_reference(line)
         or not plausible_secret(value)
+        or example_key(value)
+        or decodes_to_prose(value)
     )
 
 

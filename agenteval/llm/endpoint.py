@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agenteval.llm.private import PrivateScrubber
 from agenteval.llm.retry import QuotaExhausted
 from agenteval.llm.scrub import SECRET_FIELD_NAME, Scrubber
 
@@ -106,3 +107,8 @@ class Endpoint(BaseModel):
         """A scrubber that knows this endpoint's key (read now) as well as secret shapes."""
         envs = [self.api_key_env] if self.api_key_env else []
         return Scrubber.from_environment(envs)
+
+    def cache_scrubber(self) -> PrivateScrubber:
+        """What the response cache stores this endpoint's replies with: the sessions' own
+        scrubber (personal data included) knowing this endpoint's key, read now."""
+        return PrivateScrubber([self.api_key_env] if self.api_key_env else [])

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from agenteval.llm.addresses import HINT as ADDRESS_HINT
+from agenteval.llm.addresses import address_rules
 from agenteval.llm.secret_rules import REDACTED, Rule
 
 _NAME = r"[\w.@+\-]+"
@@ -28,10 +30,14 @@ HOME_FOLDER = re.compile(
     # (?=...) first: every form starts with a separator, `~` or a drive, so the scan skips
     # every other position at once (a third of the time on the sessions benchmark's text)
     r"(?=[/\\~]|[A-Za-z]:[/\\])(?<![\w.~\-])(?:"
-    r"(?:/var|/export|/usr|/mnt/[A-Za-z]|[A-Za-z]:)?[/\\]+(?:home|Users|Documents and Settings)"
+    # POSIX folders as their systems spell them (`/api/users/42` is a route, not a home);
+    # Windows' and WSL's whatever the case, as Windows reads them (`c:\\users\\bob`)
+    r"(?:(?:/var|/export|/usr)?/+(?:home|Users)"
+    r"|(?:/mnt/[A-Za-z]|[A-Za-z]:)[/\\]+(?i:users|documents and settings|home)"
+    r"|\\+(?:home|Users|Documents and Settings))"
     r"[/\\]+"
     rf"(?P<user>{_NAME})"
-    rf"|\\+wsl(?:\$|\.localhost)\\+[^\\/\s]+\\+home\\+(?P<wsl>{_NAME})"
+    rf"|\\+(?i:wsl)(?:\$|\.localhost)\\+[^\\/\s]+\\+(?i:home)\\+(?P<wsl>{_NAME})"
     r"|/root(?=[/\\]|\b)"
     r"|~(?P<tilde>[A-Za-z_][\w.\-]*)(?=/)"
     r")(?=[/\\]|\b)"
@@ -42,7 +48,16 @@ EMAIL = re.compile(
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)+"
 )
 FIXTURE_EMAIL = re.compile(r"person\d+@example\.com")
-HOME_HINT = re.compile(r"home|Users|Documents and|root|~[A-Za-z_]")
+# The domains reserved for documentation (RFC 2606): an address there is nobody's. (The
+# `.example` and `.test` top-level names stand in for real ones in tests: replaced.)
+RESERVED_EMAIL = re.compile(r"@(?:[\w\-]+\.)*example\.(?:com|org|net)$", re.IGNORECASE)
+# Account names too common to replace as words wherever they appear.
+GENERIC_USERS = frozenset(
+    {"root", "user", "users", "admin", "runner", "ubuntu", "shared", "public", "default"}
+)
+HOME_HINT = re.compile(
+    r"home|Users|(?i:[a-z]:[/\\]+users|/mnt/[a-z]/users|wsl|documents and)|root|~[A-Za-z_]"
+)
 
 
 def home_user(match: re.Match[str]) -> str | None:
@@ -55,7 +70,18 @@ def _home(_: re.Match[str]) -> str:
 
 
 SSN = re.compile(r"(?<![\w\-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w\-])")
-CARD = re.compile(r"(?<![\w\-])\d(?:[ \-]?\d){12,18}(?![\w\-])")
+# 13 to 19 digits in any grouping (spaces, dashes, dots; not a version's `1.2.3`).
+CARD = re.compile(r"(?<![\w\-.])\d(?:[ \-.]?\d){12,18}(?![\w\-]|\.\d)")
+# A number its sentence calls a card's is one whatever its check digit (a typo, a test
+# card): the issuer or the word within a few words before it, an expiry or CVV after it.
+_CARD_BEFORE = re.compile(
+    r"(?i:card|visa|master\s?card|amex|american\s+express|discover|diners|jcb|maestro"
+    r"|unionpay|karte|carte|tarjeta|cart[aã]o|carta|\bcc\b|\bpan\b)\W+(?:\w+\W+){0,3}$"
+)
+_PRINTED_CARD = re.compile(
+    r"\d{4}([ \-.])\d{4}\1\d{4}\1\d{4}(?:\1\d{1,3})?|\d{4}([ \-])\d{6}\2\d{4,5}"
+)
+_CARD_AFTER = re.compile(r"^\W{0,3}(?i:exp|expir|valid|cvv|cvc|csc|ablauf|gültig)")
 # Issuers' prefixes by length (Visa, Mastercard, Amex, Discover, JCB, Diners): a run of
 # digits that passes Luhn by chance (an epoch in milliseconds) mostly starts otherwise.
 _CARD_PREFIX = re.compile(
@@ -83,7 +109,7 @@ _NAMED_VALUE = re.compile(
 )
 # A necessary condition for any number rule here (and for a phone number) to match;
 # HOME_HINT is the home folders' own.
-PERSONAL_PREFILTER = re.compile(r"\d[\d\s()./\-]{5,}\d|[A-Z]{2}\d{6}[A-D]")
+PERSONAL_PREFILTER = re.compile(r"\d[\d\s()./\-]{5,}\d|[A-Z]{2}\d{6}[A-D]|" + ADDRESS_HINT)
 # `mobile:+61 ...` but not `14:22:05`: a colon may come before a number with its country code.
 PHONE_CANDIDATE = re.compile(
     r"(?:(?<=:)(?=\+)|(?<![\w.+\-/:#=@$]))"
@@ -93,10 +119,19 @@ PHONE_CANDIDATE = re.compile(
 
 
 def _card(match: re.Match[str]) -> str | None:
-    number = re.sub(r"[ \-]", "", match.group(0))
+    number = re.sub(r"[ \-.]", "", match.group(0))
     digits = [int(c) for c in number]
-    if not _CARD_PREFIX.fullmatch(number) or len(set(digits)) < 2:
+    if len(set(digits)) < 2:
         return None
+    text, start, end = match.string, match.start(), match.end()
+    if _CARD_BEFORE.search(text[max(0, start - 60) : start]) or _CARD_AFTER.search(
+        text[end : end + 12]
+    ):
+        return REDACTED
+    if not _CARD_PREFIX.fullmatch(number):
+        return None
+    if _PRINTED_CARD.fullmatch(match.group(0)):
+        return REDACTED  # an issuer's number printed as cards print it: a typo is still one
     total = 0
     for i, d in enumerate(reversed(digits)):  # Luhn
         total += d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2)
@@ -133,5 +168,6 @@ def personal_rules() -> list[Rule]:
         ("card_number", CARD, _card),
         ("iban", IBAN, _iban),
         ("national_insurance", NINO, _whole),
+        *address_rules(),
         ("named_id", re.compile(f"(?:{NAMED_ID.pattern}){_NAMED_VALUE.pattern}"), _named_value),
     ]

@@ -40,6 +40,7 @@ from agenteval.llm.secret_rules import (
     random_looking,
     shape_rules,
 )
+from agenteval.llm.views import HeldSecrets, decoded_views, encoded_forms
 
 __all__ = [
     "REDACTED",
@@ -120,6 +121,7 @@ class Scrubber:
         lengths = "|".join(f"[0-9a-f]{{{n}}}" for n in exempt_hex_lengths)
         self._digest = re.compile(f"(?:{lengths})") if lengths else None
         self._known: re.Pattern[str] | None = None
+        self._held: HeldSecrets | None = None
         # Results per string: a run writes the same strings (tool names, endpoint details,
         # retrieved passages) into thousands of files. Cleared whenever the secrets change.
         # With each, the values it redacted: `scrub` replaces them in every other string of
@@ -155,11 +157,12 @@ class Scrubber:
     def _compile_known(self) -> None:
         self._memo = {}
         if not self._labels:
-            self._known = None
+            self._known = self._held = None
             return
         # Longest first so a key that contains another known value is removed whole.
         ordered = sorted(self._labels, key=len, reverse=True)
         self._known = re.compile("|".join(re.escape(v) for v in ordered))
+        self._held = HeldSecrets(ordered)
 
     def add_secret(self, value: str, label: str = "value") -> None:
         self._add(label, value)
@@ -174,6 +177,12 @@ class Scrubber:
     def _remember(self, text: str) -> tuple[str, tuple[str, ...], frozenset[str]]:
         values: set[str] = set()
         clean, hits = self._scan(text, values)
+        # What a URL or a JSON string decodes to is scanned too (`user%40mail.com`,
+        # `pass%23word`, `\u0040`); a value found there goes in every form it may take here.
+        for view in decoded_views(text):
+            in_view: set[str] = set()
+            self._scan(view, in_view)
+            values |= {form for value in in_view for form in encoded_forms(value)}
         # Once found anywhere in the text, a value is redacted wherever else it stands.
         values = {v for v in values if len(v.strip()) >= MIN_SECRET_LEN and REDACTED not in v}
         pattern = value_pattern(values)
@@ -201,6 +210,7 @@ class Scrubber:
                 return REDACTED
 
             text = known.sub(replace_known, text)
+            text = self._held_runs(text, hits)
         shaped = SHAPE_PREFILTER.search(text) is not None
         personal = self.personal and PERSONAL_PREFILTER.search(text) is not None
         homes = self.personal and HOME_HINT.search(text) is not None
@@ -227,6 +237,14 @@ class Scrubber:
         for i, original in enumerate(stash):
             text = text.replace(_STASH.format(i), original)
         return text, hits
+
+    def _held_runs(self, text: str, hits: list[str]) -> str:
+        """Known values re-wrapped (split over lines, quoted, escaped): `llm.views`."""
+        spans = self._held.spans(text) if self._held is not None else []
+        for start, end in reversed(spans):
+            text = text[:start] + REDACTED + text[end:]
+            hits.append("held:re-wrapped")
+        return text
 
     @staticmethod
     def _rules_pass(text: str, rules: list[Rule], hits: list[str], values: set[str]) -> str:

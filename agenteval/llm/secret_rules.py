@@ -59,11 +59,29 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 # a text may hold one.
 SET_ASIDE = re.compile(
     r"data:[\w.+\-]+/[\w.+\-]+;base64,[A-Za-z0-9+/=\s]{16,}"
+    # Public keys and certificates are published on purpose: an SSH public key line, a PEM
+    # public key or certificate, and a bare SubjectPublicKeyInfo body (its DER header for
+    # RSA, P-256, P-384 and Ed25519 keys, in base64, starts it).
+    r"|\bssh-(?:ed25519|rsa|dss|ecdsa-sha2-nistp\d+)\s+AAAA[A-Za-z0-9+/]+={0,3}"
+    r"|-----BEGIN (?:RSA |EC )?(?:PUBLIC KEY|CERTIFICATE)-----[A-Za-z0-9+/=\s\\n]*"
+    r"-----END (?:RSA |EC )?(?:PUBLIC KEY|CERTIFICATE)-----"
+    r"|(?:MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE|MCowBQYDK2VwAyEA|MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE"
+    r"|MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA|MIICIjANBgkqhkiG9w0BAQEFAAOCAg8AMIICCgKCAgEA)"
+    r"[A-Za-z0-9+/=]*"
     r"|\bsha(?:256|384|512)-[A-Za-z0-9+/]{20,}={0,2}"
     r"|(?<![\w:])h1:[A-Za-z0-9+/]{43}=(?![\w+/=])"
     r"|(?<![\w:])SHA256:[A-Za-z0-9+/]{43}(?![\w+/=])"
 )
-SET_ASIDE_HINT = re.compile(r"base64,|sha|SHA256:|h1:")
+SET_ASIDE_HINT = re.compile(
+    r"base64,|sha|SHA256:|h1:|ssh-|PUBLIC KEY|CERTIFICATE|MFkw|MCow|MHYw|MIIBIjAN|MIICIjAN"
+)
+# A placeholder in a key's shape: `sk-xxxxxxxxxxxxxxxxxxxx`, `ghp_XXXXXXXX...`,
+# `sk-your-key-here`. A run of another letter (`sk-ant-QQQQ...`) is a test's fake key,
+# redacted as the real one it stands for; so is AWS's documented `AKIAIOSFODNN7EXAMPLE`:
+# a test or a red team may plant either as a key, and its loss costs no one anything.
+_EXAMPLE_KEY = re.compile(r"(?i)(?:your|my)[_\-]|[_\-]here\b|x{8,}|\*{8,}")
+# A URL query's value that stands for one: `$RATES_TOKEN`, `${TOKEN}`, `<token>`, `{{token}}`.
+_QUERY_PLACEHOLDER = re.compile(r"\$\{?\w+\}?|<[^>]*>|\{\{[^}]*\}\}|\*+|x{4,}|X{4,}")
 
 
 def shannon_bits(text: str) -> float:
@@ -74,6 +92,39 @@ def shannon_bits(text: str) -> float:
 
 def _whole(_: re.Match[str]) -> str:
     return REDACTED
+
+
+def example_key(token: str) -> bool:
+    """A key-shaped placeholder or a provider's documented example, not a credential."""
+    return _EXAMPLE_KEY.search(token) is not None
+
+
+def _provider_key(match: re.Match[str]) -> str | None:
+    return None if example_key(match.group(0)) else REDACTED
+
+
+def _query_secret(match: re.Match[str]) -> str | None:
+    value = match.group(0)[len(match.group(1)) :]
+    return None if _QUERY_PLACEHOLDER.fullmatch(value) else match.group(1) + REDACTED
+
+
+def decodes_to_prose(token: str) -> bool:
+    """Base64 of a sentence (a test fixture, a message): no generated key decodes to words.
+    Not an encoded credential (a kubeconfig's PEM, `user:password`): those name themselves."""
+    import base64
+    import binascii
+
+    if len(token) < 16:
+        return False
+    try:
+        text = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("ascii")
+    except (binascii.Error, ValueError):
+        return False
+    letters = sum(c.isalpha() or c == " " for c in text)
+    return text.count(" ") >= 2 and letters >= 0.85 * len(text) and not _ENCODED_SECRET.search(text)
+
+
+_ENCODED_SECRET = re.compile(r"(?i)private|pass|secret|token|key|auth|cred|begin|:")
 
 
 def _keep_group1(match: re.Match[str]) -> str:
@@ -142,7 +193,7 @@ def random_looking(token: str) -> bool:
     # All three character classes, high entropy and no word-length lowercase run keep
     # CamelCase identifiers out, while about 95% of random 32-character base62 keys (and
     # more of longer ones) still qualify; known values cover the rest.
-    if min(upper, lower, digits) < 2 or _LOWER_RUN.search(token):
+    if min(upper, lower, digits) < 2 or _LOWER_RUN.search(token) or decodes_to_prose(token):
         return False
     return shannon_bits(token) >= 4.2
 
@@ -186,7 +237,9 @@ def _hex_key(exempt: tuple[int, ...]) -> Decide:
 # strings (tool names, statuses, prose) instead of twenty. Keep it a superset of every rule's
 # start (tests/test_llm_scrub.py generates each rule's core and checks it passes).
 SHAPE_HINT = (
-    r"(?i:://|hooks\.|webhook|bearer|basic|pass|pwd|secret|token|key|cred|auth|sig"
+    r"(?i:://|hooks\.|webhook|bearer|basic|pass|pwd|secret|token|key|cred|auth|sig|ssws"
+    r"|digest|splunk|negotiate|ntlm|kennwort|mot de|contrase|clave|senha|wachtwoord|has[łl]o"
+    r"|l[öo]senord|adgangskode|salasana|parola|пароль|密码|パスワード|비밀번호"
     r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=])"
     r"|" + PREFIX_HINT + r"|[A-Za-z0-9+/]{32}|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
 )
@@ -216,7 +269,7 @@ def _text_rules() -> list[Rule]:
                 r"|x-amz-signature|x-amz-security-token|x-goog-signature)=)(?!\[REDACTED\])"
                 r"[^&#\s\"'<>`()]{4,}"
             ),
-            _keep_group1,
+            _query_secret,
         ),
         (
             "webhook",
@@ -229,7 +282,10 @@ def _text_rules() -> list[Rule]:
         ),
         (
             "auth_header",
-            re.compile(r"(?i)\b((?:Bearer|Basic|Token)\s+)(?P<value>[A-Za-z0-9._~+/\-]{8,}=*)"),
+            re.compile(
+                r"(?i)\b((?:Bearer|Basic|Token|SSWS|Digest|ApiKey|Api-Key|GenieKey|Splunk"
+                r"|DeepL-Auth-Key|sso-key|Negotiate|NTLM)\s+)(?P<value>[A-Za-z0-9._~+/\-]{8,}=*)"
+            ),
             _credential,
         ),
     ]
@@ -254,6 +310,16 @@ def _named_rules() -> list[Rule]:
                 r"(?:=|\s+)[\"']?)" + _VALUE
             ),
             _named_value,
+        ),
+        # An environment file's or a shell's upper-case NAME=value: the value runs to the
+        # next blank or quote whatever it holds (`django-insecure-%6&*oq(=h8!2...`).
+        (
+            "env_secret",
+            re.compile(
+                r"((?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|KEY"
+                r"|CREDENTIALS?)[A-Z0-9_]*=[\"']?)(?!\[REDACTED\])(?P<value>[^\s\"'`]{8,})"
+            ),
+            _keep_plausible,
         ),
         (
             "named_secret",
@@ -286,7 +352,7 @@ def _generic_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
     boundary_l = r"(?<![A-Za-z0-9+/=_\-])"
     boundary_r = r"(?![A-Za-z0-9+/=_\-])"
     return [
-        *((name, re.compile(pattern), _whole) for name, pattern in PROVIDER_KEYS.items()),
+        *((name, re.compile(pattern), _provider_key) for name, pattern in PROVIDER_KEYS.items()),
         (
             "assigned_random",
             re.compile(
@@ -332,14 +398,42 @@ def _said_rules() -> list[Rule]:
         (
             "said_secret",
             re.compile(
-                r"((?i:\b(?:password|passwd|passphrase|pwd|token|secret))[ \t]+"
-                r"(?:(?i:is|was|reads|:|=)[ \t]+)?[\"'`]?)(?P<value>[^\s\"'`]{6,})"
+                r"((?i:\b" + _SAID_NAME + r")(?:[ \t]+[\w'’\-]+){0,4}?[ \t]*"
+                r"(?:[ \t](?i:" + _SAID_VERB + r")[ \t]+|[ \t]*[:=][ \t]*)[\"'`«“]?)"
+                # a password has a digit or a symbol: the words before it are passed over
+                r"(?=[^\s\"'`»”]*[0-9!#%&*+?@^~_\-])(?P<value>[^\s\"'`»”]{6,})"
             ),
             _said_value,
+        ),
+        # ...and the value before its name: "is `x` still the staging password?"
+        (
+            "said_secret_before",
+            re.compile(
+                r"(?<![\w\-])([\"'`«“]?)(?P<value>[^\s\"'`»”]{6,})[\"'`»”]?"
+                # "x is the password", or a question's quoted "`x` still the password?"
+                r"(?:[ \t]+(?i:is|was|are)|(?<=[\"'`»”])(?=[ \t]+(?i:still|really|now|also)\b))"
+                r"(?:[ \t]+(?i:still|now|not|also|really))?"
+                r"(?:[ \t]+(?i:the|our|my|your|his|her|their|a))?"
+                r"(?:[ \t]+[\w\-]+){0,2}?[ \t]+(?i:" + _SAID_NAME + r")\b"
+            ),
+            _said_before,
         ),
     ]
 
 
+# What a sentence calls a secret, in the languages users write in, and the words between
+# it and its value ("my password is x", "the client secret to x", "mot de passe est x").
+_SAID_NAME = (
+    r"(?:password|passwd|passphrase|pass\s?code|pwd|token|secret|api[ _\-]?key|access[ _\-]?key"
+    r"|private[ _\-]?key|secret[ _\-]?key|passwort|kennwort|zugangsdaten|mot\s+de\s+passe"
+    r"|contrase[ñn]a|clave|senha|wachtwoord|has[łl]o|l[öo]senord|adgangskode|passord"
+    r"|salasana|parola(?:\s+d'ordine)?|пароль|密码|パスワード|비밀번호)"
+)
+_SAID_VERB = (
+    r"is|was|reads|to|as|=|:|ist|lautet|war|auf|est|était|es|era|é|è|er|är|jest|is\s+now"
+    r"|(?:was|has\s+been|is|got)\s+(?:reset|changed|set|rotated|updated)\s+to"
+    r"|set\s+to|changed\s+to|now"
+)
 # What a password looks like where a sentence names it: a letter and a digit or symbol,
 # none of a call's, a path's or a placeholder's marks.
 _SAID_SHAPE = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9!#%&*+?@^~_\-])[^()<>{}\[\]$/\\]+")
@@ -348,15 +442,26 @@ _SAID_SHAPE = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9!#%&*+?@^~_\-])[^()<>{}\[\]$/\
 _VERSION = re.compile(r"[vV]?\d+(?:\.\d+)+(?:[-+][\w.]+)?")
 
 
+def _said_value_ok(value: str) -> bool:
+    if value.startswith("-") or not _SAID_SHAPE.fullmatch(value) or _VERSION.fullmatch(value):
+        return False  # a flag (`--password --host`), a call, a path, a version
+    if value == value.lower() and _segmented(value):
+        return False  # a slug: my-service-v2
+    return plausible_secret(value) and not value.lower().startswith(("http", "www."))
+
+
 def _said_value(match: re.Match[str]) -> str | None:
     value = match.group("value").rstrip(".,;:!?)")
-    if value.startswith("-") or not _SAID_SHAPE.fullmatch(value) or _VERSION.fullmatch(value):
-        return None  # a flag (`--password --host`), a call, a path, a version
-    if value == value.lower() and _segmented(value):
-        return None  # a slug: my-service-v2
-    if not plausible_secret(value) or value.lower().startswith(("http", "www.")):
+    if not _said_value_ok(value):
         return None
     return match.group(1) + REDACTED + match.group("value")[len(value) :]
+
+
+def _said_before(match: re.Match[str]) -> str | None:
+    value = match.group("value")
+    if _said_value_ok(value):
+        return match.group(0).replace(value, REDACTED, 1)
+    return None
 
 
 def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:

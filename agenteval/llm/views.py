@@ -1,0 +1,130 @@
+"""A text as its reader will decode it, and a held secret however a reply re-wraps it.
+
+A scrubber that reads only the bytes misses `j.okonkwo%40outlook.com` (an e-mail once a URL
+is decoded) and `pass%23word` (a password once it is), and a JSON string's `\\n` or `\\u0040`
+hide what the parsed value shows. `decoded_views` gives the percent-decoded and the
+JSON-unescaped views of a text; the scrubber scans each and redacts what it found there in
+every form the original may carry it (`encoded_forms`).
+
+A known secret value (an endpoint's key, a secret-named variable's value) echoed back by an
+endpoint may come split over lines, with quotes or `" + "` between its pieces, JSON-escaped
+or URL-encoded. `HeldSecrets` finds any run of at least `PIECE` of its characters in order
+with such separators between them and redacts the run. A run is found from a contiguous
+`SEED` of the value (line wrapping and string concatenation leave pieces longer than that),
+so a secret cut into pieces shorter than `SEED` characters each is not found.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from urllib.parse import quote, quote_plus, unquote
+
+PIECE = 12  # a run of this many of a secret's characters is that secret
+SEED = 4  # a contiguous piece found first, then the run around it
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
+# What a reply may put between a secret's pieces: blanks, line breaks (raw, JSON-escaped or
+# URL-encoded), quotes and a string concatenation's plus and comma.
+SEPARATOR = re.compile(r"(?:\s|\\[nrt]|\\\\|[\"'`+,]|%0[aAdD9]|%20|\+)+")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(0)[1:]
+    return chr(int(code[1:], 16)) if code[0] == "u" else _ESCAPES[code]
+
+
+def decoded_views(text: str) -> list[str]:
+    """The percent-decoded and JSON-unescaped views of `text` that differ from it."""
+    views: list[str] = []
+    if "%" in text and _PERCENT.search(text):
+        views.append(unquote(text))
+    if "\\" in text and _ESCAPE.search(text):
+        views.append(_ESCAPE.sub(_unescape, text))
+        if views[0] != text and _ESCAPE.search(views[0]):
+            views.append(_ESCAPE.sub(_unescape, views[0]))
+    return [view for view in dict.fromkeys(views) if view != text]
+
+
+def encoded_forms(value: str) -> set[str]:
+    """`value` as a URL or a JSON string may carry it."""
+    forms = {value, quote(value, safe=""), quote(value, safe="/:@"), quote_plus(value)}
+    forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+    forms.add(json.dumps(value)[1:-1])
+    return forms
+
+
+class HeldSecrets:
+    """Finds runs of known secret values re-wrapped by separators (see the module's note)."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        self.values = sorted({v for v in values if len(v) >= SEED}, key=len, reverse=True)
+        seeds: dict[str, list[tuple[str, int]]] = {}
+        for value in self.values:
+            for at in range(len(value) - SEED + 1):
+                seeds.setdefault(value[at : at + SEED], []).append((value, at))
+        self._seeds = seeds
+        escaped = sorted(seeds, key=len, reverse=True)
+        self._seed = re.compile("|".join(map(re.escape, escaped))) if escaped else None
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) of every run of `PIECE` or more characters of a held value (or the
+        whole of a shorter one) in `text`, merged."""
+        if self._seed is None:
+            return []
+        found: list[tuple[int, int]] = []
+        for match in self._seed.finditer(text):
+            if found and match.start() < found[-1][1]:
+                continue
+            best = None
+            for value, at in self._seeds[match.group(0)]:
+                start, first = _extend_back(text, match.start(), value, at)
+                end, last = _extend(text, match.end(), value, at + SEED)
+                if last - first >= min(PIECE, len(value)) and (
+                    best is None or end - start > best[1] - best[0]
+                ):
+                    best = (start, end)
+            if best is not None:
+                found.append(best)
+        return found
+
+
+def _char_at(text: str, pos: int, char: str) -> int:
+    """The position after `char` (as itself or %XX) at `pos`, or -1."""
+    if text.startswith(char, pos):
+        return pos + len(char)
+    encoded = quote(char, safe="")
+    if encoded != char and text[pos : pos + len(encoded)].upper() == encoded.upper():
+        return pos + len(encoded)
+    return -1
+
+
+def _extend(text: str, pos: int, value: str, at: int) -> tuple[int, int]:
+    """How far the run goes on after `pos` (text) / `at` (value)."""
+    while at < len(value):
+        step = _char_at(text, pos, value[at])
+        if step < 0:
+            gap = SEPARATOR.match(text, pos)
+            if gap is None or (step := _char_at(text, gap.end(), value[at])) < 0:
+                break
+        pos, at = step, at + 1
+    return pos, at
+
+
+def _extend_back(text: str, pos: int, value: str, at: int) -> tuple[int, int]:
+    """How far the run goes back before `pos` (text) / `at` (value)."""
+    while at > 0:
+        char = value[at - 1]
+        if text.endswith(char, 0, pos):
+            pos, at = pos - len(char), at - 1
+            continue
+        gap = _SEPARATOR_BEFORE.search(text, 0, pos)
+        if gap is None or gap.end() != pos or not text.endswith(char, 0, gap.start()):
+            break
+        pos, at = gap.start() - len(char), at - 1
+    return pos, at
+
+
+_SEPARATOR_BEFORE = re.compile(SEPARATOR.pattern + r"\Z")
