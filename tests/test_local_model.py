@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import re
 import sys
 import textwrap
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agenteval.judges.llm import SCENARIO_SCHEMA, TURN_SCHEMA
@@ -181,6 +183,43 @@ def test_a_child_ignoring_sigterm_is_killed(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 # -- the real model -----------------------------------------------------------------------
+QUESTION = [{"role": "user", "content": "What is the capital of France? Answer briefly."}]
+
+
+@needs_model
+@pytest.mark.local_model
+@pytest.mark.timeout(600)
+def test_the_server_speaks_openai_and_decodes_alike_however_the_prompt_is_batched() -> None:
+    body = {"model": serve_local.DEFAULT_ALIAS, "messages": QUESTION, "max_tokens": 24,
+            "temperature": 0, "seed": 0}  # fmt: skip
+    with local_server(n_ctx=2048) as url, httpx.Client(timeout=300) as http:
+        assert http.get(f"{url}/models").json()["data"][0]["id"] == serve_local.DEFAULT_ALIAS
+        first = http.post(f"{url}/chat/completions", json=body).json()  # prompt in micro-batches
+        again = http.post(f"{url}/chat/completions", json=body).json()  # 1 token, rest cached
+        text = first["choices"][0]["message"]["content"]
+        assert text.strip() and again["choices"][0]["message"]["content"] == text
+        usage = first["usage"]
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
+        wanted = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        with http.stream("POST", f"{url}/chat/completions", json=wanted) as streamed:
+            assert streamed.headers["content-type"] == "text/event-stream"
+            lines = [line for line in streamed.iter_lines() if line]
+        assert lines[-1] == "data: [DONE]"
+        events = [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
+        deltas = [e["choices"][0]["delta"].get("content", "") for e in events if e["choices"]]
+        assert "".join(deltas) == text and events[-1]["usage"] == usage
+        assert events[-2]["choices"][0]["finish_reason"] in ("stop", "length")
+        structured = {**body, "max_tokens": 200, "response_format": _format(SCENARIO_SCHEMA)}
+        judged = http.post(f"{url}/chat/completions", json=structured).json()
+        assert judged["choices"][0]["finish_reason"] == "stop"
+        reply = json.loads(judged["choices"][0]["message"]["content"])
+        assert list(reply) == list(SCENARIO_SCHEMA["properties"])  # the grammar held
+        assert reply["status"] in SCENARIO_SCHEMA["properties"]["status"]["enum"]
+        refused = http.post(f"{url}/chat/completions", json={**body, "response_format":
+                            _format({"type": "string", "pattern": "a+"})})  # fmt: skip
+        assert refused.status_code == 400 and "pattern" in refused.json()["error"]["message"]
+
+
 @dataclass
 class LocalRun:
     out: Path

