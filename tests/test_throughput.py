@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_local_model import needs_model
 
 from agenteval.benchmarks.gate import GateRefused, gate
 from agenteval.benchmarks.throughput.loopback import Script, scripted_tokens
@@ -199,9 +200,9 @@ def test_cli_refuses_a_url_without_a_model(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--model" in done.stderr
 
 
+@needs_model
 @pytest.mark.local_model
-def test_the_local_model_streams_and_is_counted_with_its_tokenizer(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp")
+def test_the_local_model_streams_its_usage_and_its_tokenizer_agrees(tmp_path: Path) -> None:
     settings = Settings(concurrency=[1, 2], repeats=1, warmup=1, max_tokens=40,
                         temperature=0.0, timeout_s=300.0, max_attempts=2)  # fmt: skip
     workload = load_workload(ROOT, "eval/throughput/emails.yaml", "eval/throughput/prompt.md",
@@ -210,15 +211,17 @@ def test_the_local_model_streams_and_is_counted_with_its_tokenizer(tmp_path: Pat
 
     tokenizer, how = resolve_tokenizer("auto", "local", ROOT)
     assert tokenizer is not None and "SmolLM2" in how
+    assert tokenizer.count("The capital of France is Paris.") == 7  # as the server counts it
     with open_target({"name": "local", "kind": "local"}, settings) as target:
         run = asyncio.run(sweep(target, workload, settings, tokenizer))
     assert len(run.records) == 8 and all(r.answered for r in run.records)
     for r in run.records:
-        # llama.cpp's server reports no usage in a stream: the GGUF's tokenizer counts.
+        # The local server sends usage in a stream when asked (stream_options.include_usage),
+        # as OpenAI does: its exact count wins over the tokenizer's recount.
         assert r.token_source in ("usage", "tokenizer") and r.output_tokens
         assert r.ttft_ms is not None and 0 < r.ttft_ms < r.latency_ms
         assert r.label is not None  # a label or unparsed/ambiguous: graded either way
-    assert {r.token_source for r in run.records} == {"tokenizer"}
+    assert {r.token_source for r in run.records} == {"usage"}
     assert target.identity["weights"].startswith("SmolLM2-135M")
 
 

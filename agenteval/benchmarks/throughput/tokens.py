@@ -2,7 +2,7 @@
 own tokenizer when one can be had here, else nothing (n/a, never 0).
 
 The only tokenizer this project can load offline is a GGUF file's vocabulary, through
-llama-cpp-python (`vocab_only`: no weights loaded, a third of a second); `auto` uses the
+llama.cpp (`serve.local_engine.VocabTokenizer`: no weights loaded); `auto` uses the
 local model's (the one `agenteval serve-local` serves) for the local endpoint and none for
 any other, because another model's tokenizer would count another model's tokens.
 """
@@ -15,16 +15,16 @@ from typing import Any
 
 
 class Tokenizer:
-    """A GGUF file's tokenizer (llama-cpp-python, vocabulary only)."""
+    """A GGUF file's tokenizer (llama.cpp, vocabulary only)."""
 
     def __init__(self, gguf: Path) -> None:
-        import llama_cpp
+        from agenteval.serve.local_engine import VocabTokenizer
 
         self.name = gguf.name
-        self._model: Any = llama_cpp.Llama(model_path=str(gguf), vocab_only=True, verbose=False)
+        self._vocab: Any = VocabTokenizer(gguf)
 
     def count(self, text: str) -> int:
-        return len(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        return int(self._vocab.count(text))
 
 
 @dataclass(frozen=True)
