@@ -154,3 +154,14 @@ KEEP = [
 @pytest.mark.parametrize("text", KEEP)
 def test_look_alikes_come_out_byte_for_byte(text: str) -> None:
     assert PrivateScrubber(env={}).scrub_text(text) == text
+
+
+def test_a_found_secret_re_wrapped_elsewhere_in_the_unit_goes_everywhere() -> None:
+    """An echo that repeats a request wrapped at 60 columns leaves a key's tail on a line of
+    its own: the unit's second pass redacts any run of a value found once."""
+    from agenteval.llm.scrub import replace_everywhere
+
+    value = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9vTvnycHfn15lhufwMSi25"
+    wrapped = f"aws_secret_access_key = {value[:20]}\n{value[20:]}\nregion = eu-central-1"
+    clean = replace_everywhere({"first": f"key {value}", "echo": wrapped}, [value])
+    assert value[20:32] not in str(clean) and "region = eu-central-1" in clean["echo"]

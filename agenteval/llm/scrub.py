@@ -412,14 +412,24 @@ def value_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
 
 def replace_everywhere(obj: Any, values: Iterable[str]) -> Any:
     """`obj` with every occurrence of each value (longest first) in any of its strings,
-    keys included, replaced by [REDACTED]: the second pass over a unit being scrubbed."""
+    keys included, replaced by [REDACTED]: the second pass over a unit being scrubbed. Runs
+    of a value re-wrapped elsewhere in the unit go too (`llm.views`: a reply that echoes a
+    request wrapped at 60 columns leaves a key's tail alone on the next line)."""
+    values = list(values)
     pattern = value_pattern(values)
     if pattern is None:
         return obj
+    held = HeldSecrets(v for v in values if len(v.strip()) >= MIN_SECRET_LEN)
+
+    def clean(text: str) -> str:
+        text = pattern.sub(REDACTED, text)
+        for start, end in reversed(held.spans(text)):
+            text = text[:start] + REDACTED + text[end:]
+        return text
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):
-            return pattern.sub(REDACTED, value) if value != REDACTED else value
+            return clean(value) if value != REDACTED else value
         if isinstance(value, Mapping):
             return {walk(k): walk(v) for k, v in value.items()}
         if isinstance(value, list):
