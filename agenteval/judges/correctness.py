@@ -283,34 +283,48 @@ def grade_answer(q: Question, reply: str) -> Result:
         worst = min(scored, key=lambda r: r.score or 0.0)
         return worst
     deferred = [r for r in results if r.score is None]
-    if deferred:
-        return deferred[0]
+    if deferred:  # an invented source fails whatever the value's grade would have been
+        return invented_source(q, ctx.text) or deferred[0]
     worst = min(results, key=lambda r: r.score or 0.0)
     graded = Result(worst.score, "; ".join(r.reason for r in results), worst.rule)
     return with_sources(q, ctx.text, graded)
 
 
-def with_sources(q: Question, text: str, graded: Result) -> Result:
-    """The grade after the sources the reply names are looked up (`judges.sources`): an
-    invented one is an invented fact (0); one that does not hold the value caps the grade;
-    one code cannot look up defers a grade that would otherwise stand."""
+def _credited_refs(q: Question, text: str) -> list[sources.Reference]:
     asked = normalize(q.text).lower()
     expected = (q.expected or "").lower()
-    refs = [
+    return [
         r
         for r in sources.references(text)
         if sources.credited(text, r)
         and r.text.lower() not in asked
         and not re.search(rf"\b{re.escape(r.kind)}\b", expected)
     ]
-    if not refs or q.documents is None or graded.score is None:
-        return graded
-    docs = sources.load_documents(q.documents)
-    looked = [(r, *sources.look_up(r, docs or [])) for r in refs]
-    for ref, status, _ in looked:
-        if status == sources.MISSING:
+
+
+def invented_source(q: Question, text: str) -> Result | None:
+    """A finding when the reply credits a source no indexed document has."""
+    refs = _credited_refs(q, text)
+    docs = sources.load_documents(q.documents) if refs and q.documents is not None else None
+    for ref in refs if docs else []:
+        if sources.look_up(ref, docs or [])[0] == sources.MISSING:
             why = f"credits the answer to {ref.text!r}, which no indexed document has"
             return finding("invented_source", why)
+    return None
+
+
+def with_sources(q: Question, text: str, graded: Result) -> Result:
+    """The grade after the sources the reply names are looked up (`judges.sources`): an
+    invented one is an invented fact (0); one that does not hold the value caps the grade;
+    one code cannot look up defers a grade that would otherwise stand."""
+    refs = _credited_refs(q, text)
+    if not refs or q.documents is None or graded.score is None:
+        return graded
+    invented = invented_source(q, text)
+    if invented is not None:
+        return invented
+    docs = sources.load_documents(q.documents)
+    looked = [(r, *sources.look_up(r, docs or [])) for r in refs]
     for ref, status, found in looked:
         if status == "found" and found is not None and not holds_value(q.expected or "", found):
             why = f"credits the answer to {ref.text!r}, which does not hold it"
