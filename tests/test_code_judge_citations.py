@@ -55,3 +55,29 @@ def test_an_invented_source_fails_even_where_the_value_would_defer() -> None:
     assert honest.score is None  # said of another budget line: deferred
     cited = grade_answer(q, "Per entry SEC-9 of the budget, $9,800 is requested for Wi-Fi.")
     assert (cited.rule, cited.score) == ("invented_source", 0)
+
+
+@pytest.mark.parametrize(
+    ("asked", "expected", "reply", "rule"),
+    [
+        ("How many weeks of fully paid parental leave are there?", "16 weeks",
+         "You get 16 weeks off, though they are not fully paid.", "denied_condition"),
+        ("How many weeks of fully paid parental leave are there?", "16 weeks",
+         "16 weeks at full pay, not 20.", "precision"),
+        ("On trips longer than how many hours is first class permitted?", "10 hours",
+         "First class is never permitted, not even on trips over 10 hours.", "denied_condition"),
+        ("What is the shipping charge for orders inside Canada?", "$40",
+         "Shipping inside Canada is free; the $40 charge is for overseas orders.",
+         "denied_condition"),
+        ("What is the shipping charge for orders inside Canada?", "$40",
+         "It is not free: shipping inside Canada is $40; shipping to Alaska is free.",
+         "precision"),
+        ("Below what amount is no invoice required?", "$50",
+         "You don't need an invoice under $50; from $50 on you do.", "precision"),
+    ],
+)  # fmt: skip
+def test_the_value_must_be_given_for_the_asked_condition(
+    asked: str, expected: str, reply: str, rule: str
+) -> None:
+    result = grade_answer(Question(asked, expected, False, True), reply)
+    assert result.rule == rule, result.reason

@@ -285,9 +285,40 @@ def grade_answer(q: Question, reply: str) -> Result:
     deferred = [r for r in results if r.score is None]
     if deferred:  # an invented source fails whatever the value's grade would have been
         return invented_source(q, ctx.text) or deferred[0]
+    denied = denied_condition(q.text, ctx.text)
+    if denied is not None:
+        return finding("denied_condition", denied)
     worst = min(results, key=lambda r: r.score or 0.0)
     graded = Result(worst.score, "; ".join(r.reason for r in results), worst.rule)
     return with_sources(q, ctx.text, graded)
+
+
+# The asked value must be asserted for the asked condition: a negation on a word the
+# question asks about ("16 weeks, but not fully paid"; "isn't allowed, even over 8 hours"),
+# or a price question answered "free" in a clause about what was asked ("delivery within the
+# US is free; the $79 is only outside it").
+_NEGATION = (
+    r"(?:\bnot|n['’]t|\bnever|\bcannot|\bno longer)\s+(?:(?:be|been|always|ever|really)\s+)?"
+)
+_PRICE_ASKED = re.compile(r"\b(?:cost|costs|charge|charged|price|fee|pay)\b", re.I)
+_FREE = re.compile(r"\b(?:is|are|comes|ships)\s+free\b|\bfree of charge\b|\bcosts? nothing\b",
+                   re.I)  # fmt: skip
+
+
+def denied_condition(asked: str, text: str) -> str | None:
+    """Why the reply denies the condition the question asks the value for, or None."""
+    words = {w for w in re.findall(r"[a-z]{4,}", asked.lower()) if w not in GENERIC}
+    lowered = text.lower()
+    for m in re.finditer(_NEGATION + r"([a-z]+)", lowered):
+        if m.group(1) in words:
+            return f"denies the asked condition: {m.group(0).strip()!r}"
+    if not _PRICE_ASKED.search(asked):
+        return None
+    for clause in re.split(r"[;:.!?\n]|\bbut\b", lowered):
+        shared = {w for w in re.findall(r"[a-z]{4,}", clause) if w in words}
+        if _FREE.search(clause) and len(shared) >= 2:
+            return f"says what was asked is free: {clause.strip()!r}"
+    return None
 
 
 def _credited_refs(q: Question, text: str) -> list[sources.Reference]:
