@@ -81,3 +81,21 @@ def test_the_value_must_be_given_for_the_asked_condition(
 ) -> None:
     result = grade_answer(Question(asked, expected, False, True), reply)
     assert result.rule == rule, result.reason
+
+
+OWNER = "Who owns the fleet maintenance budget line?"
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("Fleet maintenance is owned by Dana Whitfield.\n\nWait, no. Going by the sheet again, "
+         "that line belongs to Marcus Oyelaran.", 0),
+        ("Fleet maintenance is owned by Dana Whitfield.\n\nWait, no. Checking again: yes, it is "
+         "Dana Whitfield.", 10),
+        ("Fleet maintenance is owned by Dana Whitfield. Wait, no doubt about it; she signs off "
+         "every quarter.", 10),
+    ],
+)  # fmt: skip
+def test_a_bare_denial_is_answered_by_the_next_sentence(reply: str, score: float) -> None:
+    assert grade_answer(Question(OWNER, "Dana Whitfield", False, True), reply).score == score
