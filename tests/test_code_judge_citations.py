@@ -99,3 +99,21 @@ OWNER = "Who owns the fleet maintenance budget line?"
 )  # fmt: skip
 def test_a_bare_denial_is_answered_by_the_next_sentence(reply: str, score: float) -> None:
     assert grade_answer(Question(OWNER, "Dana Whitfield", False, True), reply).score == score
+
+
+@pytest.mark.parametrize(
+    ("asked", "reply", "rule"),
+    [
+        ("What were subscription sales in the third quarter of 2025?",
+         "Subscription sales ran at $2.4 million a month in Q3.", "restated_rate"),
+        ("What were subscription sales in the third quarter of 2025?",
+         "$2.4 million in Q3, about $0.8 million a month.", None),  # two figures: deferred
+        ("What were subscription sales in the third quarter of 2025?",
+         "Subscription sales were $2.4 million per quarter in Q3.", "precision"),
+    ],
+)  # fmt: skip
+def test_a_periods_total_is_no_rate_per_another_period(
+    asked: str, reply: str, rule: str | None
+) -> None:
+    result = grade_answer(Question(asked, "$2.4 million", False, True), reply)
+    assert result.rule == rule, result.reason

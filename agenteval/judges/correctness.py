@@ -288,6 +288,9 @@ def grade_answer(q: Question, reply: str) -> Result:
     denied = denied_condition(q.text, ctx.text)
     if denied is not None:
         return finding("denied_condition", denied)
+    rate = restated_rate(q.text, ctx.text, parts_of(q.expected))
+    if rate is not None:
+        return finding("restated_rate", rate)
     worst = min(results, key=lambda r: r.score or 0.0)
     graded = Result(worst.score, "; ".join(r.reason for r in results), worst.rule)
     return with_sources(q, ctx.text, graded)
@@ -380,3 +383,30 @@ def holds_value(expected: str, text: str) -> bool:
         elif not all(w in lowered for w in re.findall(r"[a-z0-9]{2,}", part.text.lower())):
             return False
     return True
+
+
+# The period a question asks a total for, in seconds (as `numbers` reads "per month").
+_PERIODS = (
+    (r"\bQ[1-4]\b|\bquarter(?:ly)?\b", 7889400.0),
+    (r"\bH[12]\b|\bhalf[- ]year\b", 15778800.0),
+    (r"\bFY\d*\b|\bannual\b|\byear(?:ly)?\b", 31557600.0),
+    (r"\bmonth(?:ly)?\b", 2629800.0),
+)
+
+
+def restated_rate(asked: str, text: str, parts: list[Part]) -> str | None:
+    """Why the reply gives the asked period's total as a rate per another period ("$8.6
+    million per month" when the quarter's net revenue was $8.6 million), or None."""
+    seen = normalize(asked)
+    periods = [seconds for pattern, seconds in _PERIODS if re.search(pattern, seen, re.I)]
+    if not periods:
+        return None
+    # "Q2 of FY2026": the narrowest period named is the one the total covers
+    for part in parts:
+        if part.kind != "quantity" or not isinstance(part.key, Quantity) or part.key.per:
+            continue
+        for x in quantities(text, literal_spans(text)):
+            slipped = x.per and x.per[0] == "[time]" and abs(x.per[1] / min(periods) - 1) > 0.05
+            if slipped and part.key.deviation(x) <= AUTO_ZERO_DEVIATION:
+                return f"states {text[x.start : x.end]!r}, a rate, for the asked period's total"
+    return None
