@@ -117,3 +117,15 @@ def test_a_periods_total_is_no_rate_per_another_period(
 ) -> None:
     result = grade_answer(Question(asked, "$2.4 million", False, True), reply)
     assert result.rule == rule, result.reason
+
+
+def test_a_documents_own_words_and_a_year_ago_are_not_claims() -> None:
+    asked, expected = ASKED[SM]
+    q = Question(asked, expected, False, True, documents=[SM])
+    # "(including taxes)": a closed parenthesis cites nothing after it
+    closed = "Receipts are needed from $25 (taxes included) for items in part 12 of the form."
+    assert grade_answer(q, closed).rule != "invented_source"
+    sales = Question("What were subscription sales in the third quarter?", "$2.4 million",
+                     False, True)  # fmt: skip
+    reply = "Q3 subscription sales were $2.4 million, up from $2.3 million a year earlier."
+    assert grade_answer(sales, reply).rule != "restated_rate"

@@ -24,6 +24,7 @@ from agenteval.judges.answers import (
     NEGATED,
     OTHER,
     REPORTED,
+    SAME_VALUE_DEVIATION,
     WEAK,
     Candidate,
     Context,
@@ -327,12 +328,14 @@ def denied_condition(asked: str, text: str) -> str | None:
 def _credited_refs(q: Question, text: str) -> list[sources.Reference]:
     asked = normalize(q.text).lower()
     expected = (q.expected or "").lower()
+    docs = sources.load_documents(q.documents) if q.documents else None
     return [
         r
         for r in sources.references(text)
         if sources.credited(text, r)
         and r.text.lower() not in asked
         and not re.search(rf"\b{re.escape(r.kind)}\b", expected)
+        and not sources.quoted(text, r, docs or [])
     ]
 
 
@@ -394,6 +397,9 @@ _PERIODS = (
 )
 
 
+_LOOKING_BACK = re.compile(r"\s*(?:earlier|ago|before|later|prior)\b", re.I)
+
+
 def restated_rate(asked: str, text: str, parts: list[Part]) -> str | None:
     """Why the reply gives the asked period's total as a rate per another period ("$8.6
     million per month" when the quarter's net revenue was $8.6 million), or None."""
@@ -407,6 +413,8 @@ def restated_rate(asked: str, text: str, parts: list[Part]) -> str | None:
             continue
         for x in quantities(text, literal_spans(text)):
             slipped = x.per and x.per[0] == "[time]" and abs(x.per[1] / min(periods) - 1) > 0.05
-            if slipped and part.key.deviation(x) <= AUTO_ZERO_DEVIATION:
+            if _LOOKING_BACK.match(text, x.end) or x.kind == "percent":
+                continue  # "43.0% a year earlier": a comparison, not a rate; a share is no total
+            if slipped and part.key.deviation(x) <= SAME_VALUE_DEVIATION:
                 return f"states {text[x.start : x.end]!r}, a rate, for the asked period's total"
     return None

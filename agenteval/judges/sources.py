@@ -117,8 +117,8 @@ _CREDIT_AFTER = re.compile(
 # credited ("Source: the Travel Policy, §12.4"; "(Employee Handbook, Section 14, para. 2)").
 _CITATION = re.compile(
     r"\bsources?\s*:|\baccording to\b|\bper\b|\bsee\b|\bciting\b|\bcited\b|\bmatches\b|"
-    r"\b(?:documented|stated|listed|set out|specified|described|recorded|printed|published|"
-    r"shown|given|found|covered|confirmed)\s+(?:in|on|at|under|by)\b|\(",
+    r"\b(?:documented|stated|listed|recorded|printed|published|shown|given|found|confirmed)"
+    r"\s+(?:in|on|at|under|by)\b|\((?![^)]*\))",
     re.I,
 )
 _SENTENCE_END = re.compile(r"\n|[.!?](?=\s+[A-Z*#]|\s*$)")
@@ -132,9 +132,17 @@ def credited(text: str, ref: Reference) -> bool:
 
 
 def _in_citation(text: str, at: int) -> bool:
+    """After a citing word in its sentence (inside a parenthesis still open)."""
     starts = [m.end() for m in _SENTENCE_END.finditer(text, 0, at)]
     sentence = text[starts[-1] if starts else 0 : at]
     return bool(_CITATION.search(sentence))
+
+
+def quoted(text: str, ref: Reference, docs: list[Document]) -> bool:
+    """The reference sits in words an indexed document has verbatim ("the notice described
+    in Exhibit B of this License"): the document's own reference, not the reply's credit."""
+    around = " ".join(text[max(0, ref.start - 30) : ref.end + 15].lower().split()[1:-1])
+    return len(around) > 20 and any(around in " ".join(d.text.lower().split()) for d in docs)
 
 
 @functools.lru_cache(maxsize=64)
