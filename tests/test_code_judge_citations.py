@@ -129,3 +129,17 @@ def test_a_documents_own_words_and_a_year_ago_are_not_claims() -> None:
                      False, True)  # fmt: skip
     reply = "Q3 subscription sales were $2.4 million, up from $2.3 million a year earlier."
     assert grade_answer(sales, reply).rule != "restated_rate"
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("Having trialled Kafka 3, the group picked RabbitMQ for the event bus.", 0),
+        ("The group picked Kafka 3 over RabbitMQ for the event bus.", 10),
+        ("Kafka 3. RabbitMQ was trialled and dropped.", 10),
+    ],
+)  # fmt: skip
+def test_the_choice_is_what_the_choice_verb_names(reply: str, score: float) -> None:
+    q = Question("Which message broker did the group choose for the event bus?", "Kafka 3",
+                 False, True)  # fmt: skip
+    assert grade_answer(q, reply).score == score

@@ -48,6 +48,7 @@ from agenteval.judges.candidates import (
 )
 from agenteval.judges.numbers import Quantity, quantities
 from agenteval.judges.reading import (
+    COMMON_CAPITALISED,
     GENERIC,
     abstains,
     asked_marks,
@@ -292,6 +293,9 @@ def grade_answer(q: Question, reply: str) -> Result:
     rate = restated_rate(q.text, ctx.text, parts_of(q.expected))
     if rate is not None:
         return finding("restated_rate", rate)
+    chosen = chosen_other(q.text, q.expected, ctx.text)
+    if chosen is not None:
+        return finding("wrong_name", f"states {q.expected!r}, but names {chosen!r} as the choice")
     worst = min(results, key=lambda r: r.score or 0.0)
     graded = Result(worst.score, "; ".join(r.reason for r in results), worst.rule)
     return with_sources(q, ctx.text, graded)
@@ -417,4 +421,26 @@ def restated_rate(asked: str, text: str, parts: list[Part]) -> str | None:
                 continue  # "43.0% a year earlier": a comparison, not a rate; a share is no total
             if slipped and part.key.deviation(x) <= SAME_VALUE_DEVIATION:
                 return f"states {text[x.start : x.end]!r}, a rate, for the asked period's total"
+    return None
+
+
+# A question about a choice is answered by what the choice verb names: "after benchmarking
+# PostgreSQL 16, the team chose CockroachDB" names the expected one only as what was tried.
+_CHOICE_ASKED = re.compile(r"\b(?:chose|choose|chosen|choice|decide|decided|select|selected|"
+                           r"pick|picked|opt|opted)\b", re.I)  # fmt: skip
+_CHOSE = re.compile(
+    r"\b(?:chose|chosen|picked|selected|went with|decided on|settled on|opted for|adopted)\s+"
+    r"(?:to use\s+)?([A-Z][\w.+#-]*(?:\s+\d+(?:\.\d+)*)?)"
+)
+
+
+def chosen_other(asked: str, expected: str, text: str) -> str | None:
+    """The name a choice verb in the reply gives when it is not the expected one, or None."""
+    if not _CHOICE_ASKED.search(asked):
+        return None
+    wanted = set(re.findall(r"[a-z0-9]+", expected.lower()))
+    for m in _CHOSE.finditer(text):
+        words = re.findall(r"[a-z0-9]+", m.group(1).lower())
+        if words and not wanted & set(words) and not set(words) <= COMMON_CAPITALISED:
+            return m.group(1)
     return None
