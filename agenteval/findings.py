@@ -100,6 +100,10 @@ def _findings() -> dict[str, CodeFinding]:
         "retracted": zero("correctness", "an answer the reply's last word takes back"),
         "other_entity": zero("correctness", "the expected value said of another entity, "
                              "the asked one never named"),
+        "denied_condition": zero("correctness", "the expected value given, but the asked "
+                                 "condition denied (\"not fully paid\", \"is free\")"),
+        "restated_rate": zero("correctness", "the asked period's total restated as a rate "
+                              "per another period (\"$8.6 million per month\" for a quarter)"),
         "invented_source": zero("correctness", "the answer credited to a section, appendix, "
                                 "table, row or document the indexed documents do not have"),
         "misattributed_source": CodeFinding("correctness", f"at most {minor} when the "

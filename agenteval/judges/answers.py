@@ -383,6 +383,11 @@ def replaced(ctx: Context, said: list[tuple[int, int]]) -> str | None:
         if not any(end <= cue.start() for _, end in said):
             continue
         _, stop = sentence_bounds(ctx.text, cue.end())
+        bare = _DENIAL.match(ctx.text, cue.end(), stop)
+        if bare and not ctx.text[bare.end() : stop].strip(" .!,;:\u2014\u2013-"):
+            _, stop = sentence_bounds(
+                ctx.text, min(stop + 1, len(ctx.text))
+            )  # "Wait, no." + answer
         if any(cue.end() <= start < stop for start, _ in said):
             continue  # "... actually, it is indeed 38": the value restated
         for m in _NAMED_VALUE.finditer(ctx.text, cue.end(), stop):
@@ -396,7 +401,12 @@ def replaced(ctx: Context, said: list[tuple[int, int]]) -> str | None:
 
 
 # "Actually no, it was ...": the cue denies what came before, whatever follows it.
-_DENIAL = re.compile(r"[\s,:;—–-]*(?:no|nope|that's wrong|that is wrong|wrong)\b[\s,:;—–-]*", re.I)
+# A bare "no" ("Actually no, ..."), never the start of "no doubt".
+_DENIAL = re.compile(
+    r"[\s,:;—–-]*(?:(?:no|nope)(?=\s*[,.;:!—–-]|\s*$)|that's wrong|that is wrong|wrong)\b"
+    r"[\s,:;—–-]*",
+    re.I,
+)
 
 
 def _new_words(ctx: Context, text: str) -> bool:

@@ -139,7 +139,7 @@ COMMON_CAPITALISED = frozenset(
     """the this that these those it its he she they we you i there here in on at for from
     with by of to after before under according per section note yes no not also and but so
     then both all each every some any only just since when while if as about around roughly
-    approximately up over nothing nowhere great happy sorry done depending looking scanning
+    approximately up over nothing nowhere great happy sorry done depending looking scanning checking
     prices heads-up item items what which who how why where let sure okay ok well first last
     next one two three four five six seven eight nine ten their our my his her appendix
     your yours ours theirs

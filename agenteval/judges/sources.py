@@ -11,6 +11,12 @@ the turn's successful index/read calls):
 - `elsewhere`: it exists, but its text does not hold the expected value — a finding;
 - `unresolved`: code cannot tell (pages of a text file, a subsection below a heading that
   exists, an entry of a document without rows, a document that cannot be read) — defer.
+A reference is credited when it is cited: in a sentence from a word that cites ("Source:",
+"documented in", "stated on", "matches", "see", an opening parenthesis) on, or in the places
+`credited` names. Besides numbered parts, an entry filed under an identifier ("entry
+CP-27-004": the identifier is in a document or missing), a note ("Note 3": some document says
+"Note 3" or none does), a filing ("Form 10-Q": some document names it) and a PDF (no indexed
+file is one) are looked up.
 References that are the answer itself ("Which section covers patents?" "Section 11") are
 not sources and are never checked.
 """
@@ -25,18 +31,24 @@ from pathlib import Path
 MISSING, ELSEWHERE, HOLDS, UNRESOLVED = "missing", "elsewhere", "holds", "unresolved"
 
 _KINDS = r"sections?|§|items?|clauses?|chapters?|parts?|paragraphs?|appendix|annex|schedule|"
-_KINDS += r"exhibit|tables?|rows?|lines?|entry|entries|pages?"
+_KINDS += r"exhibit|tables?|rows?|lines?|entry|entries|pages?|notes?"
 REFERENCE = re.compile(
-    rf"(?:\b(?P<kind>{_KINDS})\s*|(?P<sym>§)\s*)"
-    r"(?P<label>\d+(?:\.\d+)*(?:\([a-z]\)|[a-z](?![a-z]))?(?![\d]|,\d)|[A-Z]\b|[IVX]+\b)",
+    rf"(?:\b(?P<kind>{_KINDS})\s*|(?P<sym>§)\s*)\**"
+    r"(?P<label>\d+(?:\.\d+)*(?:\([a-z]\)|[a-z](?![a-z]))?(?![\d]|,\d)|[A-Z]{1,5}-\d[\w-]*|"
+    r"[A-Z]\b|[IVX]+\b)",
     re.I,
 )
+# An identifier a register or log files an entry under ("entry CP-27-004"): looked up verbatim.
+_ID_LABEL = re.compile(r"[A-Z]{1,5}-\d[\w-]*", re.I)
 # A titled document: capitalised words ending in a kind of document ("Annual Reliability
-# Review 2026", "the Capital Projects Register").
+# Review 2026", "the Capital Projects Register", "the Warranty Terms & Conditions PDF"), or a
+# securities filing ("Form 10-Q").
+_DOC_KINDS = r"Report|Review|Register|Memo|Memorandum|Handbook|Policy|Guide|Guidelines|Bulletin|"
+_DOC_KINDS += r"Addendum|Survey|Audit|Study|Plan|Minutes|Log|Ledger|Statement|Summary|Newsletter|"
+_DOC_KINDS += r"Circular|Manual|Charter|Agreement|Reference|Documentation|PDF"
 TITLE = re.compile(
-    r"\b((?:[A-Z][\w&'-]+\s+){1,5}(?:Report|Review|Register|Memo|Memorandum|Handbook|"
-    r"Policy|Guide|Guidelines|Bulletin|Addendum|Survey|Audit|Study|Plan|Minutes|Log|Ledger|"
-    r"Statement|Summary|Newsletter|Circular|Manual|Charter|Agreement)s?)\b"
+    rf"\b((?:(?:[A-Z][\w&'-]+|&)\s+){{1,5}}(?:{_DOC_KINDS})s?)\b"
+    r"|\b(Form\s+(?:10-Q|10-K|8-K|20-F|S-1))\b"
 )
 _SECTIONISH = ("section", "sections", "§", "item", "items", "clause", "clauses", "chapter",
                "chapters", "part", "parts", "paragraph", "paragraphs")  # fmt: skip
@@ -69,15 +81,18 @@ def references(reply: str) -> list[Reference]:
     for m in REFERENCE.finditer(reply):
         kind = (m.group("kind") or m.group("sym") or "").lower()
         kind = {"sections": "section", "items": "item", "tables": "table", "rows": "row",
-                "lines": "line", "entries": "entry", "pages": "page"}.get(kind, kind)  # fmt: skip
+                "lines": "line", "entries": "entry", "pages": "page", "notes": "note"
+                }.get(kind, kind)  # fmt: skip
         label = m.group("label")
         if kind in _APPENDIX and not re.fullmatch(r"[A-Z]|[IVX]+|\d+", label):
             continue
-        if kind not in _APPENDIX and not label[0].isdigit():
+        if kind not in _APPENDIX and not label[0].isdigit() and not _ID_LABEL.fullmatch(label):
             continue  # "part A", "line B": not numbered references
         found.append(Reference(kind, label.strip(), m.start(), m.end(), m.group(0)))
     for m in TITLE.finditer(reply):
-        found.append(Reference("document", m.group(1), m.start(1), m.end(1), m.group(1)))
+        group = 1 if m.group(1) else 2
+        title = m.group(group)
+        found.append(Reference("document", title, m.start(group), m.end(group), title))
     return found
 
 
@@ -97,9 +112,37 @@ _CREDIT_AFTER = re.compile(
 )
 
 
+# A citation: from a word that credits a source ("Source:", "documented in", "stated on",
+# "matches", an opening parenthesis) to the end of its sentence, every reference named is
+# credited ("Source: the Travel Policy, §12.4"; "(Employee Handbook, Section 14, para. 2)").
+_CITATION = re.compile(
+    r"\bsources?\s*:|\baccording to\b|\bper\b|\bsee\b|\bciting\b|\bcited\b|\bmatches\b|"
+    r"\b(?:documented|stated|listed|recorded|printed|published|shown|given|found|confirmed)"
+    r"\s+(?:in|on|at|under|by)\b|\((?![^)]*\))",
+    re.I,
+)
+_SENTENCE_END = re.compile(r"\n|[.!?](?=\s+[A-Z*#]|\s*$)")
+
+
 def credited(text: str, ref: Reference) -> bool:
     before = text[max(0, ref.start - 40) : ref.start]
-    return bool(_CREDIT_BEFORE.search(before) or _CREDIT_AFTER.match(text[ref.end : ref.end + 60]))
+    if _CREDIT_BEFORE.search(before) or _CREDIT_AFTER.match(text[ref.end : ref.end + 60]):
+        return True
+    return _in_citation(text, ref.start)
+
+
+def _in_citation(text: str, at: int) -> bool:
+    """After a citing word in its sentence (inside a parenthesis still open)."""
+    starts = [m.end() for m in _SENTENCE_END.finditer(text, 0, at)]
+    sentence = text[starts[-1] if starts else 0 : at]
+    return bool(_CITATION.search(sentence))
+
+
+def quoted(text: str, ref: Reference, docs: list[Document]) -> bool:
+    """The reference sits in words an indexed document has verbatim ("the notice described
+    in Exhibit B of this License"): the document's own reference, not the reply's credit."""
+    around = " ".join(text[max(0, ref.start - 30) : ref.end + 15].lower().split()[1:-1])
+    return len(around) > 20 and any(around in " ".join(d.text.lower().split()) for d in docs)
 
 
 @functools.lru_cache(maxsize=64)
@@ -192,6 +235,11 @@ def _in(ref: Reference, doc: Document) -> tuple[str, str | None]:
         count = _tables(doc)
         number = int(re.match(r"\d+", ref.label).group(0))  # type: ignore[union-attr]
         return ("found", doc.text) if 1 <= number <= count else (MISSING, None)
+    if _ID_LABEL.fullmatch(ref.label):
+        return _filed_under(ref, doc)
+    if ref.kind == "note":
+        found = re.search(rf"\bnote\s+{re.escape(ref.label)}\b", doc.text, re.I)
+        return ("found", doc.text[found.start() :]) if found else (MISSING, None)
     if ref.kind in ("row", "line", "entry"):
         return _row(ref, doc)
     if ref.kind == "document":
@@ -229,7 +277,20 @@ def _row(ref: Reference, doc: Document) -> tuple[str, str | None]:
     return UNRESOLVED, None
 
 
+def _filed_under(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    """An entry by its identifier: the line that carries it, or missing."""
+    for line in doc.text.splitlines():
+        if re.search(rf"(?<![\w-]){re.escape(ref.label)}(?![\w-])", line, re.I):
+            return "found", line
+    return MISSING, None
+
+
 def _titled(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    if ref.label.lower().startswith("form "):  # a filing: the document says what it is
+        filing = ref.label.split()[-1]
+        return ("found", doc.text) if filing.lower() in doc.text.lower() else (MISSING, None)
+    if ref.label.lower().endswith(" pdf"):  # a file format none of the indexed files has
+        return ("found", doc.text) if doc.path.lower().endswith(".pdf") else (MISSING, None)
     head = " ".join(doc.text.strip().splitlines()[:3]).lower()
     name = Path(doc.path).stem.replace("_", " ").lower()
     words = [w.lower() for w in re.findall(r"[A-Za-z][\w&'-]+", ref.label)]
