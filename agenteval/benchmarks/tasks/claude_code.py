@@ -27,7 +27,7 @@ import re
 import shutil
 import signal
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,9 @@ class StreamParser:
     with_tools: set[str] = field(default_factory=set)
     model: str | None = None
     result: dict[str, Any] | None = None
+    # The pytest runs the evaluator's recorder made since the last command result: the only
+    # source of a Bash call's pytest report (the transcript's text verifies nothing).
+    observed: Callable[[], dict[str, int] | None] = lambda: None
 
     def feed(self, line: str | bytes) -> None:
         text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
@@ -168,6 +171,7 @@ class StreamParser:
             output=output,
             exit_code=exit_code,
             timed_out=timed_out,
+            pytest_report=self.observed() if ours == "run" else None,
             error=output[:300] if failed else None,
         )
 
@@ -300,6 +304,8 @@ class ClaudeCodeHarness:
 
     async def attempt(self, task: Task, ctx: AttemptContext) -> None:
         parser = StreamParser(ctx.record, ctx.workdir)
+        if ctx.recorder is not None:
+            parser.observed = ctx.recorder.claim
         tag = f"{task.id}-r{ctx.repeat}-{uuid.uuid4().hex[:8]}"
         proc = await asyncio.create_subprocess_exec(
             *self.sandboxed(task, ctx),

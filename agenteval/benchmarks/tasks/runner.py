@@ -30,6 +30,7 @@ from agenteval.benchmarks.tasks.definitions import task_digest
 from agenteval.benchmarks.tasks.graded import TreeTooLarge
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
 from agenteval.benchmarks.tasks.offline_gh import GhRecord, GhService
+from agenteval.benchmarks.tasks.recorder import recording
 from agenteval.benchmarks.tasks.sandbox import Sandbox, default_sandbox
 from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
 from agenteval.benchmarks.tasks.secrets import SecretGuard
@@ -221,21 +222,24 @@ class TaskRunner:
         sandbox = gh.sandbox(self.settings.sandbox) if gh else self.settings.sandbox
         env = gh.environ(self.env) if gh else dict(self.env)
         timeout = self.settings.command_timeout_s
-        ctx = AttemptContext(
-            workdir=ws.work,
-            env=env,
-            tools=WorkspaceTools(ws.work, env, timeout, tools_record, sandbox),
-            record=tools_record,
-            meter=meter,
-            repeat=repeat,
-            seed=self.settings.seed * 1000 + repeat,
-            command_timeout_s=timeout,
-            max_steps=self.settings.max_steps,
-            sandbox=sandbox,
-        )
-        start = time.perf_counter()
-        outcome = await self._drive(task, ctx)
-        wall = time.perf_counter() - start
+        with recording(ws.work, env, sandbox, timeout, self.settings.work_root) as observed:
+            recorder, env, sandbox = observed
+            ctx = AttemptContext(
+                workdir=ws.work,
+                env=env,
+                tools=WorkspaceTools(ws.work, env, timeout, tools_record, sandbox, recorder),
+                record=tools_record,
+                meter=meter,
+                repeat=repeat,
+                seed=self.settings.seed * 1000 + repeat,
+                command_timeout_s=timeout,
+                max_steps=self.settings.max_steps,
+                sandbox=sandbox,
+                recorder=recorder,
+            )
+            start = time.perf_counter()
+            outcome = await self._drive(task, ctx)
+            wall = time.perf_counter() - start
         record.status, record.error, record.resumable = (
             outcome.status,
             outcome.error,
