@@ -137,6 +137,9 @@ class PytestRecorder:
         self._claimed = 0
         self._seq = 0
         self._active: dict[int, subprocess.Popen[bytes]] = {}
+        self._slots = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+        self._stale_below = 0
+        self._closed = False
         self._changed = threading.Condition()
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(self.socket_path))
@@ -174,6 +177,7 @@ class PytestRecorder:
         """The runs started since `mark`, after stopping any still running (its command has
         ended: what it left running is no run of that command's)."""
         with self._changed:
+            self._stale_below = self._seq
             for proc in self._active.values():
                 _kill_group(proc.pid)
             self._changed.wait_for(lambda: not self._active, timeout=SETTLE_S)
@@ -238,6 +242,14 @@ class PytestRecorder:
             return 127, "pytest: no python on the agent's PATH\n"
         with self._changed:
             seq, self._seq = self._seq, self._seq + 1
+        with self._slots:  # a flood of requests waits here, one run per core at most
+            if seq < self._stale_below or self._closed:  # its command ended while it waited
+                return 124, "pytest: its command ended before it could run\n"
+            return self._pytest(seq, python, args, cwd, env)
+
+    def _pytest(
+        self, seq: int, python: str, args: list[str], cwd: Path, env: dict[str, str]
+    ) -> tuple[int, str]:
         reports = self.private / f"run-{seq}"
         reports.mkdir()
         report = reports / "junit.xml"
@@ -279,6 +291,7 @@ class PytestRecorder:
             self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
         with self._changed:
+            self._closed = True  # nothing still waiting for a slot runs
             for proc in self._active.values():
                 _kill_group(proc.pid)
         self._thread.join(timeout=5)
