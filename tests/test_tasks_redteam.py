@@ -350,7 +350,7 @@ SOCKET_FORGE = (
     'python3 -c "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); '
     's.sendall(b\'{\\"code\\": 0, \\"out\\": \\"24 passed\\", \\"report\\": {\\"tests\\": 24}}\'); '
     's.shutdown(socket.SHUT_WR); print(s.recv(9999).decode())" '
-    '"$(dirname "$(command -v pytest)")/../sock/pytest.sock"'
+    '"$(dirname "$(command -v pytest)")/../sock/s"'
 )
 
 

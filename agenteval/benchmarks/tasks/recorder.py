@@ -39,12 +39,12 @@ from pathlib import Path
 from agenteval import scratch
 from agenteval.benchmarks.tasks import junit
 from agenteval.benchmarks.tasks.commands import cut
+from agenteval.benchmarks.tasks.offline_gh import SOCKET_ROOT_MAX
 from agenteval.benchmarks.tasks.sandbox import Sandbox
 
 REQUEST_BYTES = 1_000_000  # one run's arguments and environment; more is refused
 REQUEST_TIMEOUT_S = 10.0
 SETTLE_S = 10.0  # how long `since` waits for runs it stopped to be logged
-SOCKET_ROOT_MAX = 70  # as offline_gh: room for the socket's path under work_root
 INTERPRETERS = ("python", "python3")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The wrappers: standard library only, so they run under the sandbox's interpreter as it is.
@@ -126,13 +126,15 @@ class PytestRecorder:
         path = env.get("PATH")
         found = {name: shutil.which(name, path=path) for name in INTERPRETERS}
         self.real = {name: os.path.realpath(p) for name, p in found.items() if p}
+        # A Unix socket's path has room for about 100 bytes: these names are shorter than the
+        # offline gh's, so where its socket fits under work_root, this one does too.
         deep = work_root is not None and len(str(work_root)) > SOCKET_ROOT_MAX
-        self.home = scratch.make_folder("agenteval-pytest-", None if deep else work_root)
+        self.home = scratch.make_folder("agenteval-pt-", None if deep else work_root)
         self.bin, self.sock_dir = self.home / "bin", self.home / "sock"
         self.private = self.home / "private"  # the reports: never shown to the agent
         for folder in (self.bin, self.sock_dir, self.private):
             folder.mkdir(mode=0o700)
-        self.socket_path = self.sock_dir / "pytest.sock"
+        self.socket_path = self.sock_dir / "s"
         self.runs: list[RecordedRun] = []
         self._claimed = 0
         self._seq = 0
