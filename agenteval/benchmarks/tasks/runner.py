@@ -61,6 +61,9 @@ class RunSettings:
     sandbox: Sandbox = field(default_factory=default_sandbox)
     agent_env: tuple[str, ...] = ()  # allowed besides boundary.AGENT_ENV_NAMES
     github: Path | None = None  # the offline gh's fixture; None: no gh on PATH
+    # Stop grading an attempt at its first failed check (validate's untouched projects,
+    # which only have to fail); an agent's attempt always gets every check.
+    first_failure: bool = False
 
     @classmethod
     def from_params(
@@ -285,6 +288,7 @@ class TaskRunner:
                 grading,
                 seed=self.settings.seed * 1000 + record.repeat,
                 github=github,
+                first_failure=self.settings.first_failure,
             )
         return self._write(record, diff, setup_diff)
 

@@ -12,6 +12,7 @@ the tasks it chose first.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -54,7 +55,9 @@ def problems(
         reference = _results(coding, settings, ScriptedHarness(label="validate-reference"),
                              Path(tmp) / "reference")  # fmt: skip
         nothing = ScriptedHarness({t.id: UNTOUCHED for t in coding}, label="validate-untouched")
-        untouched = _results(coding, settings, nothing, Path(tmp) / "untouched")
+        # It only has to fail: its grading stops at the first failed check.
+        settle = dataclasses.replace(settings, first_failure=True)
+        untouched = _results(coding, settle, nothing, Path(tmp) / "untouched")
     located = load_located(task_file, display)
     index = {}
     if not isinstance(located, Problem) and isinstance(located.data, dict):
