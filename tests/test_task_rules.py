@@ -316,5 +316,11 @@ def test_a_command_verifies_only_when_every_pytest_it_started_passed() -> None:
     ):
         assert verified([pytest_run(0, report=combined(runs))]) is passes, runs
     suite = CheckResult(name="tests_pass", target="suite", ok=False, detail="1 failed")
-    graded = attempt([pytest_run(0, report=combined([ok]))], checks=[suite])
-    assert read_attempt(graded, coding=True).verified is False  # the graded tree disagrees
+    own = CheckResult(name="agent_tests", target="tests/test_new.py", ok=False, detail="1 failed")
+    for check in (suite, own):
+        graded = attempt([pytest_run(0, report=combined([ok]))], checks=[check])
+        assert read_attempt(graded, coding=True).verified is False  # the graded tree disagrees
+    agrees = attempt(
+        [pytest_run(0, report=combined([ok]))], checks=[suite.model_copy(update={"ok": True})]
+    )
+    assert read_attempt(agrees, coding=True).verified is True

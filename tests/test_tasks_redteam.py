@@ -396,6 +396,27 @@ def test_claude_code_is_verified_by_the_recorder_never_by_its_transcript(
     assert rules.verified(calls) and calls[3].pytest_report["tests"] > 0  # type: ignore[index]
 
 
+def test_a_flood_of_requests_to_the_recorder_is_refused_not_queued(tmp_path: Path) -> None:
+    import socket
+
+    from agenteval.benchmarks.tasks.boundary import agent_env
+    from agenteval.benchmarks.tasks.recorder import MAX_REQUESTS, recording
+    from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX
+
+    with recording(tmp_path, agent_env(), NO_SANDBOX, 10) as (recorder, _env, _sandbox):
+        held = []
+        for _ in range(MAX_REQUESTS + 4):
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(str(recorder.socket_path))
+            held.append(conn)
+        time.sleep(0.5)
+        held[-1].settimeout(5)
+        assert held[-1].recv(100) == b""  # closed at once: beyond the cap
+        for conn in held:
+            conn.close()
+        assert recorder.runs == []
+
+
 # -- the chat harness against a loopback model ------------------------------------------------
 SECRETS = {
     "DB_PASSWD": "hunter2-" + "p4ss" * 5,

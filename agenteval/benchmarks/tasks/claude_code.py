@@ -10,11 +10,12 @@ the home hidden; the network is on (its API needs it, so the commands it runs ha
 stream is read line by line as it comes, so a task cut off at the cap keeps every call Claude
 Code made up to then. Its tools are named in the record's vocabulary (Bash -> run, Read ->
 read_file, Edit -> edit_file, ...), paths made relative to the copy, so `verified`,
-`after_answer` and the judge read both harnesses alike. Cost: Claude Code's own `total_cost_usd`
-(api_equivalent: a list price, not money spent) on Anthropic models; otherwise its token counts
-with the rate card (harness_counts; the gateway's own per-call counts when it went through one
-in this process), and n/a when it counted none. Where `claude` is not installed the harness is
-refused before any task starts.
+`after_answer` and the judge read both harnesses alike; a Bash call's pytest report is the
+evaluator's pytest recorder's (agenteval.benchmarks.tasks.recorder), never the transcript's.
+Cost: Claude Code's own `total_cost_usd` (api_equivalent: a list price, not money spent) on
+Anthropic models; otherwise its token counts with the rate card (harness_counts; the
+gateway's own per-call counts when it went through one in this process), and n/a when it
+counted none. Where `claude` is not installed the harness is refused before any task starts.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ from agenteval.benchmarks.tasks.sandbox import Sandbox
 
 REQUEST_BYTES = 1_000_000  # one run's arguments and environment; more is refused
 REQUEST_TIMEOUT_S = 10.0
+MAX_REQUESTS = 32  # requests in hand at once (running or waiting for a slot); more refused
 SETTLE_S = 10.0  # how long `since` waits for runs it stopped to be logged
 INTERPRETERS = ("python", "python3")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -140,6 +141,7 @@ class PytestRecorder:
         self._seq = 0
         self._active: dict[int, subprocess.Popen[bytes]] = {}
         self._slots = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+        self._handlers = threading.BoundedSemaphore(MAX_REQUESTS)
         self._stale_below = 0
         self._closed = False
         self._changed = threading.Condition()
@@ -199,9 +201,18 @@ class PytestRecorder:
                 conn, _ = self._server.accept()
             except OSError:  # closed
                 return
+            if not self._handlers.acquire(blocking=False):  # a flood: refused, not queued
+                conn.close()
+                continue
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
+        try:
+            self._handle(conn)
+        finally:
+            self._handlers.release()
+
+    def _handle(self, conn: socket.socket) -> None:
         with conn:
             conn.settimeout(REQUEST_TIMEOUT_S)
             try:
