@@ -43,7 +43,9 @@ from agenteval.schema.task_records import CheckResult
 from agenteval.schema.tasks import Expect, KillsMutants, Mutant, Probe, TestsPass
 from agenteval.scratch import temporary_folder
 
-PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+# `-P`: the graded tree is not put first on sys.path, so pytest is the toolchain's even if the
+# tree has a `pytest.py` (graded.shadowed refuses new ones; this holds for the snapshot's too).
+PYTEST = ["python", "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # pytest's exit statuses: 1 tests failed, 2 interrupted (a collection error counts: the
 # broken file broke the tests). 0 passed, 4 usage error and 5 nothing collected are not kills.
 KILLED_STATUSES = frozenset({1, 2})

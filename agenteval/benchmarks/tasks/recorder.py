@@ -32,12 +32,12 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agenteval import scratch
-from agenteval.benchmarks.tasks import junit
+from agenteval.benchmarks.tasks import graded, junit
 from agenteval.benchmarks.tasks.commands import cut
 from agenteval.benchmarks.tasks.offline_gh import SOCKET_ROOT_MAX
 from agenteval.benchmarks.tasks.sandbox import Sandbox
@@ -92,6 +92,8 @@ class RecordedRun:
     exit_code: int | None
     timed_out: bool
     report: dict[str, int] | None
+    partial: bool = False  # its arguments ran less than the task's suite
+    tree: int = -1  # graded.tree_mark of the copy when it ended (-1: it could not be read)
 
 
 def combined(runs: list[RecordedRun]) -> dict[str, int] | None:
@@ -107,7 +109,84 @@ def combined(runs: list[RecordedRun]) -> dict[str, int] | None:
     bad = [r for r in runs if r.timed_out or r.exit_code != 0]
     total["exit_status"] = 0 if not bad else (bad[0].exit_code or -1)
     total["unreported"] = len(runs) - len(reported)
+    total["partial"] = sum(r.partial for r in runs)
+    total["tree"] = runs[-1].tree
     return total
+
+
+# Options that choose which tests run (or which configuration, plugins and conftests pytest
+# reads): a run with one of these, beyond the task's own arguments, is not the task's suite.
+SELECTING = frozenset(
+    {
+        "-k",
+        "-m",
+        "--deselect",
+        "--lf",
+        "--last-failed",
+        "--sw",
+        "--stepwise",
+        "--stepwise-skip",
+        "--ignore",
+        "--ignore-glob",
+        "--co",
+        "--collect-only",
+        "-c",
+        "--config-file",
+        "--rootdir",
+        "--confcutdir",
+        "-o",
+        "--override-ini",
+        "--pyargs",
+        "--noconftest",
+        "-p",
+        "--setup-only",
+        "--setup-plan",
+        "--trace-config",
+        "--fixtures",
+    }
+)
+# Options that take a value as the next argument without choosing tests.
+VALUED = frozenset(
+    {
+        "--tb",
+        "-r",
+        "--durations",
+        "-W",
+        "--color",
+        "--capture",
+        "--import-mode",
+        "--basetemp",
+        "--maxfail",
+        "--timeout",
+        "--log-level",
+    }
+)
+SUITE_FOLDERS = frozenset({".", "tests", "test"})
+
+
+def partial(args: list[str], cwd: str, suite_args: Sequence[str] = ()) -> bool:
+    """Whether a pytest run with `args` in `cwd` (relative to the project) runs less than the
+    task's suite: a test path other than the project or its test folder, or an option that
+    selects tests or configuration beyond the task's own `tests_pass.args` (`-p no:NAME`
+    only disables a plugin)."""
+    allowed, i, paths = set(suite_args), 0, 0
+    while i < len(args):
+        arg, i = args[i], i + 1
+        name = arg.split("=", 1)[0]
+        if arg in allowed or arg.startswith("-pno:"):
+            continue
+        if name == "-p" and i < len(args) and args[i].startswith("no:"):
+            i += 1
+            continue
+        if name in SELECTING or (len(arg) > 2 and arg[1] != "-" and arg[:2] in SELECTING):
+            return True
+        if name in VALUED and "=" not in arg:
+            i += 1
+        elif not arg.startswith("-"):
+            paths += 1
+            if os.path.normpath(os.path.join(cwd, arg)) not in SUITE_FOLDERS:
+                return True
+    return paths == 0 and os.path.normpath(cwd) not in SUITE_FOLDERS  # run from a subfolder
 
 
 class PytestRecorder:
@@ -121,8 +200,10 @@ class PytestRecorder:
         sandbox: Sandbox,
         timeout_s: float,
         work_root: Path | None = None,
+        suite_args: Sequence[str] = (),
     ) -> None:
         self.project, self.env, self.run_sandbox = project, dict(env), sandbox
+        self.suite_args = tuple(suite_args)
         self.timeout_s = timeout_s
         path = env.get("PATH")
         found = {name: shutil.which(name, path=path) for name in INTERPRETERS}
@@ -268,7 +349,9 @@ class PytestRecorder:
         report = reports / "junit.xml"
         # `env -i` inside the sandbox: the agent's environment reaches pytest, never bwrap.
         pairs = [f"{k}={v}" for k, v in env.items()]
-        argv = ["env", "-i", *pairs, python, "-m", "pytest", f"--junitxml={report}", *args]
+        # `-P`: the copy's own `pytest.py` is not what runs (the agent's runs verify nothing
+        # then), pytest's `pythonpath` or rootdir insertion still finds the project.
+        argv = ["env", "-i", *pairs, python, "-P", "-m", "pytest", f"--junitxml={report}", *args]
         wrapped = self.run_sandbox.wrap(argv, cwd, writable=[self.project, reports])
         proc = subprocess.Popen(
             wrapped,
@@ -291,13 +374,21 @@ class PytestRecorder:
         _kill_group(proc.pid)  # a background child of the tests
         killed = timed_out or proc.returncode < 0
         code = None if killed else proc.returncode
-        run = RecordedRun(seq, args, code, killed, junit.counts(report))
+        where = os.path.relpath(cwd, os.path.realpath(self.project))
+        part = partial(args, where, self.suite_args)
+        run = RecordedRun(seq, args, code, killed, junit.counts(report), part, self._tree())
         with self._changed:
             self.runs.append(run)
             self._active.pop(seq, None)
             self._changed.notify_all()
         text = cut(out.decode("utf-8", errors="replace"))
         return (124 if killed else proc.returncode), text
+
+    def _tree(self) -> int:
+        try:
+            return graded.tree_mark(graded.walk(self.project).files)
+        except (graded.TreeTooLarge, OSError):
+            return -1
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -324,10 +415,11 @@ def recording(
     sandbox: Sandbox,
     timeout_s: float,
     work_root: Path | None = None,
+    suite_args: Sequence[str] = (),
 ) -> Iterator[tuple[PytestRecorder, dict[str, str], Sandbox]]:
     """A recorder for one attempt on `project`, with the environment and sandbox the agent
     gets (the wrappers first on PATH and shown); removed on every exit path."""
-    recorder = PytestRecorder(project, env, sandbox, timeout_s, work_root)
+    recorder = PytestRecorder(project, env, sandbox, timeout_s, work_root, suite_args)
     try:
         yield recorder, recorder.environ(env), recorder.sandbox(sandbox)
     finally:

@@ -225,7 +225,9 @@ class TaskRunner:
         sandbox = gh.sandbox(self.settings.sandbox) if gh else self.settings.sandbox
         env = gh.environ(self.env) if gh else dict(self.env)
         timeout = self.settings.command_timeout_s
-        with recording(ws.work, env, sandbox, timeout, self.settings.work_root) as observed:
+        tests_pass = task.expect.tests_pass if task.expect is not None else None
+        suite = tests_pass.args if tests_pass is not None else []
+        with recording(ws.work, env, sandbox, timeout, self.settings.work_root, suite) as observed:
             recorder, env, sandbox = observed
             ctx = AttemptContext(
                 workdir=ws.work,
@@ -274,6 +276,9 @@ class TaskRunner:
         grading = await asyncio.to_thread(ws.grade, editable)
         setup_diff = await asyncio.to_thread(ws.setup_diff) if task.setup else ""
         record.changed_files, record.findings = grading.changed, grading.findings
+        for call in record.calls:  # a run on another tree than the one left verifies nothing
+            if call.pytest_report is not None:
+                call.pytest_report["stale"] = int(call.pytest_report.get("tree") != grading.tree)
         diff = self.guard.text(grading.diff, "workspace.diff")
         setup_diff = self.guard.text(setup_diff, "setup.diff")
         record.diff_sha256 = sha256_text(diff)
