@@ -386,7 +386,7 @@ class PytestRecorder:
 
     def _tree(self) -> int:
         try:
-            return graded.tree_mark(graded.walk(self.project).files)
+            return graded.tree_mark(graded.walk(self.project, keep_git=False).files)
         except (graded.TreeTooLarge, OSError):
             return -1
 
