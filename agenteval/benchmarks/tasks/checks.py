@@ -34,7 +34,7 @@ from pathlib import Path
 
 from agenteval.benchmarks.tasks import hidden, junit
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine
-from agenteval.benchmarks.tasks.commands import CommandResult, run_command
+from agenteval.benchmarks.tasks.commands import PYTEST_MAIN, CommandResult, run_command
 from agenteval.benchmarks.tasks.offline_gh import GhRecord, label_checks
 from agenteval.benchmarks.tasks.protected import runnable
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
@@ -43,9 +43,7 @@ from agenteval.schema.task_records import CheckResult
 from agenteval.schema.tasks import Expect, KillsMutants, Mutant, Probe, TestsPass
 from agenteval.scratch import temporary_folder
 
-# `-P`: the graded tree is not put first on sys.path, so pytest is the toolchain's even if the
-# tree has a `pytest.py` (graded.shadowed refuses new ones; this holds for the snapshot's too).
-PYTEST = ["python", "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+PYTEST = ["python", *PYTEST_MAIN, "-q", "-p", "no:cacheprovider"]
 # pytest's exit statuses: 1 tests failed, 2 interrupted (a collection error counts: the
 # broken file broke the tests). 0 passed, 4 usage error and 5 nothing collected are not kills.
 KILLED_STATUSES = frozenset({1, 2})

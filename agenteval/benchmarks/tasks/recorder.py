@@ -38,7 +38,7 @@ from pathlib import Path
 
 from agenteval import scratch
 from agenteval.benchmarks.tasks import graded, junit
-from agenteval.benchmarks.tasks.commands import cut
+from agenteval.benchmarks.tasks.commands import PYTEST_MAIN, cut
 from agenteval.benchmarks.tasks.offline_gh import SOCKET_ROOT_MAX
 from agenteval.benchmarks.tasks.sandbox import Sandbox
 
@@ -349,9 +349,8 @@ class PytestRecorder:
         report = reports / "junit.xml"
         # `env -i` inside the sandbox: the agent's environment reaches pytest, never bwrap.
         pairs = [f"{k}={v}" for k, v in env.items()]
-        # `-P`: the copy's own `pytest.py` is not what runs (the agent's runs verify nothing
-        # then), pytest's `pythonpath` or rootdir insertion still finds the project.
-        argv = ["env", "-i", *pairs, python, "-P", "-m", "pytest", f"--junitxml={report}", *args]
+        # PYTEST_MAIN: the copy's own `pytest.py` is never what runs.
+        argv = ["env", "-i", *pairs, python, *PYTEST_MAIN, f"--junitxml={report}", *args]
         wrapped = self.run_sandbox.wrap(argv, cwd, writable=[self.project, reports])
         proc = subprocess.Popen(
             wrapped,

@@ -63,8 +63,6 @@ def pytest_passed(call: TaskToolCall) -> bool:
         return False
     if report.get("exit_status", 0) != 0 or report.get("unreported", 0):
         return False
-    if report.get("partial", 0) or report.get("stale", 0):  # not the suite, or not this tree
-        return False
     ran = report.get("tests", 0) - report.get("skipped", 0)
     return ran > 0 and not report.get("failures", 0) and not report.get("errors", 0)
 
@@ -91,7 +89,12 @@ def _edits(calls: Sequence[TaskToolCall]) -> list[int]:
 def verified(calls: Sequence[TaskToolCall]) -> bool:
     last_edit = max(_edits(calls), default=-1)
     runs = [c for c in calls if c.index > last_edit and is_pytest(c)]
-    return bool(runs) and pytest_passed(runs[-1])
+    if not runs or not pytest_passed(runs[-1]):
+        return False
+    report = runs[-1].pytest_report or {}
+    # A run of less than the suite, or of another tree than the one left, passed as it says
+    # (no misreport), but it does not verify the work.
+    return not report.get("partial", 0) and not report.get("stale", 0)
 
 
 def _norm(path: str) -> str:
