@@ -332,3 +332,29 @@ def test_claude_code_gets_the_gateway_and_its_counts_are_harness_counts(
     assert (usage.model_calls, usage.input_tokens, usage.output_tokens) == (1, 1000, 500)
     assert usage.cost_usd == pytest.approx(0.002)
     assert "gateway" in (usage.cost_provenance or "")
+
+
+def test_the_reply_cache_is_keyed_by_the_model_not_the_gateways_port(
+    openai_up: OpenAIServer, tmp_path: Path
+) -> None:
+    """Two runs start two gateways on two random ports: the second is served from the
+    cache the first wrote (the upstream sees one request), never asked again."""
+    import asyncio
+
+    from agenteval.benchmarks.tasks.chat import ChatHarness
+
+    openai_up.push(Reply(text="first"), Reply(text="second"))
+    params = _run_params("chat", openai_up.base_url)
+    params["target"] = {**params["target"], "protocol": "openai"}  # type: ignore[dict-item]
+    params["run"] = {**params["run"], "cache": True, "cache_dir": str(tmp_path / "cache")}  # type: ignore[dict-item]
+
+    async def ask() -> str:
+        client = await ChatHarness(routed, tmp_path).config.client()
+        return (await client.complete([{"role": "user", "content": "hi"}])).text
+
+    urls = []
+    for _ in range(2):
+        with gateway_for_run(params, tmp_path / "gateway.jsonl") as routed:
+            urls.append(routed["tasks"]["gateway_url"])  # type: ignore[index]
+            assert asyncio.run(ask()) == "first"
+    assert urls[0] != urls[1] and len(openai_up.requests) == 1

@@ -294,3 +294,33 @@ def test_a_draw_with_no_counted_tokens_reads_na_never_zero() -> None:
     assert mixed.total_tokens == 120 and mixed.cost_usd is None  # a partial cost is n/a
     both = draw(0, [task_result(CODING, counted, None)] * 2)
     assert both.cost_usd == pytest.approx(0.002) and both.cost_sources == ["harness_counts"]
+
+
+def test_a_command_verifies_only_when_every_pytest_it_started_passed() -> None:
+    """The recorder's totals over one command's pytest runs (recorder.combined): one failing
+    or report-less run among passing ones, or a graded suite that fails, verifies nothing."""
+    from agenteval.benchmarks.tasks.recorder import RecordedRun, combined
+    from agenteval.benchmarks.tasks.rules import read_attempt
+
+    green = {"tests": 4, "failures": 0, "errors": 0, "skipped": 0}
+    red = {**green, "failures": 1}
+    ok = RecordedRun(0, [], 0, False, green)
+    assert combined([]) is None and combined([RecordedRun(0, [], 4, False, None)]) is None
+    for runs, passes in (
+        ([ok], True),
+        ([ok, ok], True),
+        ([ok, RecordedRun(1, [], 1, False, red)], False),
+        ([ok, RecordedRun(1, [], 1, False, green)], False),  # a report, but exit 1
+        ([ok, RecordedRun(1, [], None, True, green)], False),  # killed
+        ([ok, RecordedRun(1, [], 4, False, None)], False),  # a run that wrote no report
+    ):
+        assert verified([pytest_run(0, report=combined(runs))]) is passes, runs
+    suite = CheckResult(name="tests_pass", target="suite", ok=False, detail="1 failed")
+    own = CheckResult(name="agent_tests", target="tests/test_new.py", ok=False, detail="1 failed")
+    for check in (suite, own):
+        graded = attempt([pytest_run(0, report=combined([ok]))], checks=[check])
+        assert read_attempt(graded, coding=True).verified is False  # the graded tree disagrees
+    agrees = attempt(
+        [pytest_run(0, report=combined([ok]))], checks=[suite.model_copy(update={"ok": True})]
+    )
+    assert read_attempt(agrees, coding=True).verified is True

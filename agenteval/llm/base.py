@@ -170,7 +170,7 @@ class BaseChatClient(ABC):
         key = None
         if cache is not None:
             ep = self.endpoint
-            key = cache_key(ep.protocol, ep.public_base_url, ep.model, body, iteration, seed)
+            key = cache_key(ep.protocol, ep.cache_base_url, ep.model, body, iteration, seed)
             hit = cache.get(key)
             if hit is not None:
                 return self._reprice(hit)

@@ -6,7 +6,9 @@ rerun is served entirely from disk, while repeated samples of the same request s
 independent, across iterations (0, 1, 2, ...) and across runs with other seeds alike
 (`agenteval noise` runs every repeat with another seed).
 Request headers, where the key travels, are never part of the key or the stored value, and
-the base URL is keyed without its user-info and query string (`Endpoint.public_base_url`).
+the base URL is keyed without its user-info and query string (`Endpoint.public_base_url`),
+and a request relayed by the tasks' model gateway is keyed by the model's own URL, never the
+gateway's per-run port (`Endpoint.cache_base_url`).
 A reply is scrubbed before it is written by the sessions' own scrubber (`llm.private`: the
 endpoint's key value however the reply re-wraps it, every secret shape, personal data,
 e-mail addresses, home folders), so an endpoint that echoes a credential or a person's data

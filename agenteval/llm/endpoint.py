@@ -42,6 +42,10 @@ class Endpoint(BaseModel):
     api_key_env: str | None = None
     protocol: Protocol = "openai"
     params: dict[str, Any] = Field(default_factory=dict)
+    # The model's own address when requests travel through a relay (the tasks' model
+    # gateway, on a port picked per run): the reply cache is keyed by it, so two runs through
+    # two gateways share their entries. Never dumped: provenance names the route taken.
+    model_url: str | None = Field(None, exclude=True)
 
     @field_validator("api_key_env")
     @classmethod
@@ -79,6 +83,14 @@ class Endpoint(BaseModel):
         host = parts.hostname or ""
         netloc = f"{host}:{parts.port}" if parts.port else host
         return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+    @property
+    def cache_base_url(self) -> str:
+        """The base URL the reply cache is keyed by: the model's own, past any relay."""
+        if self.model_url is None:
+            return self.public_base_url
+        own = self.model_copy(update={"base_url": self.model_url, "model_url": None})
+        return own.public_base_url
 
     def describe(self) -> dict[str, str]:
         """Provenance record: enough to tell endpoints apart, nothing secret."""

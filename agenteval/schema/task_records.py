@@ -47,7 +47,9 @@ class TaskToolCall(_Strict):
     pytest_report: dict[str, int] | None = Field(
         None,
         description="Shell commands: the totals of the JUnit report pytest itself wrote, seen "
-        "by the evaluator (tests, failures, errors, skipped); None: no pytest ran.",
+        "by the evaluator (tests, failures, errors, skipped), with partial (runs of less than "
+        "the task's suite), tree (the copy's mark when the last run ended) and stale (1: the "
+        "copy changed after it); None: no pytest ran.",
     )
     error: str | None = None
     latency_ms: float | None = None

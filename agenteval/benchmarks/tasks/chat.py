@@ -72,7 +72,12 @@ class ChatHarness:
         gateway_url = (params.get("tasks") or {}).get("gateway_url")
         if gateway_url:  # the model through the gateway, which holds the key
             base_url, _ = agent_endpoint(str(gateway_url), endpoint.protocol)
-            routed = endpoint.model_copy(update={"base_url": base_url, "api_key_env": None})
+            route = {
+                "base_url": base_url,
+                "api_key_env": None,
+                "model_url": endpoint.effective_base_url,
+            }
+            routed = endpoint.model_copy(update=route)
             self.config = dataclasses.replace(self.config, endpoint=routed)
 
     def key_env_names(self) -> list[str]:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from agenteval.benchmarks.tasks import hidden, junit
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine
-from agenteval.benchmarks.tasks.commands import CommandResult, run_command
+from agenteval.benchmarks.tasks.commands import PYTEST_MAIN, CommandResult, run_command
 from agenteval.benchmarks.tasks.offline_gh import GhRecord, label_checks
 from agenteval.benchmarks.tasks.protected import runnable
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
@@ -43,7 +43,7 @@ from agenteval.schema.task_records import CheckResult
 from agenteval.schema.tasks import Expect, KillsMutants, Mutant, Probe, TestsPass
 from agenteval.scratch import temporary_folder
 
-PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+PYTEST = ["python", *PYTEST_MAIN, "-q", "-p", "no:cacheprovider"]
 # pytest's exit statuses: 1 tests failed, 2 interrupted (a collection error counts: the
 # broken file broke the tests). 0 passed, 4 usage error and 5 nothing collected are not kills.
 KILLED_STATUSES = frozenset({1, 2})
@@ -243,11 +243,13 @@ async def run_checks(
     grading: Grading | None = None,
     seed: int = 0,
     github: GhRecord | None = None,
+    first_failure: bool = False,
 ) -> list[CheckResult]:
     """Every check of `expect` on the graded tree (`ws.grade` built it), in a fixed order.
     Mutants run first, on copies, before `tests_pass` removes anything from the finished
     project; probes run one at a time (a probe may change the project, e.g. empty a cache).
-    A protected test file the agent changed is `tests_tampered`, which fails the task."""
+    A protected test file the agent changed is `tests_tampered`, which fails the task.
+    `first_failure`: stop at the first failed check (only for a tree that has to fail)."""
     env = {**env, **CHECK_ENV}
     if grading is None:
         editable = expect.tests_pass.editable if expect.tests_pass is not None else None
@@ -259,7 +261,11 @@ async def run_checks(
         )
         results.append(CheckResult(name="tests_tampered", target="tests", ok=False, detail=detail))
     results += [_unchanged(rel, ws, grading) for rel in expect.unchanged]
-    if expect.kills_mutants is not None:
+
+    def settled() -> bool:
+        return first_failure and not all(r.ok for r in results)
+
+    if expect.kills_mutants is not None and not settled():
         spec = expect.kills_mutants
         # Each mutant runs on its own copy: they run side by side, one per core.
         slots = asyncio.Semaphore(max(1, os.cpu_count() or 1))
@@ -274,14 +280,15 @@ async def run_checks(
         (ws.graded / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws.graded / rel).write_text(text, encoding="utf-8")
     tests = list(expect.kills_mutants.tests) if expect.kills_mutants is not None else []
-    for rel, source in held.equivalents.items():
+    for rel, source in held.equivalents.items() if not settled() else ():
         results.append(await _equivalent(rel, source, tests, ws, env, timeout_s, sandbox))
     for probe in [*expect.probe, *held.probes]:
-        results.append(await _probe(probe, ws, env, timeout_s, sandbox))
+        if not settled():
+            results.append(await _probe(probe, ws, env, timeout_s, sandbox))
     if expect.labels:  # what the agent did through gh, from the log it could not reach
         results += label_checks(expect.labels, github)
     own = runnable(grading.agent_tests)
-    if expect.tests_pass is not None:
+    if expect.tests_pass is not None and not settled():
         suite = expect.tests_pass
         results.append(await _tests_pass(suite, ws, own, env, timeout_s, sandbox))
         if own:

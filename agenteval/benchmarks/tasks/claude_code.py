@@ -10,11 +10,12 @@ the home hidden; the network is on (its API needs it, so the commands it runs ha
 stream is read line by line as it comes, so a task cut off at the cap keeps every call Claude
 Code made up to then. Its tools are named in the record's vocabulary (Bash -> run, Read ->
 read_file, Edit -> edit_file, ...), paths made relative to the copy, so `verified`,
-`after_answer` and the judge read both harnesses alike. Cost: Claude Code's own `total_cost_usd`
-(api_equivalent: a list price, not money spent) on Anthropic models; otherwise its token counts
-with the rate card (harness_counts; the gateway's own per-call counts when it went through one
-in this process), and n/a when it counted none. Where `claude` is not installed the harness is
-refused before any task starts.
+`after_answer` and the judge read both harnesses alike; a Bash call's pytest report is the
+evaluator's pytest recorder's (agenteval.benchmarks.tasks.recorder), never the transcript's.
+Cost: Claude Code's own `total_cost_usd` (api_equivalent: a list price, not money spent) on
+Anthropic models; otherwise its token counts with the rate card (harness_counts; the
+gateway's own per-call counts when it went through one in this process), and n/a when it
+counted none. Where `claude` is not installed the harness is refused before any task starts.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import re
 import shutil
 import signal
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,9 @@ class StreamParser:
     with_tools: set[str] = field(default_factory=set)
     model: str | None = None
     result: dict[str, Any] | None = None
+    # The pytest runs the evaluator's recorder made since the last command result: the only
+    # source of a Bash call's pytest report (the transcript's text verifies nothing).
+    observed: Callable[[], dict[str, int] | None] = lambda: None
 
     def feed(self, line: str | bytes) -> None:
         text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
@@ -168,6 +172,7 @@ class StreamParser:
             output=output,
             exit_code=exit_code,
             timed_out=timed_out,
+            pytest_report=self.observed() if ours == "run" else None,
             error=output[:300] if failed else None,
         )
 
@@ -300,6 +305,8 @@ class ClaudeCodeHarness:
 
     async def attempt(self, task: Task, ctx: AttemptContext) -> None:
         parser = StreamParser(ctx.record, ctx.workdir)
+        if ctx.recorder is not None:
+            parser.observed = ctx.recorder.claim
         tag = f"{task.id}-r{ctx.repeat}-{uuid.uuid4().hex[:8]}"
         proc = await asyncio.create_subprocess_exec(
             *self.sandboxed(task, ctx),

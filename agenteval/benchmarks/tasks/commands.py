@@ -23,6 +23,15 @@ from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 OUTPUT_CHARS = 16_000
 HEAD_SHARE = 0.3
 DRAIN_S = 2.0  # after a kill, how long to wait for the pipe to close
+# `python -m pytest` as the evaluator runs it (the checks, and the recorder's runs for the
+# agent): `-P` keeps the project folder off sys.path until pytest is imported from the
+# toolchain, then puts it first as `-m` would, so a `pytest.py` in the tree is never pytest
+# and the project imports as it does under `python -m pytest`.
+PYTEST_MAIN = (
+    "-P",
+    "-c",
+    "import os, sys, pytest; sys.path.insert(0, os.getcwd()); raise SystemExit(pytest.main())",
+)
 
 
 @dataclass

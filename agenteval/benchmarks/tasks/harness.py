@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from agenteval.benchmarks.tasks.recorder import PytestRecorder
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.tools import ToolRecord, WorkspaceTools
 from agenteval.llm.cost import PriceTable, RunCost, harness_counts_cost
@@ -88,6 +89,7 @@ class AttemptContext:
     command_timeout_s: float
     max_steps: int
     sandbox: Sandbox = NO_SANDBOX  # where an external harness runs as a whole (Claude Code)
+    recorder: PytestRecorder | None = None  # the pytest runs the evaluator observed
 
 
 class Harness(Protocol):

@@ -2,12 +2,13 @@
 
 For `tests_pass`, the project's test files and test configuration come from the snapshot:
 every file under a `tests`/`test` folder, `test_*.py` / `*_test.py`, every `conftest.py`,
-`pytest.ini`, `.pytest.ini`, `tox.ini`, `setup.cfg`, and `pyproject.toml`'s `[tool.pytest]`
-section. A task lets the agent change named ones (`tests_pass.editable`: the red test it must
-update). Any other change to them, and any new configuration file (a planted `conftest.py`),
-is tampering: the snapshot's version is put back in the graded tree (so every check runs
-with the task's own suite) and the task fails with `tests_tampered`. The agent's own new test
-files are not part of the task's suite: they run on their own (`agent_tests`).
+`pytest.toml`, `.pytest.toml`, `pytest.ini`, `.pytest.ini`, `tox.ini`, `setup.cfg`, and every
+`pyproject.toml`'s `[tool.pytest]` section. A task lets the agent change named ones
+(`tests_pass.editable`: the red test it must update). Any other change to them, and any new
+configuration file (a planted `conftest.py` or `pytest.toml`), is tampering: the snapshot's
+version is put back in the graded tree (so every check runs with the task's own suite) and
+the task fails with `tests_tampered`. The agent's own new test files are not part of the
+task's suite: they run on their own (`agent_tests`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-CONFIG_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg"})
+# Every file pytest reads its configuration from (pytest 9: `pytest.toml` and `.pytest.toml`
+# come first, then `pytest.ini`/`.pytest.ini`, `pyproject.toml`, `tox.ini`, `setup.cfg`).
+CONFIG_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.toml",
+        ".pytest.toml",
+        "pytest.ini",
+        ".pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+    }
+)
 TEST_FOLDERS = frozenset({"tests", "test"})
 PYPROJECT = "pyproject.toml"
 
@@ -60,7 +73,7 @@ def guard(snapshot: dict[str, bytes], files: dict[str, bytes], editable: Iterabl
         before, after = snapshot.get(rel), files.get(rel)
         if before == after or rel in allowed or rel.split("/")[0] == ".git":
             continue
-        if rel == PYPROJECT:
+        if PurePosixPath(rel).name == PYPROJECT:
             if _pytest_section(before) != _pytest_section(after):
                 out.tampered.append(f"{rel} [tool.pytest]")
                 _restore(out.files, rel, before)

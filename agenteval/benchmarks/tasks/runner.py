@@ -30,6 +30,7 @@ from agenteval.benchmarks.tasks.definitions import task_digest
 from agenteval.benchmarks.tasks.graded import TreeTooLarge
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
 from agenteval.benchmarks.tasks.offline_gh import GhRecord, GhService
+from agenteval.benchmarks.tasks.recorder import recording
 from agenteval.benchmarks.tasks.sandbox import Sandbox, default_sandbox
 from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
 from agenteval.benchmarks.tasks.secrets import SecretGuard
@@ -60,6 +61,9 @@ class RunSettings:
     sandbox: Sandbox = field(default_factory=default_sandbox)
     agent_env: tuple[str, ...] = ()  # allowed besides boundary.AGENT_ENV_NAMES
     github: Path | None = None  # the offline gh's fixture; None: no gh on PATH
+    # Stop grading an attempt at its first failed check (validate's untouched projects,
+    # which only have to fail); an agent's attempt always gets every check.
+    first_failure: bool = False
 
     @classmethod
     def from_params(
@@ -221,21 +225,26 @@ class TaskRunner:
         sandbox = gh.sandbox(self.settings.sandbox) if gh else self.settings.sandbox
         env = gh.environ(self.env) if gh else dict(self.env)
         timeout = self.settings.command_timeout_s
-        ctx = AttemptContext(
-            workdir=ws.work,
-            env=env,
-            tools=WorkspaceTools(ws.work, env, timeout, tools_record, sandbox),
-            record=tools_record,
-            meter=meter,
-            repeat=repeat,
-            seed=self.settings.seed * 1000 + repeat,
-            command_timeout_s=timeout,
-            max_steps=self.settings.max_steps,
-            sandbox=sandbox,
-        )
-        start = time.perf_counter()
-        outcome = await self._drive(task, ctx)
-        wall = time.perf_counter() - start
+        tests_pass = task.expect.tests_pass if task.expect is not None else None
+        suite = tests_pass.args if tests_pass is not None else []
+        with recording(ws.work, env, sandbox, timeout, self.settings.work_root, suite) as observed:
+            recorder, env, sandbox = observed
+            ctx = AttemptContext(
+                workdir=ws.work,
+                env=env,
+                tools=WorkspaceTools(ws.work, env, timeout, tools_record, sandbox, recorder),
+                record=tools_record,
+                meter=meter,
+                repeat=repeat,
+                seed=self.settings.seed * 1000 + repeat,
+                command_timeout_s=timeout,
+                max_steps=self.settings.max_steps,
+                sandbox=sandbox,
+                recorder=recorder,
+            )
+            start = time.perf_counter()
+            outcome = await self._drive(task, ctx)
+            wall = time.perf_counter() - start
         record.status, record.error, record.resumable = (
             outcome.status,
             outcome.error,
@@ -267,6 +276,9 @@ class TaskRunner:
         grading = await asyncio.to_thread(ws.grade, editable)
         setup_diff = await asyncio.to_thread(ws.setup_diff) if task.setup else ""
         record.changed_files, record.findings = grading.changed, grading.findings
+        for call in record.calls:  # a run on another tree than the one left verifies nothing
+            if call.pytest_report is not None:
+                call.pytest_report["stale"] = int(call.pytest_report.get("tree") != grading.tree)
         diff = self.guard.text(grading.diff, "workspace.diff")
         setup_diff = self.guard.text(setup_diff, "setup.diff")
         record.diff_sha256 = sha256_text(diff)
@@ -281,6 +293,7 @@ class TaskRunner:
                 grading,
                 seed=self.settings.seed * 1000 + record.repeat,
                 github=github,
+                first_failure=self.settings.first_failure,
             )
         return self._write(record, diff, setup_diff)
 

@@ -20,6 +20,7 @@ from agenteval import scratch
 from agenteval.benchmarks.tasks import swebench
 from agenteval.benchmarks.tasks.boundary import agent_env
 from agenteval.benchmarks.tasks.harness import AttemptContext, Harness, UsageMeter
+from agenteval.benchmarks.tasks.recorder import recording
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.secrets import SecretGuard
 from agenteval.benchmarks.tasks.tools import ToolRecord, WorkspaceTools
@@ -79,23 +80,26 @@ async def attempt_checkout(
         dest = await asyncio.to_thread(make_checkout, base / "repo")
         record = ToolRecord()
         env = agent_env([*harness.key_env_names(), *key_names])
-        ctx = AttemptContext(
-            workdir=dest,
-            env=env,
-            tools=WorkspaceTools(dest, env, command_timeout_s, record, sandbox),
-            record=record,
-            meter=UsageMeter(),
-            repeat=0,
-            seed=0,
-            command_timeout_s=command_timeout_s,
-            max_steps=max_steps,
-            sandbox=sandbox,
-        )
         capped = False
-        try:
-            await asyncio.wait_for(harness.attempt(task, ctx), run_timeout_s)
-        except TimeoutError:
-            capped = True
+        with recording(dest, env, sandbox, command_timeout_s, work_root) as observed:
+            recorder, env, shown = observed
+            ctx = AttemptContext(
+                workdir=dest,
+                env=env,
+                tools=WorkspaceTools(dest, env, command_timeout_s, record, shown, recorder),
+                record=record,
+                meter=UsageMeter(),
+                repeat=0,
+                seed=0,
+                command_timeout_s=command_timeout_s,
+                max_steps=max_steps,
+                sandbox=shown,
+                recorder=recorder,
+            )
+            try:
+                await asyncio.wait_for(harness.attempt(task, ctx), run_timeout_s)
+            except TimeoutError:
+                capped = True
         patch = await asyncio.to_thread(swebench.diff_of, dest, sandbox)
         return record, patch, capped
     finally:

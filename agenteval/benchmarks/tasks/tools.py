@@ -11,6 +11,7 @@ model, so both produce the same record.
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import os
 import re
@@ -20,14 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agenteval.benchmarks.tasks import junit
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine, relative
 from agenteval.benchmarks.tasks.commands import OUTPUT_CHARS, cut, run_command
 from agenteval.benchmarks.tasks.graded import IGNORED_DIRS
+from agenteval.benchmarks.tasks.recorder import PytestRecorder
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.llm.types import ToolSpec
 from agenteval.schema.task_records import Answer, TaskToolCall
-from agenteval.scratch import temporary_folder
 
 READ_CHARS = 20_000  # one read_file call; the rest by offset
 LIST_ENTRIES = 400
@@ -138,8 +138,10 @@ class WorkspaceTools:
         command_timeout_s: float,
         record: ToolRecord,
         sandbox: Sandbox = NO_SANDBOX,
+        recorder: PytestRecorder | None = None,
     ) -> None:
         self.root = root.resolve()
+        self.recorder = recorder  # None: no pytest is observed, so nothing is verified
         self.env = dict(env)
         self.command_timeout_s = command_timeout_s
         self.record = record
@@ -169,22 +171,17 @@ class WorkspaceTools:
         return self.record.add(name, arguments, output=output, latency_ms=_ms(start))
 
     async def _run(self, arguments: Mapping[str, Any], start: float) -> TaskToolCall:
-        """A shell command, observed: any pytest it runs writes its own JUnit report to a
-        folder outside the copy (PYTEST_ADDOPTS), read here; its text output verifies
-        nothing (rules.verified)."""
+        """A shell command, observed: any pytest it starts (`pytest`, `python -m pytest`) is
+        run by the evaluator's recorder, which keeps pytest's own report where no command can
+        reach it; its text output verifies nothing (rules.verified)."""
         command = _string(arguments, "command")
-        with temporary_folder("agenteval-observed-") as tmp:
-            report = Path(tmp) / "report.xml"
-            env = {**self.env, "PYTEST_ADDOPTS": f"--junitxml={report}"}
-            done = await run_command(
-                command,
-                self.root,
-                env,
-                self.command_timeout_s,
-                sandbox=self.sandbox,
-                writable=[Path(tmp)],
-            )
-            observed = junit.counts(report)
+        mark = self.recorder.mark() if self.recorder is not None else 0
+        done = await run_command(
+            command, self.root, self.env, self.command_timeout_s, sandbox=self.sandbox
+        )
+        observed = None
+        if self.recorder is not None:  # in a thread: it may wait for a run it stopped
+            observed = await asyncio.to_thread(self.recorder.since, mark)
         return self.record.add(
             "run",
             arguments,

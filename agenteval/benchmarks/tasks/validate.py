@@ -15,6 +15,7 @@ the tasks it chose first.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -81,7 +82,9 @@ def _coding_problems(coding: Sequence[Task], settings: RunSettings) -> list[tupl
         reference = _results(coding, settings, ScriptedHarness(label="validate-reference"),
                              Path(tmp) / "reference")  # fmt: skip
         nothing = ScriptedHarness({t.id: UNTOUCHED for t in coding}, label="validate-untouched")
-        untouched = _results(coding, settings, nothing, Path(tmp) / "untouched")
+        # It only has to fail: its grading stops at the first failed check.
+        settle = dataclasses.replace(settings, first_failure=True)
+        untouched = _results(coding, settle, nothing, Path(tmp) / "untouched")
     found = []
     for task in coding:
         ref, why = reference[task.id]

@@ -67,6 +67,7 @@ class Grading:
     tampered: list[str] = field(default_factory=list)
     agent_tests: list[str] = field(default_factory=list)
     delivered: dict[str, bytes] = field(default_factory=dict)  # before the tests are put back
+    tree: int = -1  # graded.tree_mark of the copy as the agent left it
 
 
 @dataclass(eq=False)
@@ -95,9 +96,10 @@ class Workspace:
         files, and, when `editable` is given (a task with `tests_pass`), the task's own test
         files put back except those it names (protected.guard)."""
         before = self.verify_snapshot()
-        files, findings = graded.overlay(before, graded.walk(self.work))
+        work = graded.walk(self.work)
+        files, findings = graded.overlay(before, work)
         diff, changed = unified_diff(_visible(before), _visible(files))
-        done = Grading(diff, changed, findings, delivered=files)
+        done = Grading(diff, changed, findings, delivered=files, tree=graded.tree_mark(work.files))
         if editable is not None:
             kept = protected.guard(before, files, editable)
             files, done.tampered, done.agent_tests = kept.files, kept.tampered, kept.agent_tests
