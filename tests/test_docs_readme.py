@@ -45,6 +45,7 @@ from test_docs import (
     pointed_at,
     run,
     run_shown,
+    serve_port,
     serving,
 )
 
@@ -170,7 +171,9 @@ def check_pages_pointing_here(done: list[Ran]) -> None:
                 if command.text not in ran and missing_extra(block):
                     continue
                 assert command.text in ran, f"{block.where}: `{command.text}` is not README's"
-                missing = missing_lines(command.expected, ran[command.text].output)
+                readme = ran[command.text]  # with the ports README's run served it on
+                expected = tuple(serve_port(line, readme.ports) for line in command.expected)
+                missing = missing_lines(expected, readme.output)
                 assert not missing, f"{block.where}: `{command.text}` printed without {missing}"
 
 

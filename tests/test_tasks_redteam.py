@@ -436,7 +436,7 @@ def test_a_report_forged_inside_or_outside_pytest_verifies_nothing(graded: dict)
     assert report is not None and report["tests"] == 0 and report["exit_status"] == 5
 
 
-STAND_IN = ROOT / "tests/fixtures/claude_code/probing_claude.py"
+STAND_IN = ROOT / "tests/stand_ins/claude_code/probing_claude.py"
 SOCKET_FORGE = (
     'python3 -c "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); '
     's.sendall(b\'{\\"code\\": 0, \\"out\\": \\"24 passed\\", \\"report\\": {\\"tests\\": 24}}\'); '
