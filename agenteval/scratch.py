@@ -30,11 +30,20 @@ LIVE: set[Path] = set()
 _LOCK = threading.Lock()
 
 
+# Held off while a folder is made and recorded: a Ctrl-C or SIGTERM landing between the two
+# would leave a folder nobody knows to remove (a copy's first folder appears just then).
+_ENDING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
 def make_folder(prefix: str, dir: Path | str | None = None) -> Path:
     """A new temporary folder, removed by `discard` or at the latest when the process ends."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=dir))
-    with _LOCK:
-        LIVE.add(folder)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING)
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=prefix, dir=dir))
+        with _LOCK:
+            LIVE.add(folder)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return folder
 
 
