@@ -5,6 +5,7 @@ swapped for a symlink after its first read, folders inside a protected folder (a
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -288,3 +289,16 @@ def test_the_claude_code_stand_ins_live_outside_the_sealed_fixtures() -> None:
     sandbox.refuse_sealed([root / "tests/stand_ins/claude_code"], "the stand-in")
     with pytest.raises(ValueError, match="tests/fixtures"):
         sandbox.refuse_sealed([root / "tests/fixtures/gh"], "a fixture")
+
+
+def test_an_allowed_folder_made_a_link_within_its_own_protected_folder_is_refused(
+    repo: Path,
+) -> None:
+    """data/corpora (readable inside `data/`) made a symlink to data/transcripts: the
+    exception holds only where the folder is named, never where a link leads."""
+    (repo / "data/transcripts").mkdir()
+    (repo / "data/transcripts/q1.json").write_text('{"answer": "SIXTEEN WEEKS"}\n')
+    shutil.rmtree(repo / "data/corpora")
+    (repo / "data/corpora").symlink_to(repo / "data/transcripts")
+    with pytest.raises(FenceError):
+        tools_of(repo, "data/corpora")

@@ -202,7 +202,7 @@ def build_fence(
     base = root.resolve()
     protected = list(protected)
     guarded = [(base / p).resolve() for p in protected]
-    readable = _readable_inside(base, protected)
+    readable = _readable_inside(base)
     roots: list[Path] = []
     for folder, setting in folders:
         resolved = (base / folder).resolve()
@@ -237,18 +237,14 @@ def build_fence(
     )
 
 
-def _readable_inside(base: Path, protected: list[str]) -> list[Path]:
-    """READABLE_INSIDE, resolved; an entry that resolves into a protected folder other than
-    the ones it is named inside (data/corpora made a symlink into eval/scenarios) is no
-    exception: a root there is then refused like any other."""
-    kept = []
-    for name in READABLE_INSIDE:
-        resolved = (base / name).resolve()
-        named_in = {(base / p).resolve() for p in protected if Path(name).is_relative_to(p)}
-        lands_in = {g for p in protected if resolved.is_relative_to(g := (base / p).resolve())}
-        if lands_in <= named_in:
-            kept.append(resolved)
-    return kept
+def _readable_inside(base: Path) -> list[Path]:
+    """READABLE_INSIDE, resolved, each only where it is named: an entry reached through a
+    symlink (data/corpora made a link to data/transcripts, or into eval/scenarios) is no
+    exception, since it could lead anywhere in the folder that protects it; a root there is
+    then refused like any other."""
+    real_base = base.resolve()
+    return [real_base / name for name in READABLE_INSIDE
+            if (base / name).resolve() == real_base / name]  # fmt: skip
 
 
 def _files(path: Path) -> list[os.DirEntry[str]]:
