@@ -306,10 +306,13 @@ def test_load_side_reads_an_mlflow_run(tmp_path: Path, monkeypatch: pytest.Monke
     assert not (tmp_path / "mlflow.db").exists()  # looking must not create a store
     card = make_card({"a": "PPF", "b": "FFF"})
     write_json(tmp_path / "scorecard.json", card)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    with mlflow.start_run() as run:
-        mlflow.log_artifact(str(tmp_path / "scorecard.json"), artifact_path="reports")
-    monkeypatch.delenv("MLFLOW_TRACKING_URI")  # the default, sqlite:///<cwd>/mlflow.db, is it
+    # A client of its own: the fluent API keeps the active experiment of whatever test ran
+    # before in this process, which need not exist in this fresh database.
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.create_run(client.create_experiment("compare"))
+    client.log_artifact(run.info.run_id, str(tmp_path / "scorecard.json"), artifact_path="reports")
+    client.set_terminated(run.info.run_id)
+    # load_side reads the default, sqlite:///<cwd>/mlflow.db, which is that database
     loaded = load_side(run.info.run_id)
     assert loaded.card == card
     assert loaded.source == f"mlflow:{run.info.run_id}/reports/scorecard.json"
