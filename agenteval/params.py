@@ -19,8 +19,15 @@ SECTIONS = tuple(Params.model_fields)
 DEFAULT_TARGET_MODEL = Params().target.model
 
 # The embedded offline default: runs with no network and no keys. The typed models in
-# agenteval.schema.params are the one home of every key and default.
+# agenteval.schema.params are the one home of every key and default; a benchmark's own
+# section is its Settings model, composed onto Params by the caller that runs it
+# (agenteval.benchmarks.base.params_model) and handed to the loader as `model`.
 DEFAULTS: dict[str, Any] = Params().model_dump(mode="json", exclude_none=True)
+
+
+def defaults_of(model: type[Params]) -> dict[str, Any]:
+    """The embedded defaults of `model` (DEFAULTS for Params itself)."""
+    return DEFAULTS if model is Params else model().model_dump(mode="json", exclude_none=True)
 
 
 class ParamsError(ValueError):
@@ -37,7 +44,9 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return merged
 
 
-def apply_overrides(params: Mapping[str, Any], assignments: Iterable[str]) -> dict[str, Any]:
+def apply_overrides(
+    params: Mapping[str, Any], assignments: Iterable[str], model: type[Params] = Params
+) -> dict[str, Any]:
     """Apply `a.b.c=value` overrides; the value is read as a YAML scalar (8, 0.5, true, [x])."""
     result = copy.deepcopy(dict(params))
     for assignment in assignments:
@@ -50,16 +59,19 @@ def apply_overrides(params: Mapping[str, Any], assignments: Iterable[str]) -> di
             raise ParamsError(
                 f"--set {key.strip()}: not a YAML value ({getattr(exc, 'problem', exc)})"
             ) from None
-        set_value(result, key.strip(), value, f"--set {key.strip()}")
+        set_value(result, key.strip(), value, f"--set {key.strip()}", model)
     return result
 
 
-def set_value(params: dict[str, Any], key: str, value: Any, label: str) -> None:
+def set_value(
+    params: dict[str, Any], key: str, value: Any, label: str, model: type[Params] = Params
+) -> None:
     """Put a typed `value` at dotted `key`: what an option gives goes in as the value it is,
     never through YAML text (a quote in a model name cannot add keys)."""
     parts = key.split(".")
-    if parts[0] not in SECTIONS:
-        raise ParamsError(f"{label}: unknown section {parts[0]!r} ({', '.join(SECTIONS)})")
+    sections = tuple(model.model_fields)
+    if parts[0] not in sections:
+        raise ParamsError(f"{label}: unknown section {parts[0]!r} ({', '.join(sections)})")
     node = params
     for part in parts[:-1]:
         child = node.get(part)
@@ -75,11 +87,13 @@ def load_params(
     path: Path | None = None,
     overrides: Iterable[str] = (),
     options: Mapping[str, tuple[str, Any]] | None = None,
+    model: type[Params] = Params,
 ) -> dict[str, Any]:
     """Defaults, then params.yaml (if present), then --set overrides, then command options
-    (`{dotted key: (option name, typed value)}`); checked against the typed models before
-    anything runs, so a wrong key or type names itself (or its option) and exits 2."""
-    params = copy.deepcopy(DEFAULTS)
+    (`{dotted key: (option name, typed value)}`); checked against the typed `model` (Params,
+    or Params with the sections of the benchmarks that run) before anything runs, so a wrong
+    key or type names itself (or its option) and exits 2."""
+    params = copy.deepcopy(defaults_of(model))
     located: Located | None = None
     if path is not None and path.exists():
         loaded = load_located(path)
@@ -90,12 +104,12 @@ def load_params(
             raise ParamsError(f"{path}:1: params must be a mapping of sections")
         params = deep_merge(params, located.data or {})
     assignments = list(overrides)
-    params = apply_overrides(params, assignments)
+    params = apply_overrides(params, assignments, model)
     named = dict(options or {})
     for key, (option, value) in named.items():
-        set_value(params, key, value, option)
+        set_value(params, key, value, option, model)
     keys = [a.partition("=")[0].strip() for a in assignments]
-    check_params(params, located, keys, {k: option for k, (option, _) in named.items()})
+    check_params(params, located, keys, {k: option for k, (option, _) in named.items()}, model)
     return params
 
 
@@ -104,14 +118,15 @@ def check_params(
     located: Located | None = None,
     set_keys: Iterable[str] = (),
     options: Mapping[str, str] | None = None,
+    typed: type[Params] = Params,
 ) -> None:
     """Raise ParamsError listing every wrong key or value, each where it was written (a
     file's line, `--set key`, or the option of `options`: {dotted key: option name})."""
     keys = list(set_keys)
     try:
-        model = Params.model_validate(params)
+        model = typed.model_validate(params)
     except ValidationError as exc:
-        errors = [(tuple(e["loc"]), _what(e)) for e in exc.errors()]
+        errors = [(tuple(e["loc"]), _what(e, typed)) for e in exc.errors()]
     else:
         knobs = ", ".join(BuiltinKnobs.model_fields)
         errors = [
@@ -208,10 +223,10 @@ EXPECTED = {
 }
 
 
-def _what(err: Any) -> str:
+def _what(err: Any, typed: type[Params] = Params) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
-        return f"unknown key (known: {', '.join(_known(err['loc'][:-1]))})"
+        return f"unknown key (known: {', '.join(_known(err['loc'][:-1], typed))})"
     if kind in EXPECTED:
         return f"expected {EXPECTED[kind]}, got {err.get('input')!r}"
     if isinstance(err.get("input"), Mapping):  # a whole section: its message says what
@@ -219,9 +234,9 @@ def _what(err: Any) -> str:
     return f"{err['msg']} (got {err.get('input')!r})"
 
 
-def _known(loc: tuple[Any, ...]) -> list[str]:
+def _known(loc: tuple[Any, ...], typed: type[Params] = Params) -> list[str]:
     """Field names of the section at `loc`, for 'did you mean' lists."""
-    model: Any = Params
+    model: Any = typed
     for part in loc:
         field = getattr(model, "model_fields", {}).get(part)
         if field is None:

@@ -28,6 +28,13 @@ _CHUNK_ELEMENTS = 2_000_000
 _NORMAL = NormalDist()
 
 
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (numpy's linear rule) of `values`; None for none."""
+    if not values:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
 def _special() -> ModuleType:
     """scipy.special on first use: what scipy.stats' ppf/cdf call, without its 0.7 s import."""
     import scipy.special

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from agenteval import heap, scratch
-from agenteval.fileio import sha256_file, write_json
+from agenteval.benchmarks.base import Failure, Outcome, Step
+from agenteval.benchmarks.runner import execute
+from agenteval.benchmarks.runner import write_tracked as write_tracked  # shared by track stages
 from agenteval.layout import Layout
 from agenteval.measured import NOTHING_MEASURED_STATUS, Coverage
 from agenteval.params import ParamsError, load_params
@@ -18,7 +19,6 @@ from agenteval.params import ParamsError, load_params
 if TYPE_CHECKING:
     from agenteval.tracking.run import TrackResult
 
-TRACKED = "tracked.json"
 T = TypeVar("T")
 
 
@@ -61,54 +61,18 @@ def layout() -> Layout:
     return Layout.repository(root())
 
 
-def write_tracked(reports: Path, settings: dict[str, Any], result: object | None) -> Path:
-    """<reports>/tracked.json, a track stage's DVC output: the experiment and the sha256 of
-    the metrics logged, which follow from the stage's own inputs alone. Not the run id (each
-    store has its own) nor the run key (it digests every stage's entry in dvc.lock, so it
-    moves with code the track stage does not depend on). The root pipeline's is git-ignored,
-    so the set-up's first `dvc repro` logs the evaluation into the new clone's store; a
-    benchmark pipeline's is committed with its reports, so a fresh clone's `dvc status` is
-    clean, and its store gets the benchmark's run when the pipeline reruns (or on
-    `dvc repro --force --single-item pipelines/<kind>/dvc.yaml:track`)."""
-    record: dict[str, Any] = {"enabled": result is not None}
-    if result is not None:
-        experiment = (settings.get("tracking") or {}).get("experiment")
-        record |= {
-            "experiment": experiment,
-            "metrics_sha256": sha256_file(reports / "metrics.json"),
-        }
-    path = reports / TRACKED
-    write_json(path, record)
-    return path
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A failure a step may end in, and the stage's exit status for it."""
-
-    errors: type[Exception] | tuple[type[Exception], ...]
-    status: int
-    label: str = ""  # said before the error ("stopped")
-
-
 def run_step(
     stage: str, step: Callable[[], T], summary: Callable[[T], Iterable[str]], *fails: Failure
 ) -> int:
     """Run `step` and print its summary, each line under the stage's name. A failure listed
     in `fails` goes to stderr, each problem of a file it read on its own line (the error's
-    `problems`), else `<stage>: [<label>: ]<error>`, and its status is the stage's."""
-    try:
-        results = step()
-    except tuple(e for f in fails for e in _types(f.errors)) as exc:
-        fail = next(f for f in fails if isinstance(exc, f.errors))
-        problems = getattr(exc, "problems", None)
-        said = f"{fail.label}: {exc}" if fail.label else str(exc)
-        for line in problems or [f"{stage}: {said}"]:
-            print(line, file=sys.stderr)
-        return fail.status
-    for line in summary(results):
-        print(f"{stage}: {line}")
-    return 0
+    `problems`), else `<stage>: [<label>: ]<error>`, and its status is the stage's: the one
+    mapping of agenteval.benchmarks.runner.execute."""
+
+    def run(settings: object, ctx: object, layout: object) -> Outcome:
+        return Outcome(tuple(summary(step())))
+
+    return execute(Step(stage, run, fails), None, None, None, f"{stage}: ")  # type: ignore[arg-type]
 
 
 def measured_step(
@@ -135,10 +99,6 @@ def coverage_status(stage: str, coverage: Coverage) -> int:
     if line := coverage.line():
         print(f"{stage}: {line}")
     return 0
-
-
-def _types(errors: type[Exception] | tuple[type[Exception], ...]) -> tuple[type[Exception], ...]:
-    return errors if isinstance(errors, tuple) else (errors,)
 
 
 def track_step(

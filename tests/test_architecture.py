@@ -138,3 +138,41 @@ def test_pure_core_does_no_io() -> None:
         if banned.search(line.split("#")[0])
     ]
     assert not offenders, offenders
+
+
+def test_a_registered_benchmark_lives_in_its_folder(graph: dict[str, set[str]]) -> None:
+    """A benchmark behind the protocol (agenteval.benchmarks.base.REGISTRY) is its folder: no
+    module elsewhere imports it (the registry names it as a string, resolved on first use),
+    branches on its name, or holds its settings, records or stages."""
+    from agenteval.benchmarks.base import REGISTRY
+    from agenteval.schema.params import Params
+
+    found: list[str] = []
+    for name in REGISTRY:
+        home = f"agenteval.benchmarks.{name}"
+        outside = {m: p for m, p in modules().items() if m != home and not m.startswith(home + ".")}
+        found += [
+            f"{m} imports {d}" for m in outside for d in sorted(graph[m]) if d.startswith(home)
+        ]
+        stage_files = sorted((ROOT / "stages").glob("*.py"))
+        for path in [*outside.values(), *stage_files]:
+            found += [f"{path.relative_to(ROOT)}:{line}: compares with {name!r}"
+                      for line in _compared_with(path, name)]  # fmt: skip
+        found += [str(p.relative_to(ROOT)) for p in stage_files if p.stem.startswith(name + "_")]
+        found += [f"agenteval/schema/{name}.py"] * (PACKAGE / "schema" / f"{name}.py").exists()
+        found += [f"Params.{name} (its Settings are in its folder)"] * (name in Params.model_fields)
+    assert not found, "\n".join(found)
+
+
+def _compared_with(path: Path, name: str) -> list[int]:
+    """Lines of `path` that compare something with the string `name` (`kind == "x"`, `in`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and any(
+            isinstance(side, ast.Constant) and side.value == name
+            for side in [node.left, *node.comparators]
+        )
+    ]

@@ -449,12 +449,14 @@ def test_enough_cases() -> None:
 
 def test_a_quote_in_a_model_name_is_a_name() -> None:
     """--model reaches params as the value it is: a quote adds no key and breaks nothing."""
+    from agenteval.benchmarks.base import params_model
     from agenteval.cli.bench_runs import _endpoint_options
     from agenteval.params import load_params
 
     hostile = "it's', base_url: 'http://evil.example/v1"
     options = _endpoint_options(DEAD, hostile, "openai", None, False)
-    params = load_params(ROOT / "pipelines/throughput/params.yaml", [], options)
+    typed = params_model(("throughput",))  # its section is the benchmark's own Settings
+    params = load_params(ROOT / "pipelines/throughput/params.yaml", [], options, typed)
     (endpoint,) = params["throughput"]["endpoints"]
     assert endpoint["model"] == endpoint["name"] == hostile
     assert endpoint["base_url"] == DEAD

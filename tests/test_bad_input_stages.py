@@ -52,32 +52,39 @@ CASES: list[tuple[str, str, str, int, str]] = [
     ),
     ("retrieval_evaluate", "pipelines/retrieval/params.yaml", "retrieval: [1]\n", 1, "retrieval"),
     (
-        "throughput_run",
+        "benchmark throughput run",
         "pipelines/throughput/params.yaml",
         "throughput:\n  concurrency: [0]\n",
         2,
         "throughput.concurrency.0",
     ),
     (
-        "throughput_track",
+        "benchmark throughput track",
         "pipelines/throughput/params.yaml",
         "throughput:\n  repeats: x\n",
         2,
         "throughput.repeats",
     ),
     (
-        "code_retrieval_evaluate",
+        "benchmark code_retrieval evaluate",
         "pipelines/code_retrieval/params.yaml",
         "code_retrieval:\n  depth: deep\n",
         2,
         "code_retrieval.depth",
     ),
     (
-        "code_retrieval_track",
+        "benchmark code_retrieval track",
         "pipelines/code_retrieval/params.yaml",
         "code_retrieval:\n  nosuch: 1\n",
         2,
         "code_retrieval.nosuch",
+    ),
+    (
+        "benchmark code_retrieval gate",
+        "pipelines/code_retrieval/params.yaml",
+        "suite:\n  kind: throughput\n",
+        1,
+        "suite.kind is 'throughput'",
     ),
     (
         "memory_run",
@@ -144,7 +151,7 @@ CASES: list[tuple[str, str, str, int, str]] = [
 @pytest.mark.parametrize(
     ("stage", "file", "text", "line", "named"),
     CASES,
-    ids=[f"{c[0]}-{c[4].split(':')[0]}" for c in CASES],
+    ids=[f"{c[0].replace(' ', '_')}-{c[4].split(':')[0]}" for c in CASES],
 )
 def test_stage_refuses_bad_params(
     stage: str,
@@ -159,8 +166,9 @@ def test_stage_refuses_bad_params(
     (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / file).write_text(text)
     monkeypatch.chdir(tmp_path)
-    module = importlib.import_module(f"stages.{stage}")
-    status = exit_status(module.main)
+    name, *args = stage.split()  # "benchmark NAME STEP": python -m stages.benchmark NAME STEP
+    module = importlib.import_module(f"stages.{name}")
+    status = exit_status(lambda: module.main(args) if args else module.main())
     said = capsys.readouterr()
     assert status == 2, said
     assert f"{(tmp_path / file)}:{line}: {named}" in said.err, said.err

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agenteval.benchmarks.base import REGISTRY, params_model
 from agenteval.params import DEFAULTS, ParamsError, load_params
 from agenteval.schema.params import Params
 
@@ -80,4 +81,6 @@ def test_the_cli_refuses_before_any_work(tmp_path: Path) -> None:
 
 def test_the_params_json_schema_is_exported() -> None:
     exported = json.loads((ROOT / "eval/schemas/params.schema.json").read_text())
-    assert set(exported["properties"]) == set(Params.model_fields)
+    # Params' sections and every registered benchmark's own (agenteval.benchmarks.base)
+    assert set(exported["properties"]) == set(params_model().model_fields)
+    assert set(exported["properties"]) == {*Params.model_fields, *REGISTRY}

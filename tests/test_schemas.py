@@ -10,24 +10,30 @@ import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
+from agenteval.benchmarks.base import params_model, schemas
 from agenteval.cli import app
 from agenteval.schema.export import export, stale
-from agenteval.schema.params import Params
 from agenteval.schema.reference import render_reference, stale_reference
 
 ROOT = Path(__file__).resolve().parents[1]
+# Params with every registered benchmark's section; their input files' models beside.
+PARAMS, BENCHMARKS = params_model(), schemas()
 
 
 def test_exported_schemas_are_current() -> None:
-    assert stale(ROOT / "eval/schemas") == [], "run `agenteval schema export`"
+    assert stale(ROOT / "eval/schemas", PARAMS, BENCHMARKS) == [], "run `agenteval schema export`"
 
 
 def test_export_then_check_round_trips(tmp_path: Path) -> None:
-    written = export(tmp_path)
-    assert {p.name for p in written} >= {"scenario.schema.json", "scorecard.schema.json"}
-    assert stale(tmp_path) == []
+    written = export(tmp_path, PARAMS, BENCHMARKS)
+    names = {p.name for p in written}
+    assert names >= {"scenario.schema.json", "scorecard.schema.json"}
+    # A registered benchmark's files come from the registry, not from a list in schema/.
+    assert {f"{name}.schema.json" for name in BENCHMARKS} <= names
+    assert "throughput_workload.schema.json" in names
+    assert stale(tmp_path, PARAMS, BENCHMARKS) == []
     (tmp_path / "scenario.schema.json").write_text("{}")
-    assert stale(tmp_path) == ["scenario"]
+    assert stale(tmp_path, PARAMS, BENCHMARKS) == ["scenario"]
 
 
 # -- docs/configuration.md, generated from the params models ---------------------------------
@@ -52,13 +58,15 @@ def leaf_keys(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, object
 
 
 def test_the_configuration_reference_is_current_and_lists_every_key() -> None:
-    assert not stale_reference(ROOT / "docs/configuration.md"), "run `agenteval schema export`"
+    page = ROOT / "docs/configuration.md"
+    assert not stale_reference(page, PARAMS), "run `agenteval schema export`"
     rows = {
         line.split("|")[1].strip(" `"): line
-        for line in render_reference().splitlines()
+        for line in render_reference(PARAMS).splitlines()
         if line.startswith("| `")
     }
-    keys = dict(leaf_keys(Params, ""))
+    keys = dict(leaf_keys(PARAMS, ""))
+    assert "throughput.repeats" in keys and "code_retrieval.depth" in keys
     assert set(rows) == set(keys)
     assert "| `4` |" in rows["run.concurrency"] and "int, ≥ 1" in rows["run.concurrency"]
     assert "| `null` |" in rows["tracking.uri"] and "&lt;repository root>" in rows["tracking.uri"]

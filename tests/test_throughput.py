@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 from test_local_model import needs_model
 
+from agenteval.benchmarks.base import params_model
 from agenteval.benchmarks.gate import GateRefused, gate
 from agenteval.benchmarks.throughput.loopback import Script, scripted_tokens
 from agenteval.benchmarks.throughput.run import Settings, open_target, sweep
+from agenteval.benchmarks.throughput.settings import ThroughputEndpoint, ThroughputParams
 from agenteval.benchmarks.throughput.steps import step_run
 from agenteval.benchmarks.throughput.workload import load_workload, read_label
 from agenteval.layout import Layout
@@ -39,13 +41,12 @@ TTFT_MS, LATENCY_MS = 120.0, 120.0 + (TOKENS - 1) * 10.0
 IDS = ["e01", "e02", "e03", "e04", "e05", "e06", "e13", "e17", "e25", "e29", "e30", "e31"]
 
 
-def params_for(tmp: Path, endpoints: list[dict[str, Any]], **section: Any) -> dict[str, Any]:
-    params = load_params(ROOT / "pipelines/throughput/params.yaml")
-    params["throughput"] |= {
+def params_for(tmp: Path, endpoints: list[dict[str, Any]], **section: Any) -> ThroughputParams:
+    """The committed pipeline's section, typed, with these endpoints and a small sweep."""
+    params = load_params(ROOT / "pipelines/throughput/params.yaml", model=params_model())
+    return ThroughputParams.model_validate(params["throughput"] | {
         "endpoints": endpoints, "ids": IDS, "concurrency": [1, 4], "repeats": 1, "warmup": 1,
-    } | section  # fmt: skip
-    params["tracking"]["uri"] = f"sqlite:///{tmp / 'mlflow.db'}"
-    return params
+    } | section)  # fmt: skip
 
 
 def loopback(protocol: str, script: Script = SCRIPT) -> dict[str, Any]:
@@ -212,7 +213,7 @@ def test_the_local_model_streams_its_usage_and_its_tokenizer_agrees(tmp_path: Pa
     tokenizer, how = resolve_tokenizer("auto", "local", ROOT)
     assert tokenizer is not None and "SmolLM2" in how
     assert tokenizer.count("The capital of France is Paris.") == 7  # as the server counts it
-    with open_target({"name": "local", "kind": "local"}, settings) as target:
+    with open_target(ThroughputEndpoint(name="local", kind="local"), settings) as target:
         run = asyncio.run(sweep(target, workload, settings, tokenizer))
     assert len(run.records) == 8 and all(r.answered for r in run.records)
     for r in run.records:

@@ -5,9 +5,9 @@ A drop larger than the tolerance fails; on small sets the tolerance widens to 1.
 both directions. A hard case that passed in the baseline must pass again. A baseline is
 refused, not compared, when it was measured with another retriever or embedder (any
 difference in a pipeline's description), on other questions, or for another benchmark kind.
-Works on retrieval `results.json` files and on QA run folders (metrics.json + details/);
-throughput and code retrieval results are gated by their own rules (`throughput.gate`,
-`code_retrieval.gate`), each with its own default tolerance.
+Works on retrieval `results.json` files and on QA run folders (metrics.json + details/); a
+benchmark of the registry (agenteval.benchmarks.base) is gated by its own `gate`, with its
+own default tolerance.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agenteval.benchmarks.base import REGISTRY, benchmark
 from agenteval.benchmarks.verdict import GateInputError, GateRefused, GateResult, allowed_change
 
 __all__ = ["GateInputError", "GateRefused", "GateResult", "gate", "load_run"]
 
 DEFAULT_TOLERANCE = 0.02
 SMALL_SET_QUESTIONS = 1.5
-KINDS = ("retrieval", "qa", "throughput", "code_retrieval")
+KINDS = ("retrieval", "qa")  # gated here; a registered benchmark by its own `gate`
 
 
 def load_run(path: Path) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def load_run(path: Path) -> dict[str, Any]:
                 raise GateInputError(f"{candidate}: not a benchmark result (not a JSON object)")
             if data.get("kind") == "qa":
                 data["details"] = _qa_details(candidate.parent / "details")
-            if data.get("kind") not in KINDS:
+            if data.get("kind") not in (*KINDS, *REGISTRY):
                 raise GateInputError(
                     f"{candidate}: not a benchmark result (kind {data.get('kind')!r})"
                 )
@@ -71,15 +72,8 @@ def gate(
         raise GateRefused(
             f"baseline is a {baseline.get('kind')} run, this is {current.get('kind')}"
         )
-    if current["kind"] == "throughput":
-        from agenteval.benchmarks.throughput.gate import gate as gate_throughput
-
-        return gate_throughput(current, baseline, tolerance)
-    if current["kind"] == "code_retrieval":
-        from agenteval.benchmarks.code_retrieval.gate import gate as gate_code
-
-        code: GateResult = gate_code(current, baseline, tolerance)
-        return code
+    if current["kind"] in REGISTRY:
+        return benchmark(current["kind"]).gate(current, baseline, tolerance)
     allowed = allowed_change(tolerance, DEFAULT_TOLERANCE)
     if current["kind"] == "qa":
         return _gate_qa(current, baseline, allowed)

@@ -1,30 +1,23 @@
 """`agenteval bench throughput` and `agenteval bench code-retrieval`.
 
-Thin: the benchmarks package does the work. Exit codes: 0 done (or the gate holds); 1 the
+Thin: the benchmarks package does the work, each step through agenteval.benchmarks.runner as
+`python -m stages.benchmark` runs it. Exit codes: 0 done (or the gate holds); 1 the
 gate fails; 2 invalid input, refused before any request; 3 stopped by the endpoint (quota,
 credentials) or a baseline that is not comparable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agenteval.cli.bench import SetOption, _out, benchmark_gate, gate_baseline
-from agenteval.cli.common import (
-    EXIT_STOPPED,
-    fail,
-    load_params,
-    say_coverage,
-    writable_folder,
-)
+from agenteval.cli.common import default_params_name, fail, writable_folder
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
-    from agenteval.tracking.run import TrackResult
 
 group = typer.Typer(help="Endpoint throughput and code retrieval benchmarks.", no_args_is_help=True)
 
@@ -38,22 +31,39 @@ TrackOption = Annotated[bool, typer.Option("--track/--no-track", help="Log to ML
 ParamsOption = Annotated[Path, typer.Option("--params")]
 
 
-def _report(
-    summary: Iterable[str],
-    layout: Layout,
-    track: Callable[[], TrackResult | None] | None,
-    baseline: Path | None,
-    tolerance: float | None,
+def _run(
+    name: str,
+    step: str,
+    params_file: Path,
+    load: tuple[list[str], dict[str, tuple[str, Any]] | None],
+    out: Path | None,
+    track: bool,
+    gate: tuple[Path | None, float | None],
 ) -> None:
-    """What both benchmarks say after a run: the summary, where the reports are, the MLflow
-    run when `track` logs one, then the gate against `baseline` when one is given."""
-    for line in summary:
-        typer.echo(line)
-    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
-    if track is not None:
-        result = track()
-        if result is not None:
-            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
+    """A registered benchmark's run from the command line: its params loaded and checked,
+    then `step` and, with `track`, its `track` step through the runner the stages use (one
+    mapping of failures to statuses), then the gate against the --gate baseline."""
+    from agenteval.benchmarks import base, runner
+    from agenteval.params import ParamsError
+
+    bench = base.benchmark(name)
+    if not default_params_name(params_file) and not params_file.is_file():
+        fail([f"--params {params_file}: no such file"])
+    try:
+        params = runner.load(bench, params_file, *load)
+    except ParamsError as exc:
+        fail(str(exc).splitlines())
+    baseline, tolerance = gate
+    gate_baseline(baseline, name)
+    layout = _run_layout(out, name)
+    settings, ctx = base.settings_of(bench, params), base.context(params, layout.root, None)
+    steps = [step, "track"] if track else [step]
+    for chosen in steps:
+        status = runner.execute(base.step_of(bench, chosen), settings, ctx, layout)
+        if status:
+            raise typer.Exit(status)
+        if chosen == step:
+            typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
     if baseline is not None:
         benchmark_gate(layout.reports, baseline, tolerance)
 
@@ -114,29 +124,13 @@ def throughput(
 ) -> None:
     """Email triage streamed at a sweep of concurrency levels: TTFT, latency p50/p95/p99,
     tokens/s and requests/s per level, errors, retries and triage accuracy."""
-    from agenteval.benchmarks.throughput.steps import coverage, step_run, step_track, summary_lines
-    from agenteval.benchmarks.throughput.workload import WorkloadError
-    from agenteval.llm import LLMError
-
     options = _endpoint_options(endpoint_url, model, protocol, api_key_env, local)
     if concurrency is not None:
         options["throughput.concurrency"] = ("--concurrency", _levels(concurrency))
     if repeats is not None:
         options["throughput.repeats"] = ("--repeats", repeats)
-    params = load_params(params_file, list(set_ or []), options)
-    gate_baseline(baseline, "throughput")
-    layout = _run_layout(out, "throughput")
-    try:
-        results = step_run(params, layout)
-    except WorkloadError as exc:
-        fail([str(p) for p in exc.problems])
-    except LLMError as exc:
-        fail([f"stopped: {exc}"], EXIT_STOPPED)
-    except (ValueError, OSError, RuntimeError) as exc:
-        fail([f"cannot run: {type(exc).__name__}: {exc}"])
-    say_coverage(coverage(results), summary_lines(results))
-    log_run = (lambda: step_track(params, layout, None)) if track else None
-    _report([], layout, log_run, baseline, tolerance)
+    _run("throughput", "run", params_file, (list(set_ or []), options), out, track,
+         (baseline, tolerance))  # fmt: skip
 
 
 @group.command("code-retrieval")
@@ -153,29 +147,8 @@ def code_retrieval(
     """The code index over real fixes of pinned histories: file recall@1/5/10, function
     recall@5/10 and MRR against a git grep baseline, incremental replay, damaged indexes and
     hostile trees (pass / fail / not-run)."""
-    from agenteval.benchmarks.code_retrieval.history import HistoryError
-    from agenteval.benchmarks.code_retrieval.steps import (
-        PinsError,
-        coverage,
-        step_evaluate,
-        step_track,
-        summary_lines,
-    )
-
-    params = load_params(params_file, list(set_ or []))
-    gate_baseline(baseline, "code_retrieval")
-    layout = _run_layout(out, "code_retrieval")
-    try:
-        results = step_evaluate(params, layout)
-    except PinsError as exc:
-        fail([str(p) for p in exc.problems])
-    except HistoryError as exc:
-        fail([f"{params['code_retrieval']['commits']}: {exc}"])
-    except (ValueError, OSError) as exc:
-        fail([f"cannot run: {type(exc).__name__}: {exc}"])
-    say_coverage(coverage(results), summary_lines(results))
-    log_run = (lambda: step_track(params, layout, None)) if track else None
-    _report([], layout, log_run, baseline, tolerance)
+    _run("code_retrieval", "evaluate", params_file, (list(set_ or []), None), out, track,
+         (baseline, tolerance))  # fmt: skip
 
 
 def _run_layout(out: Path | None, kind: str) -> Layout:

@@ -60,7 +60,7 @@ def load_params(
     from agenteval.params import ParamsError
     from agenteval.params import load_params as load
 
-    if not _default_name(params_file) and not params_file.is_file():
+    if not default_params_name(params_file) and not params_file.is_file():
         fail([f"--params {params_file}: no such file"])
     try:
         return load(params_file, sets, options)
@@ -70,7 +70,7 @@ def load_params(
         fail([f"{params_file}: {exc}"])
 
 
-def _default_name(params_file: Path) -> bool:
+def default_params_name(params_file: Path) -> bool:
     """Whether `params_file` is a command's default (params.yaml, a variant's own), which may
     be missing: the embedded defaults run then. A file named otherwise must exist."""
     parts = params_file.parts

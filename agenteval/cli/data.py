@@ -98,10 +98,12 @@ def schema_export(
     ] = Path("docs/configuration.md"),
 ) -> None:
     """Write the JSON Schema of every file format and the configuration reference."""
+    from agenteval.benchmarks.base import params_model, schemas
     from agenteval.schema.export import export
     from agenteval.schema.reference import write_reference
 
-    for path in [*export(out), write_reference(docs)]:
+    params = params_model()
+    for path in [*export(out, params, schemas()), write_reference(docs, params)]:
         typer.echo(str(path))
 
 
@@ -117,12 +119,17 @@ def schema_check(
 
     A project that evaluates its agent with agenteval keeps the schemas, not necessarily
     agenteval's configuration reference: without --docs, a missing one is not asked for."""
+    from agenteval.benchmarks.base import params_model, schemas
     from agenteval.schema.export import stale
     from agenteval.schema.reference import FIX, REFERENCE, stale_reference
 
     asked = docs is not None or REFERENCE.is_file()
     docs = docs or REFERENCE
-    names = [*stale(out), *([str(docs)] if asked and stale_reference(docs) else [])]
+    params = params_model()
+    names = [
+        *stale(out, params, schemas()),
+        *([str(docs)] if asked and stale_reference(docs, params) else []),
+    ]
     if names:
         fail([f"stale schema(s): {', '.join(names)}; run `{FIX}`"], 1)
     typer.echo(f"schemas{' and the configuration reference' if asked else ''} are current")

@@ -22,13 +22,11 @@ from agenteval.schema.params_base import (
     _Section,
 )
 from agenteval.schema.params_benchmarks import (
-    CodeRetrievalParams,
     MemoryParams,
     QAParams,
     RetrievalParams,
     SessionsParams,
     TasksParams,
-    ThroughputParams,
 )
 from agenteval.schema.params_climb import ClimbParams
 
@@ -436,8 +434,6 @@ class Params(_Section):
     qa: QAParams = Field(default_factory=QAParams)
     retrieval: RetrievalParams = Field(default_factory=RetrievalParams)
     tasks: TasksParams = Field(default_factory=TasksParams)
-    throughput: ThroughputParams = Field(default_factory=ThroughputParams)
-    code_retrieval: CodeRetrievalParams = Field(default_factory=CodeRetrievalParams)
     climb: ClimbParams = Field(default_factory=ClimbParams)
     sessions: SessionsParams = Field(default_factory=SessionsParams)
     memory: MemoryParams = Field(default_factory=MemoryParams)

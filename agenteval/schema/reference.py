@@ -50,23 +50,24 @@ class _Table:
     model: type[BaseModel]
 
 
-def render_reference() -> str:
-    """The whole page, deterministic for a given set of models."""
+def render_reference(params: type[BaseModel] = Params) -> str:
+    """The whole page, deterministic for a given set of models (`params`: Params with the
+    registered benchmarks' sections, agenteval.benchmarks.base.params_model)."""
     out = [HEADER]
-    for name, field in Params.model_fields.items():
+    for name, field in params.model_fields.items():
         model = _model(field.annotation)
         assert model is not None, f"params section {name} is not a model"
         out.append("\n".join(_tables(_Table(name, model), level=2)))
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def stale_reference(path: Path = REFERENCE) -> bool:
-    return not path.is_file() or path.read_text(encoding="utf-8") != render_reference()
+def stale_reference(path: Path = REFERENCE, params: type[BaseModel] = Params) -> bool:
+    return not path.is_file() or path.read_text(encoding="utf-8") != render_reference(params)
 
 
-def write_reference(path: Path = REFERENCE) -> Path:
+def write_reference(path: Path = REFERENCE, params: type[BaseModel] = Params) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_reference(), encoding="utf-8")
+    path.write_text(render_reference(params), encoding="utf-8")
     return path
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from agenteval.benchmarks.code_retrieval.chunks import Span, innermost, symbol_spans
-from agenteval.schema.code_retrieval import PinnedRepository
+from agenteval.benchmarks.code_retrieval.records import PinnedRepository
 
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.MULTILINE)
 

@@ -21,15 +21,15 @@ from agenteval.benchmarks.code_retrieval.history import (
     resolve,
 )
 from agenteval.benchmarks.code_retrieval.index import CodeIndex, IndexConfig
-from agenteval.benchmarks.qa.steps import check_kind
-from agenteval.benchmarks.throughput.metrics import percentile
+from agenteval.benchmarks.code_retrieval.records import PinnedCommits
+from agenteval.benchmarks.code_retrieval.settings import CodeRetrievalParams
 from agenteval.fileio import write_json
 from agenteval.layout import Layout
 from agenteval.measured import Coverage, first_reason
-from agenteval.schema.code_retrieval import PinnedCommits
 from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
 from agenteval.schema.problems import Problem
+from agenteval.stats import percentile
 
 KIND = "code_retrieval"
 PIPELINES = ("bm25", "git grep")
@@ -118,15 +118,13 @@ def _per_query(rows: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
+def step_evaluate(section: CodeRetrievalParams, layout: Layout) -> dict[str, Any]:
     from agenteval.benchmarks.code_retrieval.report import write_summary
 
-    check_kind(params, KIND)
-    section = params[KIND]
-    pins = load_pins(layout.root, section["commits"])
+    pins = load_pins(layout.root, section.commits)
     work = layout.data / "work"
     shutil.rmtree(work, ignore_errors=True)
-    depth = int(section["depth"])
+    depth = section.depth
     rows: dict[str, Any] = {}
     unmeasured: dict[str, str] = {}
     repos: dict[str, Any] = {}
@@ -134,21 +132,21 @@ def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
     cases: list[dict[str, Any]] = []
     for spec in pins.repositories:
         repo, selection, queries = pinned_queries(layout.root, spec)
-        config = IndexConfig(selection, int(section["max_lines"]), int(section["max_bytes"]))
+        config = IndexConfig(selection, section.max_lines, section.max_bytes)
         mine, built = _rank_queries(repo, queries, config, work / spec.name, depth)
         rows.update(mine)
         unmeasured.update(built["unmeasured"])
         repos[spec.name] = {"path": spec.path, "queries": len(queries),
                             "config": config.describe(), "scale": built["scale"]}  # fmt: skip
-        texts = [q.query for q in queries][: int(section["compare_queries"])]
-        if spec.replay and section["incremental"]:
+        texts = [q.query for q in queries][: section.compare_queries]
+        if spec.replay and section.incremental:
             replay = oldest_first(repo, [resolve(repo, c) for c in spec.replay])
             incremental[spec.name] = robustness.incremental(repo, replay, work / spec.name,
                                                             config, texts)  # fmt: skip
-        if section["robustness"]:
+        if section.robustness:
             cases += robustness.damaged_index_cases(built["index"], work / spec.name, texts)
-    if section["robustness"]:
-        cases += robustness.hostile_tree_cases(work / "hostile", int(section["max_bytes"]))
+    if section.robustness:
+        cases += robustness.hostile_tree_cases(work / "hostile", section.max_bytes)
     results = _results(section, rows, repos, incremental, cases)
     results["meta"]["unmeasured"] = unmeasured
     write_json(results_path(layout), results)
@@ -158,7 +156,7 @@ def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
 
 
 def _results(
-    section: Mapping[str, Any],
+    section: CodeRetrievalParams,
     rows: Mapping[str, Any],
     repos: dict[str, Any],
     incremental: dict[str, Any],
@@ -173,22 +171,18 @@ def _results(
         for repo in repos.values():
             repo["scale"][f"{name} query ms p50"] = percentile(values, 50)
             repo["scale"][f"{name} query ms p95"] = percentile(values, 95)
-    sw = section["swebench"]
+    sw = section.swebench
     return {
         "kind": KIND,
         "meta": {"machine": f"{platform.node()} ({platform.machine()}, {platform.system()})",
-                 "commits_file": section["commits"], "depth": depth_of(section),
+                 "commits_file": section.commits, "depth": section.depth,
                  "queries": len(rows), "repositories": repos},
         "metrics": scores,
         "incremental": incremental,
         "robustness": cases,
-        "swebench": swebench.status(bool(sw["enabled"]), list(sw["instances"])),
+        "swebench": swebench.status(sw.enabled, list(sw.instances)),
         "per_query": _per_query(rows),
     }  # fmt: skip
-
-
-def depth_of(section: Mapping[str, Any]) -> int:
-    return int(section["depth"])
 
 
 def flat_metrics(results: Mapping[str, Any]) -> dict[str, Any]:
@@ -223,13 +217,12 @@ def summary_lines(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def step_track(params: dict[str, Any], layout: Layout, lock: Path | None) -> Any:
-    from agenteval.benchmarks.tracking import log_benchmark
-
-    check_kind(params, KIND)
-    config = {"target": {"kind": "code-index", "model": "bm25"}}
-    artifacts = [results_path(layout), layout.reports / "summary.md"]
-    return log_benchmark(layout, params, config, kind=KIND, lock=lock, artifacts=artifacts)
+TRACKED_CONFIG = {"target": {"kind": "code-index", "model": "bm25"}}
 
 
-__all__ = ["HistoryError", "PinsError", "step_evaluate", "step_track", "summary_lines"]
+def tracked(layout: Layout) -> tuple[dict[str, Any], list[Path]]:
+    """The MLflow run's config and the files logged beside the metrics."""
+    return dict(TRACKED_CONFIG), [results_path(layout), layout.reports / "summary.md"]
+
+
+__all__ = ["HistoryError", "PinsError", "step_evaluate", "summary_lines", "tracked"]

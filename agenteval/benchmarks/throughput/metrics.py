@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agenteval.stats import mean_ci, wilson_interval
+from agenteval.stats import mean_ci, percentile, wilson_interval
 
 PERCENTILES = {"ttft_ms": (50, 95), "latency_ms": (50, 95, 99)}
 CONF = 0.95
@@ -56,14 +56,6 @@ class RequestRecord:
             return None
         decode_s = (self.latency_ms - self.ttft_ms) / 1000.0
         return (self.output_tokens - 1) / decode_s if decode_s > 0 else None
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    if not values:
-        return None
-    import numpy as np
-
-    return float(np.percentile(np.asarray(values, dtype=float), q))
 
 
 def median(values: Sequence[float]) -> float | None:

@@ -15,12 +15,13 @@ import contextlib
 import math
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from agenteval.benchmarks.throughput.loopback import LOOPBACK_MODEL, Script, loopback_server
 from agenteval.benchmarks.throughput.metrics import RequestRecord
+from agenteval.benchmarks.throughput.settings import ThroughputEndpoint
 from agenteval.benchmarks.throughput.tokens import Tokenizer, count_output
 from agenteval.benchmarks.throughput.workload import Workload, messages_for, read_label
 from agenteval.fileio import sha256_file
@@ -51,13 +52,13 @@ class Target:
 
 
 @contextlib.contextmanager
-def open_target(spec: Mapping[str, Any], settings: Settings) -> Iterator[Target]:
+def open_target(spec: ThroughputEndpoint, settings: Settings) -> Iterator[Target]:
     """Start what the spec needs (the scripted loopback or the local model) and describe it."""
-    kind, name = spec["kind"], spec["name"]
+    kind, name = spec.kind, spec.name
     params = {"max_tokens": settings.max_tokens, "temperature": settings.temperature}
     if kind == "loopback":
-        script = Script(**(spec.get("script") or {}))
-        protocol = spec.get("protocol") or "openai"
+        script = Script(**(spec.script.model_dump() if spec.script else {}))
+        protocol = spec.protocol or "openai"
         with loopback_server(script) as url:
             base = f"{url}/v1" if protocol == "openai" else url
             endpoint = Endpoint(model=LOOPBACK_MODEL, base_url=base, protocol=protocol,
@@ -78,8 +79,8 @@ def open_target(spec: Mapping[str, Any], settings: Settings) -> Iterator[Target]
             yield Target(name, endpoint, identity)
     else:
         endpoint = Endpoint(
-            model=spec["model"], base_url=spec.get("base_url"), protocol=spec.get("protocol")
-            or "openai", api_key_env=spec.get("api_key_env"), params=params,
+            model=str(spec.model), base_url=spec.base_url, protocol=spec.protocol or "openai",
+            api_key_env=spec.api_key_env, params=params,
         )  # fmt: skip
         yield Target(name, endpoint, {"kind": "url", **endpoint.describe()})
 

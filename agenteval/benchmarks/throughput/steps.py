@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agenteval.benchmarks.qa.steps import check_kind
 from agenteval.benchmarks.throughput import metrics
 from agenteval.benchmarks.throughput.run import Settings, SweepRun, open_target, sweep
+from agenteval.benchmarks.throughput.settings import ThroughputParams
 from agenteval.benchmarks.throughput.tokens import resolve_tokenizer
 from agenteval.benchmarks.throughput.workload import load_workload
 from agenteval.fileio import write_json, write_text
@@ -31,32 +31,28 @@ def results_path(layout: Layout) -> Path:
     return layout.reports / "results.json"
 
 
-def settings_of(section: Mapping[str, Any]) -> Settings:
+def settings_of(section: ThroughputParams) -> Settings:
     return Settings(
-        concurrency=[int(c) for c in section["concurrency"]],
-        repeats=int(section["repeats"]),
-        warmup=int(section["warmup"]),
-        max_tokens=int(section["max_tokens"]),
-        temperature=float(section["temperature"]),
-        timeout_s=float(section["timeout_s"]),
-        max_attempts=int(section["max_attempts"]),
+        concurrency=list(section.concurrency),
+        repeats=section.repeats,
+        warmup=section.warmup,
+        max_tokens=section.max_tokens,
+        temperature=section.temperature,
+        timeout_s=section.timeout_s,
+        max_attempts=section.max_attempts,
     )
 
 
-def step_run(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
+def step_run(section: ThroughputParams, layout: Layout) -> dict[str, Any]:
     from agenteval.benchmarks.throughput.report import write_summary
 
-    check_kind(params, KIND)
-    section = params[KIND]
-    workload = load_workload(
-        layout.root, section["workload"], section["prompt"], list(section.get("ids") or [])
-    )
+    workload = load_workload(layout.root, section.workload, section.prompt, list(section.ids))
     settings = settings_of(section)
     endpoints: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    for spec in section["endpoints"]:
+    for spec in section.endpoints:
         with open_target(spec, settings) as target:
-            tokenizer, how = resolve_tokenizer(section["tokenizer"], spec["kind"], layout.root)
+            tokenizer, how = resolve_tokenizer(section.tokenizer, spec.kind, layout.root)
             run = asyncio.run(sweep(target, workload, settings, tokenizer))
         endpoints[target.name] = _endpoint_results(target.identity, how, run)
         rows += [_row(r) for r in run.records]
@@ -64,7 +60,7 @@ def step_run(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
         "kind": KIND,
         "meta": {
             "machine": f"{platform.node()} ({platform.machine()}, {platform.system()})",
-            "workload": {"file": section["workload"], "prompt": section["prompt"],
+            "workload": {"file": section.workload, "prompt": section.prompt,
                          "emails": len(workload.emails), "digest": workload.digest},
             "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
             "timing": TIMING,
@@ -159,12 +155,9 @@ def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def step_track(params: dict[str, Any], layout: Layout, lock: Path | None) -> Any:
-    from agenteval.benchmarks.tracking import log_benchmark
-
-    check_kind(params, KIND)
+def tracked(layout: Layout) -> tuple[dict[str, Any], list[Path]]:
+    """The MLflow run's config (the first endpoint's kind and model) and files logged."""
     results = json.loads(results_path(layout).read_text(encoding="utf-8"))
     first = next(iter(results["endpoints"].values()))["identity"]
     config = {"target": {"kind": first["kind"], "model": first["model"]}}
-    artifacts = [results_path(layout), layout.reports / "summary.md"]
-    return log_benchmark(layout, params, config, kind=KIND, lock=lock, artifacts=artifacts)
+    return config, [results_path(layout), layout.reports / "summary.md"]

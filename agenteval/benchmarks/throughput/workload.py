@@ -13,11 +13,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agenteval.benchmarks.throughput.records import TRIAGE_LABELS, TriageEmail, TriageWorkload
 from agenteval.fileio import digest_of, sha256_file
 from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
 from agenteval.schema.problems import Problem
-from agenteval.schema.throughput import TRIAGE_LABELS, TriageEmail, TriageWorkload
 
 LABEL_LINE = re.compile(r"label\s*[:=\-]\s*(.*)", re.IGNORECASE)
 LABEL_WORD = re.compile(r"\b(" + "|".join(TRIAGE_LABELS) + r")\b", re.IGNORECASE)
