@@ -20,6 +20,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 from pydantic import BaseModel, Field, create_model
 
 from agenteval.benchmarks.verdict import GateResult
+from agenteval.fileio import read_json
 from agenteval.layout import Layout
 from agenteval.measured import Coverage
 from agenteval.registry import resolve
@@ -98,6 +99,27 @@ class Benchmark(Protocol[S]):
     def gate(
         self, current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float | None
     ) -> GateResult: ...
+
+
+@dataclass(frozen=True)
+class Definition(Generic[S]):
+    """A Benchmark as most are written: its metrics the step's reports/metrics.json, its
+    gate its own rule (`rule(current, baseline, tolerance)`, None: the rule's default)."""
+
+    name: str
+    Settings: type[S]
+    steps: tuple[Step[S], ...]
+    schemas: Mapping[str, type[BaseModel]]
+    rule: Callable[[Mapping[str, Any], Mapping[str, Any], float | None], GateResult]
+
+    def metrics(self, layout: Layout) -> dict[str, Any]:
+        found: dict[str, Any] = read_json(layout.metrics)
+        return found
+
+    def gate(
+        self, current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float | None
+    ) -> GateResult:
+        return self.rule(current, baseline, tolerance)
 
 
 def benchmark(name: str) -> Benchmark[Any]:

@@ -28,7 +28,8 @@ FIX = "agenteval schema export"
 HEADER = f"""\
 # Configuration reference
 
-<!-- Generated from agenteval/schema/params.py by `{FIX}`; do not edit by hand.
+<!-- Generated from agenteval/schema/params.py and the settings.py of each benchmark in
+     agenteval/benchmarks/base.py's registry by `{FIX}`; do not edit by hand.
      `agenteval schema check` (run by CI) fails while this file differs from the models. -->
 
 Every key a run can be configured with. The scenario pipeline reads `params.yaml` at the

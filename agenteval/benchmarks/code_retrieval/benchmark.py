@@ -3,19 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from agenteval.benchmarks import runner
-from agenteval.benchmarks.base import Failure, Outcome, RunContext, Step
+from agenteval.benchmarks.base import Definition, Failure, Outcome, RunContext, Step
 from agenteval.benchmarks.code_retrieval import gate as gating
 from agenteval.benchmarks.code_retrieval import steps as evaluation
 from agenteval.benchmarks.code_retrieval.history import HistoryError
 from agenteval.benchmarks.code_retrieval.records import PinnedCommits
 from agenteval.benchmarks.code_retrieval.settings import CodeRetrievalParams
-from agenteval.benchmarks.verdict import GateResult
-from agenteval.fileio import read_json
 from agenteval.layout import Layout
 
 BASELINE = "eval/baselines/code_retrieval/pr.json"
@@ -41,24 +37,14 @@ EVALUATE = Step(
 )  # fmt: skip
 
 
-class CodeRetrieval:
-    name = evaluation.KIND
-    Settings = CodeRetrievalParams
-    schemas = MappingProxyType({"code_retrieval_commits": PinnedCommits})
-    steps = (
+BENCHMARK = Definition(
+    name=evaluation.KIND,
+    Settings=CodeRetrievalParams,
+    steps=(
         EVALUATE,
         runner.gate(evaluation.KIND, BASELINE),
         runner.track(evaluation.KIND, lambda settings, layout: evaluation.tracked(layout)),
-    )
-
-    def metrics(self, layout: Layout) -> dict[str, Any]:
-        found: dict[str, Any] = read_json(layout.metrics)
-        return found
-
-    def gate(
-        self, current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float | None
-    ) -> GateResult:
-        return gating.gate(current, baseline, tolerance)
-
-
-BENCHMARK = CodeRetrieval()
+    ),
+    schemas=MappingProxyType({"code_retrieval_commits": PinnedCommits}),
+    rule=gating.gate,
+)

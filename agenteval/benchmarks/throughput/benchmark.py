@@ -3,19 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from agenteval.benchmarks import runner
-from agenteval.benchmarks.base import Failure, Outcome, RunContext, Step
+from agenteval.benchmarks.base import Definition, Failure, Outcome, RunContext, Step
 from agenteval.benchmarks.throughput import gate as gating
 from agenteval.benchmarks.throughput import steps as sweep
 from agenteval.benchmarks.throughput.records import TriageWorkload
 from agenteval.benchmarks.throughput.settings import ThroughputParams
 from agenteval.benchmarks.throughput.workload import WorkloadError
-from agenteval.benchmarks.verdict import GateResult
-from agenteval.fileio import read_json
 from agenteval.layout import Layout
 from agenteval.llm import LLMError
 
@@ -38,20 +34,10 @@ RUN = Step(
 )  # fmt: skip
 
 
-class Throughput:
-    name = sweep.KIND
-    Settings = ThroughputParams
-    schemas = MappingProxyType({"throughput_workload": TriageWorkload})
-    steps = (RUN, runner.track(sweep.KIND, lambda settings, layout: sweep.tracked(layout)))
-
-    def metrics(self, layout: Layout) -> dict[str, Any]:
-        found: dict[str, Any] = read_json(layout.metrics)
-        return found
-
-    def gate(
-        self, current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float | None
-    ) -> GateResult:
-        return gating.gate(current, baseline, tolerance)
-
-
-BENCHMARK = Throughput()
+BENCHMARK = Definition(
+    name=sweep.KIND,
+    Settings=ThroughputParams,
+    steps=(RUN, runner.track(sweep.KIND, lambda settings, layout: sweep.tracked(layout))),
+    schemas=MappingProxyType({"throughput_workload": TriageWorkload}),
+    rule=gating.gate,
+)

@@ -32,15 +32,8 @@ def results_path(layout: Layout) -> Path:
 
 
 def settings_of(section: ThroughputParams) -> Settings:
-    return Settings(
-        concurrency=list(section.concurrency),
-        repeats=section.repeats,
-        warmup=section.warmup,
-        max_tokens=section.max_tokens,
-        temperature=section.temperature,
-        timeout_s=section.timeout_s,
-        max_attempts=section.max_attempts,
-    )
+    """The sweep's settings: the section's fields of the same names."""
+    return Settings(**section.model_dump(include=set(Settings.__dataclass_fields__)))
 
 
 def step_run(section: ThroughputParams, layout: Layout) -> dict[str, Any]:
