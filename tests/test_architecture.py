@@ -147,32 +147,33 @@ def test_a_registered_benchmark_lives_in_its_folder(graph: dict[str, set[str]]) 
     from agenteval.benchmarks.base import REGISTRY
     from agenteval.schema.params import Params
 
+    files = {**modules(), **{
+        f"stages.{p.stem}": p for p in sorted((ROOT / "stages").glob("*.py"))}}  # fmt: skip
+    compared = {m: _compared_strings(p) for m, p in files.items()}
+    imported = {m: graph.get(m) or imports_of(p, m, set(graph)) for m, p in files.items()}
     found: list[str] = []
     for name in REGISTRY:
         home = f"agenteval.benchmarks.{name}"
-        outside = {m: p for m, p in modules().items() if m != home and not m.startswith(home + ".")}
-        found += [
-            f"{m} imports {d}" for m in outside for d in sorted(graph[m]) if d.startswith(home)
-        ]
-        stage_files = sorted((ROOT / "stages").glob("*.py"))
-        for path in [*outside.values(), *stage_files]:
+        for module, path in files.items():
+            if module == home or module.startswith(home + "."):
+                continue
+            found += [f"{module} imports {d}" for d in sorted(imported[module]) if
+                      d.startswith(home)]  # fmt: skip
             found += [f"{path.relative_to(ROOT)}:{line}: compares with {name!r}"
-                      for line in _compared_with(path, name)]  # fmt: skip
-        found += [str(p.relative_to(ROOT)) for p in stage_files if p.stem.startswith(name + "_")]
+                      for line, text in compared[module] if text == name]  # fmt: skip
+        found += [f"stages/{m[7:]}.py" for m in files if m.startswith(f"stages.{name}_")]
         found += [f"agenteval/schema/{name}.py"] * (PACKAGE / "schema" / f"{name}.py").exists()
         found += [f"Params.{name} (its Settings are in its folder)"] * (name in Params.model_fields)
     assert not found, "\n".join(found)
 
 
-def _compared_with(path: Path, name: str) -> list[int]:
-    """Lines of `path` that compare something with the string `name` (`kind == "x"`, `in`)."""
+def _compared_strings(path: Path) -> list[tuple[int, str]]:
+    """(line, string) of each string constant `path` compares with (`kind == "x"`, `in`)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return [
-        node.lineno
+        (node.lineno, side.value)
         for node in ast.walk(tree)
         if isinstance(node, ast.Compare)
-        and any(
-            isinstance(side, ast.Constant) and side.value == name
-            for side in [node.left, *node.comparators]
-        )
+        for side in [node.left, *node.comparators]
+        if isinstance(side, ast.Constant) and isinstance(side.value, str)
     ]
