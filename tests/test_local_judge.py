@@ -1,4 +1,4 @@
-"""SmolLM2-135M as a hybrid judge on two held controls (the `local_model` lane, ~3 min).
+"""SmolLM2-135M as a hybrid judge on a code-certain held control (the `local_model` lane).
 
 A 135M model is a weak judge, so nothing here asserts what it thinks. What must hold
 whatever it says: every control ends judged (by the model, or by code alone where the
@@ -44,8 +44,10 @@ def test_local_model_as_hybrid_judge_never_passes_a_code_certain_control() -> No
         for c in held
         if code_certain(c.control, judge_transcript(*pairs[c.control.id], code), rules)
     )
-    passing = next(c for c in held if c.control.label.verdict == "pass" and not c.control.history)
-    chosen = [certain, passing]
+    # One control: the rule under test is that a certain code finding binds whatever the
+    # model says; a second (passing) control doubled the lane's CPU (~60 s) and asserted
+    # nothing the first does not.
+    chosen = [certain]
     with local_server(n_ctx=4096) as url:
         params["judge"].update(
             {"kind": "hybrid", "model": serve_local.DEFAULT_ALIAS, "protocol": "openai",
