@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from agenteval.judges import literals
 from agenteval.judges.answers import Candidate, Context
-from agenteval.judges.numbers import Quantity, precision_score, quantities
+from agenteval.judges.numbers import Quantity, misquoted, precision_score, quantities
 from agenteval.judges.reading import GENERIC, normalize
 from agenteval.scoring import AUTO_ZERO_DEVIATION, MINOR_SCORE, SCORE_MAX, SCORE_MIN
 
@@ -109,6 +109,10 @@ def operand(text: str, start: int, end: int) -> bool:
     return bool(after or before or signed)
 
 
+# A figure within the table's full-marks band that no rounding of the expected one writes.
+MISQUOTED = "digits no rounding of the expected figure writes"
+
+
 def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Candidate]:
     text = ctx.text
     expected = part.key
@@ -133,6 +137,9 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
         c.note = f"{deviation:.1%} off"
         if c.matches and expected.excluded_by(q):
             c.matches, c.grade, c.note = False, SCORE_MIN, "a range that leaves the figure out"
+        elif c.matches and misquoted(expected, q):
+            # the table would give full marks, the labels a fail: code cannot tell (defer)
+            c.matches, c.grade, c.note = False, SCORE_MIN, MISQUOTED
         elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
             # 43.0% beside an expected 41.5% is not a rounding: it is the document's
             # prior-year figure, another fact, hence a wrong answer.

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from agenteval.findings import CODE_FINDINGS, finding_score
-from agenteval.judges import sources
+from agenteval.judges import commitment, sources
 from agenteval.judges.answers import (
     ASKED,
     CORRECTION,
@@ -39,6 +39,7 @@ from agenteval.judges.answers import (
 )
 from agenteval.judges.candidates import (
     AMBIGUOUS_DATE,
+    MISQUOTED,
     Part,
     literal_candidates,
     literal_spans,
@@ -104,6 +105,9 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
     conflicts += [c for c in live if not c.matches and c.note.startswith("a different name")]
     if any(c.note == AMBIGUOUS_DATE for c in live) and not any(c.matches for c in live):
         return Result(None, f"a numeric date that reads as {what} only one way round")
+    settled = commitment.settle(ctx, live, _expected_quantity(part))
+    if settled is not None:
+        return _settled(settled, what)
     changed = corrected(ctx, live)
     if changed is not None:
         first, then = changed
@@ -115,6 +119,9 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         shown = " / ".join(c.text for c in group)
         why = f"offers alternatives ({shown}) without committing to {what}"
         return finding("alternatives", why)
+    misquoted = [c for c in live if c.note == MISQUOTED and c.level != OTHER]
+    if misquoted:
+        return Result(None, f"states {misquoted[0].text!r}: {MISQUOTED}, a misquote or a rounding")
     if matches and conflicts:
         a, b = matches[0].text, conflicts[0].text
         renamed = any(c.note.startswith("a different name") for c in conflicts)
@@ -152,6 +159,25 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
     if tied:
         return Result(None, f"{what} appears only tied to another entity")
     return finding("absent", f"{what} absent")
+
+
+def _expected_quantity(part: Part | None) -> Quantity | None:
+    if part is not None and part.kind == "quantity" and isinstance(part.key, Quantity):
+        return part.key
+    return None
+
+
+def _settled(settled: commitment.Settled, what: str) -> Result:
+    """The grade of a reply that corrects itself: the value it ends on (`judges.commitment`)."""
+    first, final = settled.earlier.text, settled.final[0]
+    if settled.outcome == "right":
+        best = max(settled.final, key=lambda c: c.grade)
+        why = f"corrects {first!r} to {best.text!r}, which states {what}"
+        return finding(_match_rule(best), why, best.grade)
+    if settled.outcome == "wrong":
+        return finding("corrected", f"commits to {first!r}, then corrects it to {final.text!r}")
+    why = f"corrects {first!r}, then states {final.text!r}; cannot tell what it ends on"
+    return Result(None, why)
 
 
 def another_line(ctx: Context, c: Candidate, part: Part | None) -> bool:

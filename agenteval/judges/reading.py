@@ -29,7 +29,7 @@ _FISCAL = re.compile(r"\bfiscal(?:\s+year)?\s+(\d{4})\b", re.I)
 _FY = re.compile(r"\bFY\s?(\d{2,4})\b", re.I)
 # Footnote marks ("[^1]", "[^note]:", "¹", "†") point at a note; they are no figure.
 _FOOTNOTE_MARK = re.compile(r"\[\^[^\]\s]{1,12}\]:?|[¹²³⁴⁵⁶⁷⁸⁹†‡]")
-_DASHES = str.maketrans({"\u2212": "-", "\u2011": "-", "\u00a0": " ", "\u202f": " "})
+_DASHES = str.maketrans({"\u2212": "-", "\u2011": "-", **dict.fromkeys(written.SPACES, " ")})
 
 
 @functools.cache

@@ -1,0 +1,71 @@
+"""The code judge on #49's third round: the value a self-correcting reply ends on, scale
+words and Unicode spaces in written figures, and a near figure no rounding writes (deferred).
+Each rule's honest reply beside the careless ones it must not pass. Pure functions only."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenteval.judges.correctness import Question, grade_answer
+from agenteval.judges.numbers import misquoted, quantities
+from agenteval.judges.written import rewrite
+
+RATE = "What is the nightly hotel cap for Denver?"
+TOTAL = "What is the total amount requested for FY2027?"
+
+
+def score(question: str, expected: str, reply: str) -> float | None:
+    return grade_answer(Question(question, expected, False, True), reply).score
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        # the last commitment wins when a cue plainly takes the first back
+        ("The cap is $172 a night. I misspoke: it is $240 per night.", "pass"),
+        ("First pass I summed $239. Re-checking the table, the cap is $240.", "pass"),
+        # the dishonest mirror: right first, then 'corrected' to a wrong value
+        ("The cap is $240 a night. I misspoke: it is $172 per night.", "fail"),
+        ("It's $240. Wait, make that $260.", "fail"),
+        # after the cue the reply still names both: code cannot tell what it ends on
+        ("It's $172. Sorry, it is $240 or maybe $172, depending on the season.", None),
+    ],
+)
+def test_the_last_commitment_wins_after_a_clear_retraction(reply: str, verdict: str | None) -> None:
+    got = score(RATE, "$240 per night", reply)
+    assert (None if got is None else "pass" if got == 10 else "fail") == verdict
+
+
+@pytest.mark.parametrize(
+    ("written", "reads"),
+    [
+        ("7,3 Mio. USD", "7.3 million"),
+        ("2,1 Mrd. EUR", "2.1 billion"),
+        ("61 Tsd. USD", "61 thousand"),
+        ("4,75 milliards de dollars", "4.75 billion"),
+    ],
+)
+def test_scale_words_of_other_languages_read_as_english(written: str, reads: str) -> None:
+    assert reads in rewrite(written)
+
+
+@pytest.mark.parametrize("space", ["\u2009", "\u2007", "\u200a", "\u2002", "\u3000"])
+def test_every_unicode_space_groups_digits(space: str) -> None:
+    assert score(TOTAL, "$613,480", f"The request totals ${space.join(['613', '480'])}.") == 10
+
+
+def test_lakh_and_crore_are_scale_words() -> None:
+    (q,) = quantities("₹ aside, that is $6.1348 lakh")
+    assert q.low == pytest.approx(613_480)
+    assert score(TOTAL, "$6.2 million", "The total is $0.62 crore.") == 10
+
+
+def test_a_near_figure_no_rounding_writes_is_deferred() -> None:
+    # 0.1% off: the precision table's full marks, yet no rounding of $613,480 writes $613,840
+    assert score(TOTAL, "$613,480", "The request totals $613,840.") is None
+    # a rounding of the expected figure keeps its full marks; a figure 3% off keeps the table's cap
+    assert score(TOTAL, "$613,480", "Roughly $613,000 all told.") == 10
+    assert score(TOTAL, "$613,480", "The request totals $631,480.") == 8
+    (expected,) = quantities("$613,480")
+    (rounded,) = quantities("$613.5K")
+    assert not misquoted(expected, rounded)
