@@ -69,3 +69,24 @@ def test_a_near_figure_no_rounding_writes_is_deferred() -> None:
     (expected,) = quantities("$613,480")
     (rounded,) = quantities("$613.5K")
     assert not misquoted(expected, rounded)
+
+
+SALES = "eval/corpus/documents/tidewater_sales_h1_2026.csv"
+TOP = "Which region had the highest revenue from January to June 2026?"
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ("coastal topped the half-year.", "pass"),
+        ("COASTAL was first from January to June.", "pass"),
+        # a rival the documents capitalise, typed in lower case like the answer: not settled
+        ("north topped the half-year, coastal came second.", None),
+        ("coastal topped the half-year, well ahead of North.", None),
+        ("North topped the half-year.", "fail"),
+    ],
+)
+def test_a_name_in_another_case_is_the_name(reply: str, verdict: str | None) -> None:
+    asked = Question(TOP, "Coastal", False, True, documents=[SALES])
+    got = grade_answer(asked, reply).score
+    assert (None if got is None else "pass" if got == 10 else "fail") == verdict

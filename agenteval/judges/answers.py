@@ -98,6 +98,7 @@ class Context:
     question: str = ""
     proper: set[str] = field(default_factory=set)  # words seen capitalised mid-sentence
     lines: list[str] = field(default_factory=list)  # the evidence, line by line (lowercased)
+    named: frozenset[str] = frozenset()  # words the documents (else evidence) capitalise
 
 
 def _tokens_before(text: str, start: int, floor: int) -> list[str]:

@@ -13,6 +13,7 @@ Turns whose answer is not in the documents are graded by `judges.abstention`.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ from agenteval.judges.answers import (
 from agenteval.judges.candidates import (
     AMBIGUOUS_DATE,
     MISQUOTED,
+    UNCASED,
     Part,
     literal_candidates,
     literal_spans,
@@ -56,6 +58,7 @@ from agenteval.judges.reading import (
     clause_at,
     clauses,
     normalize,
+    proper_words,
     sentence_bounds,
     stem,
 )
@@ -119,6 +122,11 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         shown = " / ".join(c.text for c in group)
         why = f"offers alternatives ({shown}) without committing to {what}"
         return finding("alternatives", why)
+    rivals = [c for c in live if c.kind == "name" and not c.matches]
+    if matches and rivals and all(c.note == UNCASED for c in matches):
+        # "north topped it, coastal came second": with the names typed without capitals,
+        # code cannot tell which one the reply commits to
+        return Result(None, f"names {what} in another case beside {rivals[0].text!r}")
     misquoted = [c for c in live if c.note == MISQUOTED and c.level != OTHER]
     if misquoted:
         return Result(None, f"states {misquoted[0].text!r}: {MISQUOTED}, a misquote or a rounding")
@@ -288,7 +296,17 @@ def context_for(reply: str, q: Question) -> Context:
     docs = sources.load_documents(q.documents) if q.documents else None
     seen = "\n".join(d.text for d in docs) if docs else q.evidence
     ctx.lines = [line.lower() for line in normalize(seen).splitlines() if line.strip()]
+    ctx.named = _named(seen)
     return ctx
+
+
+@functools.lru_cache(maxsize=64)
+def _named(seen: str) -> frozenset[str]:
+    """Words the documents write capitalised and never in lower case: names, wherever they
+    stand (a CSV row's "North" opens its line)."""
+    capitalised = {w.lower() for w in re.findall(r"\b[A-Z][a-z\u00e0-\u024f]{2,}\b", seen)}
+    lower = set(re.findall(r"\b[a-z\u00e0-\u024f]{3,}\b", seen))
+    return frozenset(proper_words(seen) | (capitalised - lower))
 
 
 def grade_answer(q: Question, reply: str) -> Result:
