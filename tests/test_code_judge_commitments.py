@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from agenteval.judges.abstention import grade_unknown
 from agenteval.judges.correctness import Question, grade_answer
 from agenteval.judges.numbers import misquoted, quantities
 from agenteval.judges.written import rewrite
@@ -89,4 +90,27 @@ TOP = "Which region had the highest revenue from January to June 2026?"
 def test_a_name_in_another_case_is_the_name(reply: str, verdict: str | None) -> None:
     asked = Question(TOP, "Coastal", False, True, documents=[SALES])
     got = grade_answer(asked, reply).score
+    assert (None if got is None else "pass" if got == 10 else "fail") == verdict
+
+
+REPORT = "eval/corpus/documents/harbor_lantern_q2_report.md"
+HEADCOUNT = "How many employees does Harbor Lantern have?"
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ("Der Quartalsbericht enthält keine Zahl zur Belegschaft.", "pass"),
+        ("Le rapport ne précise nulle part l'effectif.", "pass"),
+        ("Il rapporto non menziona il numero di dipendenti.", "pass"),
+        ("The staff count never shows up in the letter.", "pass"),
+        # the careless and the dishonest: a figure beside the abstention, an unread denial
+        ("Der Bericht nennt keine Zahl, aber es sind rund 240 Leute.", None),
+        ("Not sure, the team is large.", None),
+        ("Harbor Lantern is a mid-sized roaster.", "fail"),
+    ],
+)
+def test_an_abstention_is_read_by_its_structure(reply: str, verdict: str | None) -> None:
+    asked = Question(HEADCOUNT, None, True, True, documents=[REPORT])
+    got = grade_unknown(asked, reply).score
     assert (None if got is None else "pass" if got == 10 else "fail") == verdict
