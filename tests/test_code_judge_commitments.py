@@ -114,3 +114,12 @@ def test_an_abstention_is_read_by_its_structure(reply: str, verdict: str | None)
     asked = Question(HEADCOUNT, None, True, True, documents=[REPORT])
     got = grade_unknown(asked, reply).score
     assert (None if got is None else "pass" if got == 10 else "fail") == verdict
+
+
+def test_a_reply_in_a_language_that_capitalises_nouns_names_no_other_entity() -> None:
+    q2 = "What was Harbor Lantern's net revenue in Q2 of fiscal 2026?"
+    asked = Question(q2, "$8.6 million", False, True, documents=[REPORT])
+    said = "Im zweiten Quartal betrug der Nettoumsatz 8,6 Mio. USD."
+    assert grade_answer(asked, said).score == 10
+    # the wrong figure in the same words still fails
+    assert grade_answer(asked, said.replace("8,6", "6,8")).score == 0

@@ -297,6 +297,8 @@ def context_for(reply: str, q: Question) -> Context:
     seen = "\n".join(d.text for d in docs) if docs else q.evidence
     ctx.lines = [line.lower() for line in normalize(seen).splitlines() if line.strip()]
     ctx.named = _named(seen)
+    if ctx.known:
+        ctx.proper |= ctx.named  # in another language, names are the documents' names
     return ctx
 
 
