@@ -8,6 +8,7 @@ import pytest
 
 from agenteval.judges.abstention import grade_unknown
 from agenteval.judges.correctness import Question, grade_answer
+from agenteval.judges.layout import asked_columns, periods
 from agenteval.judges.numbers import misquoted, quantities
 from agenteval.judges.written import rewrite
 
@@ -123,3 +124,33 @@ def test_a_reply_in_a_language_that_capitalises_nouns_names_no_other_entity() ->
     assert grade_answer(asked, said).score == 10
     # the wrong figure in the same words still fails
     assert grade_answer(asked, said.replace("8,6", "6,8")).score == 0
+
+
+BUDGET = "How much is requested for laptops in FY2027?"
+TABLE = "| Line item | FY2026 actual | FY2027 requested |\n|---|---:|---:|\n| Laptops | {} | {} |"
+UNDATED = TABLE.replace("FY2026 actual", "Actual").replace("FY2027 requested", "Requested")
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        (TABLE.format("$14,200", "$21,750"), "pass"),
+        # the columns swapped: the asked year's column holds the other figure
+        (TABLE.format("$21,750", "$14,200"), "fail"),
+        # no header names the asked year: code cannot tie a column to it
+        (UNDATED.format("$14,200", "$21,750"), None),
+    ],
+)
+def test_a_table_is_read_in_the_column_the_question_asks_for(
+    reply: str, verdict: str | None
+) -> None:
+    got = score(BUDGET, "$21,750", reply)
+    assert (None if got is None else "pass" if got == 10 else "fail") == verdict
+
+
+def test_a_period_header_is_read_by_kind() -> None:
+    assert periods("Mar. 2026") == {"month": "mar", "year": "2026"}
+    assert periods("FY27 budget") == {"year": "2027"}
+    table = "| Region | Q1 | Q2 |\n|---|---|---|\n| West | 4 | 9 |"
+    assert "| West | 9 |" in asked_columns(table, "What did West sell in Q2?")
+    assert asked_columns(table, "What did West sell?") == table

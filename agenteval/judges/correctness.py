@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from agenteval.findings import CODE_FINDINGS, finding_score
-from agenteval.judges import commitment, sources
+from agenteval.judges import commitment, layout, sources
 from agenteval.judges.answers import (
     ASKED,
     CORRECTION,
@@ -290,7 +290,7 @@ def _text_spans(part: Part, ctx: Context) -> list[tuple[int, int]]:
 
 
 def context_for(reply: str, q: Question) -> Context:
-    text = normalize(reply)
+    text = normalize(layout.asked_columns(reply, q.text))
     asked = asked_marks(q.text, q.expected or "", q.subjects.replace("_", " "))
     ctx = make_context(text, clauses(text), asked, q.text, q.evidence)
     docs = sources.load_documents(q.documents) if q.documents else None
