@@ -154,3 +154,16 @@ def test_a_period_header_is_read_by_kind() -> None:
     table = "| Region | Q1 | Q2 |\n|---|---|---|\n| West | 4 | 9 |"
     assert "| West | 9 |" in asked_columns(table, "What did West sell in Q2?")
     assert asked_columns(table, "What did West sell?") == table
+
+
+def test_a_condition_the_question_denies_is_asked_not_denied() -> None:
+    late = "After how many days are mileage claims no longer reimbursed?"
+    assert score(late, "60 days", "Claims filed after 60 days aren't reimbursed.") == 10
+    assert score(late, "60 days", "Claims filed after 45 days aren't reimbursed.") == 0
+
+
+def test_the_expected_words_in_the_reply_are_never_absent() -> None:
+    # the year is written, but inside words no reader takes: not settled, never 'absent'
+    said = "It spans the second quarter of 2025, April through June."
+    assert score("Which quarter does the log cover?", "Q2 2025", said) is None
+    assert score("Which quarter does the log cover?", "Q2 2025", "It spans spring.") == 0

@@ -166,7 +166,18 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         return finding("other_entity", f"says {what} of another entity, never the asked one")
     if tied:
         return Result(None, f"{what} appears only tied to another entity")
+    if part is not None and _written_unread(part, ctx.text):
+        return Result(None, f"{what} is written in the reply in words code did not read")
     return finding("absent", f"{what} absent")
+
+
+def _written_unread(part: Part, text: str) -> bool:
+    """The expected value's own words are in the reply although no reader found them: code
+    could not read them (a year in 'the third quarter of 2026'), which is no absence."""
+    words = re.findall(r"[\w$€£.,%-]+", part.text)
+    return bool(words) and all(
+        re.search(rf"(?<![\w.]){re.escape(w)}(?![\w])", text, re.I) for w in words
+    )
 
 
 def _expected_quantity(part: Part | None) -> Quantity | None:
@@ -362,6 +373,8 @@ _FREE = re.compile(r"\b(?:is|are|comes|ships)\s+free\b|\bfree of charge\b|\bcost
 def denied_condition(asked: str, text: str) -> str | None:
     """Why the reply denies the condition the question asks the value for, or None."""
     words = {w for w in re.findall(r"[a-z]{4,}", asked.lower()) if w not in GENERIC}
+    # a condition the question itself denies ("no longer paid") is asked, not denied
+    words -= {m.group(1) for m in re.finditer(_NEGATION + r"([a-z]+)", asked.lower())}
     lowered = text.lower()
     for m in re.finditer(_NEGATION + r"([a-z]+)", lowered):
         if m.group(1) in words:
