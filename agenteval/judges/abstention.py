@@ -115,8 +115,8 @@ def grade_unknown(q: Question, reply: str) -> Result:
     if not refused and lexicon_abstains(ctx.text):
         # read by the lexicon alone, the reply's other words are not read: a figure no
         # document holds beside it ("keine Zahl, aber rund 180") may be a guess
-        if _undocumented_figure(ctx):
-            return Result(None, "abstains, and gives a figure no document holds; cannot tell")
+        if _undocumented_figure(ctx) or _more_than_abstains(ctx.text):
+            return Result(None, "abstains, and says more code does not read; cannot tell")
         refused = True
     if not refused:
         if NEGATION.search(ctx.text):
@@ -192,3 +192,27 @@ def lexicon_abstains(text: str) -> bool:
         if any(abs(i - j) <= NEAR_WORDS for i in negated for j in saying):
             return True
     return False
+
+
+# Words that turn from an abstention to something else, and words of guessing, in the
+# lexicon's languages: after them the reply may answer anyway ("keine Farben, vermutlich
+# aber Schwarz").
+_TURN = re.compile(
+    r"\b(?:but|however|though|aber|jedoch|doch|mais|cependant|pero|sin embargo|maar|ma|però|"
+    r"mas|porém)\b",
+    re.I,
+)
+_GUESSING = re.compile(
+    r"\b(?:vermutlich|wahrscheinlich|wohl|vielleicht|probablement|sans doute|peut-être|"
+    r"probablemente|quizás|quizá|seguramente|waarschijnlijk|misschien|vermoedelijk|"
+    r"probabilmente|forse|provavelmente|talvez)\b",
+    re.I,
+)
+
+
+def _more_than_abstains(text: str) -> bool:
+    """A guessing word, or a turn after which the reply stops abstaining."""
+    if _GUESSING.search(text) or GUESS_CUES.search(text):
+        return True
+    after = _TURN.split(text)[1:]
+    return any(part.strip(" .,;") and not lexicon_abstains(part) for part in after)
