@@ -79,6 +79,13 @@ def _guesses(ctx: Context, q: Question, kind: str) -> list[Candidate]:
     ]
 
 
+def _undocumented_figure(ctx: Context) -> bool:
+    text = ctx.text
+    figures = quantities(text, literals.spans(text))
+    cands = [Candidate("quantity", x.start, x.end, text[x.start : x.end], value=x) for x in figures]
+    return (not ctx.lines and bool(cands)) or not all(_documented(ctx, c) for c in cands)
+
+
 def _documented(ctx: Context, c: Candidate) -> bool:
     """The figure is one the documents (else the evidence) hold: "with about 14 cafés" is
     context; "probably around 300 people", a figure nothing holds, is a guess at the asked
@@ -105,7 +112,16 @@ def grade_unknown(q: Question, reply: str) -> Result:
             return finding("abstain_guess", f"abstained, then guessed {shown!r}")
         why = f"answered {shown!r} although the answer is not in the documents"
         return finding("abstain_guess", why)
+    if not refused and lexicon_abstains(ctx.text):
+        # read by the lexicon alone, the reply's other words are not read: a figure no
+        # document holds beside it ("keine Zahl, aber rund 180") may be a guess
+        if _undocumented_figure(ctx) or _more_than_abstains(ctx.text):
+            return Result(None, "abstains, and says more code does not read; cannot tell")
+        refused = True
     if not refused:
+        if NEGATION.search(ctx.text):
+            # a denial code cannot read as an abstention or as an answer: not settled
+            return Result(None, "denies something; cannot tell whether it abstains")
         why = "answered although the answer is not in the documents"
         return finding("answered_unknown", why)
     extra = _other_statements(ctx)
@@ -141,3 +157,62 @@ def _other_statements(ctx: Context) -> list[str]:
         if words & ctx.keys:
             found.append(sentence)
     return found
+
+
+# -- the abstention lexicon: a negation beside a word of saying, in any of these languages --
+# "keine Angabe", "ne mentionne aucun", "no indica", "zegt niets", "never appears", "zero
+# information": what counts is the structure (the documents deny saying it), not a phrase.
+NEGATION = re.compile(
+    r"\b(?:no|not|never|none|nothing|zero|nowhere|neither|nor|without|kein\w*|nicht|nie|"
+    r"niemals|nichts|nirgends|nirgendwo|aucun\w*|rien|jamais|ne|n'|pas|nulle\w*|ningun\w*|"
+    r"ningún|nada|nunca|non|nessun\w*|niente|nulla|mai|geen|niet|niets|nergens|nooit|não|"
+    r"nenhum\w*)\b|n't\b|\bn'",
+    re.I,
+)
+SAYING = re.compile(
+    r"\b(?:say|says|said|stat\w*|mention\w*|specif\w*|giv\w*|list\w*|provid\w*|includ\w*|"
+    r"cover\w*|report\w*|contain\w*|disclos\w*|show\w*|record\w*|appear\w*|track\w*|"
+    r"detail\w*|info\w*|figures?|numbers?|data|quot\w*|publish\w*|document\w*|note\w*|"
+    r"address\w*|discuss\w*|angabe\w*|nenn\w*|erwähn\w*|enthält|enthalten|steht|findet|"
+    r"auskunft|zahl\w*|sagt|mentionn\w*|indiqu\w*|précis\w*|contient|donn\w*|chiffre\w*|"
+    r"dit|parl\w*|indic\w*|mencion\w*|dice|contien\w*|dato\w*|cifra\w*|especific\w*|"
+    r"menzion\w*|riport\w*|zegt|vermeld\w*|noem\w*|staat|bevat|gegevens|meld\w*)\b",
+    re.I,
+)
+# A negation and a word of saying this close (in words) in one sentence make an abstention.
+NEAR_WORDS = 6
+
+
+def lexicon_abstains(text: str) -> bool:
+    """A sentence in which a negation stands within a few words of a word of saying."""
+    for sentence in re.split(r"(?<=[.!?;])\s+", text):
+        words = re.findall(r"[^\W\d_]+(?:'\w+)?|n't", sentence)
+        negated = [i for i, w in enumerate(words) if NEGATION.fullmatch(w) or w.endswith("n't")]
+        saying = [i for i, w in enumerate(words) if SAYING.fullmatch(w)]
+        if any(abs(i - j) <= NEAR_WORDS for i in negated for j in saying):
+            return True
+    return False
+
+
+# Words that turn from an abstention to something else, and words of guessing, in the
+# lexicon's languages: after them the reply may answer anyway ("keine Farben, vermutlich
+# aber Schwarz").
+_TURN = re.compile(
+    r"\b(?:but|however|though|aber|jedoch|doch|mais|cependant|pero|sin embargo|maar|ma|però|"
+    r"mas|porém)\b",
+    re.I,
+)
+_GUESSING = re.compile(
+    r"\b(?:vermutlich|wahrscheinlich|wohl|vielleicht|probablement|sans doute|peut-être|"
+    r"probablemente|quizás|quizá|seguramente|waarschijnlijk|misschien|vermoedelijk|"
+    r"probabilmente|forse|provavelmente|talvez)\b",
+    re.I,
+)
+
+
+def _more_than_abstains(text: str) -> bool:
+    """A guessing word, or a turn after which the reply stops abstaining."""
+    if _GUESSING.search(text) or GUESS_CUES.search(text):
+        return True
+    after = _TURN.split(text)[1:]
+    return any(part.strip(" .,;") and not lexicon_abstains(part) for part in after)

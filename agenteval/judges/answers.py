@@ -23,6 +23,7 @@ from agenteval.judges.reading import (
     Clause,
     clause_at,
     entity_marks,
+    foreign,
     keywords,
     proper_words,
     sentence_bounds,
@@ -98,6 +99,8 @@ class Context:
     question: str = ""
     proper: set[str] = field(default_factory=set)  # words seen capitalised mid-sentence
     lines: list[str] = field(default_factory=list)  # the evidence, line by line (lowercased)
+    named: frozenset[str] = frozenset()  # words the documents (else evidence) capitalise
+    known: bool = False  # only words known capitalised elsewhere are names (another language)
 
 
 def _tokens_before(text: str, start: int, floor: int) -> list[str]:
@@ -140,7 +143,9 @@ def level(ctx: Context, c: Candidate, others: list[Candidate]) -> str:
     spans = [(o.start, o.end) for o in others if o is not c]
     marks = [
         (pos, mark)
-        for pos, mark in entity_marks(text[clause.start : clause.end], clause.start, ctx.proper)
+        for pos, mark in entity_marks(
+            text[clause.start : clause.end], clause.start, ctx.proper, ctx.known
+        )
         if not c.start <= pos < c.end and not any(s <= pos < e for s, e in spans)
     ]
     # A figure belongs to the name nearest it ("the Heron weighs 23.6 kg"); an identifier or
@@ -316,8 +321,12 @@ def _lettered_choice(ctx: Context, cands: list[Candidate]) -> None:
 def make_context(
     reply: str, clauses_: list[Clause], asked: set[str], question: str, evidence: str = ""
 ) -> Context:
-    proper = proper_words(reply, question, evidence) | asked
-    return Context(reply, clauses_, asked, keywords(question), question, proper)
+    other_language = foreign(reply)
+    # a reply in another language: its own capitals say nothing of names
+    said = (question, evidence) if other_language else (reply, question, evidence)
+    proper = proper_words(*said) | asked
+    return Context(reply, clauses_, asked, keywords(question), question, proper,
+                   known=other_language)  # fmt: skip
 
 
 # -- corrections and retractions ---------------------------------------------------------
@@ -422,10 +431,12 @@ def other_entity(ctx: Context, c: Candidate, question: str) -> bool:
     if BEFORE_OTHER.search(before) or AFTER_OTHER.search(ctx.text[c.end : clause.end]):
         return False
     asked = {m for _, m in entity_marks(question)}
-    named = {m for _, m in entity_marks(ctx.text, 0, ctx.proper)}
+    named = {m for _, m in entity_marks(ctx.text, 0, ctx.proper, ctx.known)}
     near = {
         m
-        for pos, m in entity_marks(ctx.text[clause.start : clause.end], clause.start, ctx.proper)
+        for pos, m in entity_marks(
+            ctx.text[clause.start : clause.end], clause.start, ctx.proper, ctx.known
+        )
         if not c.start <= pos < c.end  # a name is not its own other entity
     }
     return bool(asked) and not asked & named and bool(near - asked)

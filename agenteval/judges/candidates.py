@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from agenteval.judges import literals
 from agenteval.judges.answers import Candidate, Context
-from agenteval.judges.numbers import Quantity, precision_score, quantities
+from agenteval.judges.numbers import Quantity, misquoted, precision_score, quantities
 from agenteval.judges.reading import GENERIC, normalize
 from agenteval.scoring import AUTO_ZERO_DEVIATION, MINOR_SCORE, SCORE_MAX, SCORE_MIN
 
@@ -109,6 +109,10 @@ def operand(text: str, start: int, end: int) -> bool:
     return bool(after or before or signed)
 
 
+# A figure within the table's full-marks band that no rounding of the expected one writes.
+MISQUOTED = "digits no rounding of the expected figure writes"
+
+
 def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Candidate]:
     text = ctx.text
     expected = part.key
@@ -133,6 +137,9 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
         c.note = f"{deviation:.1%} off"
         if c.matches and expected.excluded_by(q):
             c.matches, c.grade, c.note = False, SCORE_MIN, "a range that leaves the figure out"
+        elif c.matches and misquoted(expected, q):
+            # the table would give full marks, the labels a fail: code cannot tell (defer)
+            c.matches, c.grade, c.note = False, SCORE_MIN, MISQUOTED
         elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
             # 43.0% beside an expected 41.5% is not a rounding: it is the document's
             # prior-year figure, another fact, hence a wrong answer.
@@ -222,4 +229,35 @@ def name_candidates(part: Part, ctx: Context) -> list[Candidate]:
         elif len(expected) > 1 and len(tokens) < 2:
             continue  # a lone capitalised word is not a rival to a full name
         found.append(c)
-    return found
+    return found + _uncased_names(part, ctx, found)
+
+
+# The expected name found only in another case: its commitment cues (capitals) are gone.
+UNCASED = "the name in another case"
+
+
+def _uncased_names(part: Part, ctx: Context, found: list[Candidate]) -> list[Candidate]:
+    """The expected name written in another case ("rafaela nwosu", "COASTAL"): the whole
+    name, word for word, is the name; capitalisation is how it is typed, not what it says.
+    A reply that types names so types its rivals so too: a one-word name the documents or
+    the reply capitalise elsewhere ("north came out on top") is then a rival name."""
+    text, expected = ctx.text, frozenset(part.key)  # type: ignore[call-overload]
+    pattern = r"(?<![\w-])" + r"\s+".join(map(re.escape, part.text.split())) + r"(?![\w-])"
+    extra = []
+    for m in re.finditer(pattern, text, re.I):
+        if not any(c.start < m.end() and m.start() < c.end for c in found):
+            extra.append(_candidate(m, expected, True))
+            extra[-1].note = UNCASED
+    if not extra or len(expected) != 1:
+        return extra
+    rivals = (ctx.proper | ctx.named) - ctx.asked - expected
+    for m in re.finditer(r"(?<![\w-])[a-z\u00e0-\u024f]{3,}(?![\w-])", text):
+        if m.group(0) in rivals:
+            extra.append(_candidate(m, frozenset({m.group(0)}), False))
+    return sorted(extra, key=lambda c: c.start)
+
+
+def _candidate(m: re.Match[str], value: frozenset[str], matches: bool) -> Candidate:
+    c = Candidate("name", m.start(), m.end(), m.group(0), value=value)
+    c.matches, c.grade = matches, SCORE_MAX if matches else SCORE_MIN
+    return c

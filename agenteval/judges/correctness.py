@@ -13,11 +13,12 @@ Turns whose answer is not in the documents are graded by `judges.abstention`.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from agenteval.findings import CODE_FINDINGS, finding_score
-from agenteval.judges import sources
+from agenteval.judges import commitment, layout, sources
 from agenteval.judges.answers import (
     ASKED,
     CORRECTION,
@@ -39,6 +40,8 @@ from agenteval.judges.answers import (
 )
 from agenteval.judges.candidates import (
     AMBIGUOUS_DATE,
+    MISQUOTED,
+    UNCASED,
     Part,
     literal_candidates,
     literal_spans,
@@ -55,6 +58,7 @@ from agenteval.judges.reading import (
     clause_at,
     clauses,
     normalize,
+    proper_words,
     sentence_bounds,
     stem,
 )
@@ -104,6 +108,9 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
     conflicts += [c for c in live if not c.matches and c.note.startswith("a different name")]
     if any(c.note == AMBIGUOUS_DATE for c in live) and not any(c.matches for c in live):
         return Result(None, f"a numeric date that reads as {what} only one way round")
+    settled = commitment.settle(ctx, live, _expected_quantity(part))
+    if settled is not None:
+        return _settled(settled, what)
     changed = corrected(ctx, live)
     if changed is not None:
         first, then = changed
@@ -115,6 +122,14 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         shown = " / ".join(c.text for c in group)
         why = f"offers alternatives ({shown}) without committing to {what}"
         return finding("alternatives", why)
+    rivals = [c for c in live if c.kind == "name" and not c.matches]
+    if matches and rivals and all(c.note == UNCASED for c in matches):
+        # "north topped it, coastal came second": with the names typed without capitals,
+        # code cannot tell which one the reply commits to
+        return Result(None, f"names {what} in another case beside {rivals[0].text!r}")
+    misquoted = [c for c in live if c.note == MISQUOTED and c.level != OTHER]
+    if misquoted:
+        return Result(None, f"states {misquoted[0].text!r}: {MISQUOTED}, a misquote or a rounding")
     if matches and conflicts:
         a, b = matches[0].text, conflicts[0].text
         renamed = any(c.note.startswith("a different name") for c in conflicts)
@@ -151,7 +166,37 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         return finding("other_entity", f"says {what} of another entity, never the asked one")
     if tied:
         return Result(None, f"{what} appears only tied to another entity")
+    if part is not None and _written_unread(part, ctx.text):
+        return Result(None, f"{what} is written in the reply in words code did not read")
     return finding("absent", f"{what} absent")
+
+
+def _written_unread(part: Part, text: str) -> bool:
+    """The expected value's own words are in the reply although no reader found them: code
+    could not read them (a year in 'the third quarter of 2026'), which is no absence."""
+    words = re.findall(r"[\w$€£.,%-]+", part.text)
+    return bool(words) and all(
+        re.search(rf"(?<![\w.]){re.escape(w)}(?![\w])", text, re.I) for w in words
+    )
+
+
+def _expected_quantity(part: Part | None) -> Quantity | None:
+    if part is not None and part.kind == "quantity" and isinstance(part.key, Quantity):
+        return part.key
+    return None
+
+
+def _settled(settled: commitment.Settled, what: str) -> Result:
+    """The grade of a reply that corrects itself: the value it ends on (`judges.commitment`)."""
+    first, final = settled.earlier.text, settled.final[0]
+    if settled.outcome == "right":
+        best = max(settled.final, key=lambda c: c.grade)
+        why = f"corrects {first!r} to {best.text!r}, which states {what}"
+        return finding(_match_rule(best), why, best.grade)
+    if settled.outcome == "wrong":
+        return finding("corrected", f"commits to {first!r}, then corrects it to {final.text!r}")
+    why = f"corrects {first!r}, then states {final.text!r}; cannot tell what it ends on"
+    return Result(None, why)
 
 
 def another_line(ctx: Context, c: Candidate, part: Part | None) -> bool:
@@ -256,13 +301,25 @@ def _text_spans(part: Part, ctx: Context) -> list[tuple[int, int]]:
 
 
 def context_for(reply: str, q: Question) -> Context:
-    text = normalize(reply)
+    text = normalize(layout.asked_columns(reply, q.text))
     asked = asked_marks(q.text, q.expected or "", q.subjects.replace("_", " "))
     ctx = make_context(text, clauses(text), asked, q.text, q.evidence)
     docs = sources.load_documents(q.documents) if q.documents else None
     seen = "\n".join(d.text for d in docs) if docs else q.evidence
     ctx.lines = [line.lower() for line in normalize(seen).splitlines() if line.strip()]
+    ctx.named = _named(seen)
+    if ctx.known:
+        ctx.proper |= ctx.named  # in another language, names are the documents' names
     return ctx
+
+
+@functools.lru_cache(maxsize=64)
+def _named(seen: str) -> frozenset[str]:
+    """Words the documents write capitalised and never in lower case: names, wherever they
+    stand (a CSV row's "North" opens its line)."""
+    capitalised = {w.lower() for w in re.findall(r"\b[A-Z][a-z\u00e0-\u024f]{2,}\b", seen)}
+    lower = set(re.findall(r"\b[a-z\u00e0-\u024f]{3,}\b", seen))
+    return frozenset(proper_words(seen) | (capitalised - lower))
 
 
 def grade_answer(q: Question, reply: str) -> Result:
@@ -316,6 +373,8 @@ _FREE = re.compile(r"\b(?:is|are|comes|ships)\s+free\b|\bfree of charge\b|\bcost
 def denied_condition(asked: str, text: str) -> str | None:
     """Why the reply denies the condition the question asks the value for, or None."""
     words = {w for w in re.findall(r"[a-z]{4,}", asked.lower()) if w not in GENERIC}
+    # a condition the question itself denies ("no longer paid") is asked, not denied
+    words -= {m.group(1) for m in re.finditer(_NEGATION + r"([a-z]+)", asked.lower())}
     lowered = text.lower()
     for m in re.finditer(_NEGATION + r"([a-z]+)", lowered):
         if m.group(1) in words:

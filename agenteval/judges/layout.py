@@ -106,3 +106,63 @@ def _row_sentence(header: list[str], row: list[str]) -> str:
     rest = [f"{h.lower()} {c}".strip() for h, c in said[1:]]
     sentence = " ".join([first, *rest]).rstrip()
     return sentence + ("\n" if sentence.endswith((".", "?", "!")) else ".\n")
+
+
+# -- the column a question asks for --------------------------------------------------------
+_MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
+_PERIOD = re.compile(
+    r"\b(?:FY\s?(?P<fy>\d{2,4})|(?P<year>(?:19|20)\d{2})|(?P<q>Q[1-4])|(?P<h>H[12])|"
+    r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?)\b",
+    re.I,
+)
+
+
+def periods(text: str) -> dict[str, str]:
+    """The period a header or question names, by kind: {year: 2027, month: mar, quarter: q2}."""
+    found: dict[str, str] = {}
+    for m in _PERIOD.finditer(text):
+        if m["fy"] or m["year"]:
+            year = m["fy"] or m["year"]
+            found["year"] = year if len(year) == 4 else "20" + year
+        elif m["q"] or m["h"]:
+            found["part"] = (m["q"] or m["h"]).lower()
+        else:
+            found["month"] = m["month"].lower()
+    return found
+
+
+def _agrees(header: str, asked: dict[str, str]) -> bool | None:
+    """True: the header names the asked period; False: another one; None: says nothing."""
+    named = periods(header)
+    shared = [k for k in named if k in asked]
+    if not shared:
+        return None
+    return all(named[k] == asked[k] for k in shared)
+
+
+def asked_columns(text: str, question: str) -> str:
+    """A markdown table whose columns name periods, with the columns of other periods than
+    the question's left out when exactly the rest name the asked one ("FY2026 actual |
+    FY2027 requested" asked about FY2027). Otherwise the reply as it is."""
+    asked = periods(question)
+    if not asked or "|" not in text or not looks_like_markdown(text):
+        return text
+    lines = text.split("\n")
+    for tok in _parser().parse(text):
+        if tok.type != "table_open" or tok.map is None:
+            continue
+        start, end = tok.map
+        header = _cells(lines[start])
+        verdicts = [_agrees(h, asked) for h in header]
+        if verdicts.count(True) != 1 or False not in verdicts:
+            continue  # no one column is the asked period's: leave it whole
+        keep = [k for k, v in enumerate(verdicts) if v is not False]
+        for n in range(start, end):
+            cells = _cells(lines[n])
+            if len(cells) == len(header):
+                lines[n] = "| " + " | ".join(cells[k] for k in keep) + " |"
+    return "\n".join(lines)
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]

@@ -15,6 +15,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 
 from agenteval.judges import literals
@@ -24,6 +25,7 @@ MULTIPLIERS = {
     "k": 1e3, "thousand": 1e3,
     "m": 1e6, "mn": 1e6, "million": 1e6,
     "b": 1e9, "bn": 1e9, "billion": 1e9,
+    "lakh": 1e5, "lakhs": 1e5, "crore": 1e7, "crores": 1e7,
 }  # fmt: skip
 CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP"}
 CURRENCY_WORDS = {
@@ -82,7 +84,7 @@ LABELS = (
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 QUANTITY = re.compile(
     rf"(?<![\w.,/:#§])(?<![A-Za-z]-)(?P<sign>[-+])?(?P<cur>[$€£])?\s?(?P<num>{_NUM})(?![\w.]*\d)"
-    rf"(?:\s?(?P<mult>k|m|mn|b|bn|thousand|million|billion)(?![a-z]))?"
+    rf"(?:\s?(?P<mult>k|m|mn|b|bn|thousand|million|billion|lakhs?|crores?)(?![a-z]))?"
     rf"(?:\s?(?P<pct>%|percent\b|per cent\b|percentage points?\b))?",
     re.I,
 )
@@ -324,3 +326,32 @@ def quantities(text: str, masked: list[tuple[int, int]] | None = None) -> list[Q
 def precision_score(deviation: float) -> float:
     """Highest correctness for a relative deviation: the rubric's table, zero beyond 5%."""
     return numeric_cap(deviation)
+
+
+# Within this relative deviation the precision table gives full marks: a figure this near
+# that no rounding writes is a misquote, not a rounding (beyond it the table caps the score).
+NEAR = 0.01
+
+
+def _grain(value: float) -> Decimal:
+    """The place of a figure's last significant digit (199,690 -> 10; 8.6e6 -> 1e5)."""
+    written = Decimal(repr(round(value, 6))).normalize()
+    return Decimal(1).scaleb(int(written.as_tuple().exponent))
+
+
+def misquoted(expected: Quantity, found: Quantity) -> bool:
+    """`found` differs from the expected figure although it is written to the same place or
+    a finer one: no rounding of the expected figure writes it, so it is another figure (a
+    transposition, '$199,960' for $199,690), however near. Only a figure as written compares
+    so: a converted unit's digits say nothing of its rounding, and a range is no one figure;
+    only a figure the table would give full marks is judged so (further off, the table caps)."""
+    same_writing = (found.kind, found.per, found.mult) == (
+        expected.kind,
+        expected.per,
+        expected.mult,
+    )
+    if expected.physical or not same_writing or expected.deviation(found) > NEAR:
+        return False
+    if expected.low != expected.high or found.low != found.high or found.low == expected.low:
+        return False
+    return _grain(found.low) <= _grain(expected.low)

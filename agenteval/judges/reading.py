@@ -29,7 +29,7 @@ _FISCAL = re.compile(r"\bfiscal(?:\s+year)?\s+(\d{4})\b", re.I)
 _FY = re.compile(r"\bFY\s?(\d{2,4})\b", re.I)
 # Footnote marks ("[^1]", "[^note]:", "¹", "†") point at a note; they are no figure.
 _FOOTNOTE_MARK = re.compile(r"\[\^[^\]\s]{1,12}\]:?|[¹²³⁴⁵⁶⁷⁸⁹†‡]")
-_DASHES = str.maketrans({"\u2212": "-", "\u2011": "-", "\u00a0": " ", "\u202f": " "})
+_DASHES = str.maketrans({"\u2212": "-", "\u2011": "-", **dict.fromkeys(written.SPACES, " ")})
 
 
 @functools.cache
@@ -188,24 +188,43 @@ def proper_words(*texts: str) -> set[str]:
 
 
 def entity_marks(
-    text: str, start: int = 0, proper: set[str] | None = None
+    text: str, start: int = 0, proper: set[str] | None = None, known: bool = False
 ) -> list[tuple[int, str]]:
     """(offset, lowercased mark) of named things in `text`: capitalised names, identifiers
     (Q3, FY2026, INC-2303, 3rd) and years. A word capitalised only because it opens a
-    sentence ("Revenue was ...") is a name only if it is seen capitalised elsewhere."""
+    sentence ("Revenue was ...") is a name only if it is seen capitalised elsewhere; with
+    `known` (a reply in a language that capitalises nouns or is not read) every capitalised
+    word is so."""
     marks = []
     for pattern in (_CAPITALISED, _IDENTIFIER, _YEAR):
         for m in pattern.finditer(text):
             word = m.group(0).lower()
             if word in COMMON_CAPITALISED:
                 continue
-            opening = pattern is _CAPITALISED and _SENTENCE_START.search(
-                text[max(0, m.start() - 3) : m.start()]
+            opening = pattern is _CAPITALISED and (
+                known or _SENTENCE_START.search(text[max(0, m.start() - 3) : m.start()])
             )
             if opening and proper is not None and word not in proper:
                 continue
             marks.append((start + m.start(), word))
     return sorted(marks)
+
+
+# Function words of the languages a reply may come in: English's, and those of languages whose
+# capitals code does not read as names (German capitalises every noun).
+_ENGLISH_WORDS = frozenset("the and of to was were for with that this are on at by".split())
+_FOREIGN_WORDS = frozenset(
+    """der das und im ist lag bei mit für von des den dem zu auf sich nicht ein eine wurden
+    le la les du et est une pour dans au aux sur el los las del y por con es
+    het een van voor zijn niet il gli della che è per non""".split()
+)
+
+
+def foreign(text: str) -> bool:
+    """The reply is written in another language than English (by its function words)."""
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    theirs = sum(w in _FOREIGN_WORDS for w in words)
+    return theirs >= 2 and theirs > sum(w in _ENGLISH_WORDS for w in words)
 
 
 def asked_marks(*texts: str) -> set[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from decimal import Decimal
 from typing import Any
 
@@ -25,18 +26,40 @@ _SYMBOL = r"[$€£]"
 # Words after a figure that make a grouped number one amount (units, currencies).
 _AFTER_AMOUNT = (
     rf"(?:{_CODE}\b|{_SYMBOL}(?!\s?\d)|%|per\s?cent\b|dollars?\b|euros?\b|pounds?\b|kg\b|g\b|km\b|m\b|mi\b|"
-    r"miles?\b|lbs?\b|t\b|tonnes?\b|kwh\b|wh\b|requests?\b|units?\b)"
+    r"miles?\b|lbs?\b|t\b|tonnes?\b|kwh\b|wh\b|requests?\b|units?\b|"
+    r"thousand\b|million\b|billion\b|lakhs?\b|crores?\b|k\b|bn\b)"
 )
-_SPACES = " \u00a0\u202f"
+# Every space of Unicode (category Zs: no-break, narrow no-break, thin, figure, hair, ...)
+# groups digits as a space does; all but the plain space are only ever written as one.
+SPACES = "".join(ch for ch in map(chr, range(0x3001)) if unicodedata.category(ch) == "Zs")
+_SPACES = SPACES
 # Digits grouped by threes with one separator throughout, and an optional decimal part.
 _GROUPED = re.compile(
-    r"(?<![\d.,'’])(?P<num>\d{1,3}(?P<sep>[ \u00a0\u202f'’.])\d{3}(?:(?P=sep)\d{3})*"
+    rf"(?<![\d.,'’])(?P<num>\d{{1,3}}(?P<sep>[{SPACES}'’.])\d{{3}}(?:(?P=sep)\d{{3}})*"
     r"(?:[.,]\d+)?)(?![\d'’]|[.,]\d)"
 )
-_DECIMAL_COMMA = re.compile(rf"(?<![\d.,])(?P<num>\d+,\d{{1,2}})(?=\s?{_AFTER_AMOUNT})(?!\d)", re.I)
-# The locale whose grouping symbol each separator is (Babel gives the symbols).
-_LOCALE_OF = {" ": "fr_FR", "\u00a0": "fr_FR", "\u202f": "fr_FR", "'": "de_CH", "’": "de_CH",
-              ".": "de_DE"}  # fmt: skip
+# A decimal comma: one or two decimals, or four and more (never a group of three).
+_DECIMAL_COMMA = re.compile(
+    rf"(?<![\d.,])(?P<num>\d+,(?:\d{{1,2}}|\d{{4,}}))(?=\s?{_AFTER_AMOUNT})(?!\d)", re.I
+)
+# The locale whose grouping symbol each separator is (Babel gives the symbols); a space of
+# any width is French's.
+_LOCALE_OF = {"'": "de_CH", "’": "de_CH", ".": "de_DE"}
+# Scale words and their abbreviations in other languages, as the quantity reader's English
+# words: "8,6 Mio. USD", "16,5 milliards de dollars", "0,2 Mrd. EUR", "48 Tsd. USD". Read
+# only right after a figure. (lakh and crore are read by `judges.numbers` as they are.)
+_SCALE_WORDS = (
+    (r"mio\.?|mill\.|mln\.?|millions?|millionen|millones|milioni|milione|miljoen", "million"),
+    (r"mrd\.?|mld\.?|milliards?|milliarden?|miljard|mil\s+millones|bln\.?", "billion"),
+    (r"tsd\.?|tausend|mille", "thousand"),
+)
+_SCALE = [
+    (re.compile(rf"(?<=\d)(\s?)(?:{words})(?=[\s,;:)]|$)", re.I), english)
+    for words, english in _SCALE_WORDS
+]
+# "millions de dollars", "millones de dólares": the scale word then the currency word.
+_SCALE_OF = re.compile(r"\b(million|billion|thousand)\s+(?:de|di|van|d')\s*(?=[a-zà-ÿ$€£])", re.I)
+_ENGLISH_SCALE = r"(?:thousand|million|billion|lakhs?|crores?|k|m|mn|bn)"
 _BEFORE_CODE = re.compile(rf"\b{_CODE}\s?(?=\d)")
 _AFTER_CODE = re.compile(rf"(?<=\d)\s?{_CODE}\b")
 
@@ -81,7 +104,7 @@ def _amount_context(text: str, start: int, end: int) -> bool:
 
 def _grouped(m: re.Match[str], text: str) -> str:
     sep, written = m.group("sep"), m.group("num")
-    unambiguous = sep in "\u00a0\u202f'’"
+    unambiguous = sep not in " ."
     if not unambiguous and not _amount_context(text, m.start(), m.end()):
         return written
     if sep == "." and "," not in written and written.count(".") == 1:
@@ -92,14 +115,24 @@ def _grouped(m: re.Match[str], text: str) -> str:
         after = re.match(rf"\s?{_SYMBOL}", text[m.end() : m.end() + 2])
         if not re.search(rf"{_CODE}|€", around) and not after:
             return written
-    value = parse(written, _LOCALE_OF[sep])
+    value = parse(written, _LOCALE_OF.get(sep, "fr_FR"))
     return written if value is None else _english(value)
+
+
+def _scale_to(english: str) -> Any:
+    def sub(m: re.Match[str]) -> str:
+        return f"{m.group(1) or ' '}{english}"
+
+    return sub
 
 
 def rewrite(text: str) -> str:
     """Locale-written figures and currency codes as the quantity reader reads them."""
     if not re.search(r"\d", text):
         return text
+    for pattern, english in _SCALE:
+        text = pattern.sub(_scale_to(english), text)
+    text = _SCALE_OF.sub(lambda m: m.group(1) + " ", text)
     text = _GROUPED.sub(lambda m: _grouped(m, text), text)
     text = _DECIMAL_COMMA.sub(lambda m: _decimal_comma(m.group("num")), text)
     text = _BEFORE_CODE.sub(lambda m: CODES[m.group(0).strip()], text)
@@ -126,7 +159,12 @@ def _move_codes(text: str) -> str:
     def put(m: re.Match[str]) -> str:
         if re.search(rf"{_SYMBOL}\s?$", text[max(0, m.start() - 2) : m.start()]):
             return m.group(0)
-        return CODES[m.group("code")] + m.group("num")
+        return CODES[m.group("code")] + m.group("num") + (m.group("scale") or "")
 
-    return re.sub(rf"(?<![\d.,$€£])(?P<num>\d[\d,]*(?:\.\d+)?)(?=\s?(?P<code>{_CODE})\b)", put,
-                  text)  # fmt: skip
+    # "8.6 million USD" -> "$8.6 million": a scale word may stand between figure and code
+    return re.sub(
+        rf"(?<![\d.,$€£])(?P<num>\d[\d,]*(?:\.\d+)?)(?P<scale>\s(?i:{_ENGLISH_SCALE})\b)?"
+        rf"\s?(?P<code>{_CODE})\b",
+        put,
+        text,
+    )
