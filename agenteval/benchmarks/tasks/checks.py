@@ -34,6 +34,7 @@ from pathlib import Path
 
 from agenteval.benchmarks.tasks import hidden, junit
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine
+from agenteval.benchmarks.tasks.calls import run_call_probe
 from agenteval.benchmarks.tasks.commands import PYTEST_MAIN, CommandResult, run_command
 from agenteval.benchmarks.tasks.offline_gh import GhRecord, label_checks
 from agenteval.benchmarks.tasks.protected import runnable
@@ -285,6 +286,8 @@ async def run_checks(
     for probe in [*expect.probe, *held.probes]:
         if not settled():
             results.append(await _probe(probe, ws, env, timeout_s, sandbox))
+    for call in held.calls if not settled() else ():
+        results.append(await run_call_probe(call, ws.graded, env, timeout_s, sandbox))
     if expect.labels:  # what the agent did through gh, from the log it could not reach
         results += label_checks(expect.labels, github)
     own = runnable(grading.agent_tests)
