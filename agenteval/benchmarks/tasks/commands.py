@@ -71,9 +71,11 @@ async def run_command(
     limit: int = OUTPUT_CHARS,
     sandbox: Sandbox = NO_SANDBOX,
     writable: Sequence[Path] = (),
+    pass_fds: Sequence[int] = (),
 ) -> CommandResult:
     """Run `command` (a bash command line, or argv) with stdout and stderr merged, in
-    `sandbox` with `cwd` (and `writable`) its only writable folders."""
+    `sandbox` with `cwd` (and `writable`) its only writable folders; `pass_fds` stay open
+    in it (a pipe the evaluator reads)."""
     argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
     argv = sandbox.wrap(argv, cwd, writable=[cwd, *writable])
     start = time.perf_counter()
@@ -85,6 +87,7 @@ async def run_command(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     assert proc.stdout is not None
     reader = asyncio.ensure_future(proc.stdout.read())
