@@ -8,8 +8,10 @@ prints what came back as JSON. The comparison happens in the evaluator, strictly
 (5400.0 is not 5400, True is not 1), and a child that dies, hangs, prints no result or
 returns something unreadable gets no credit: a FAIL with the reason, never a crash.
 
-The child is an ordinary `python -c "from pkg.mod import f ..."` in the project folder, as the
-agent's own runs are; detecting it gains nothing, since only the hidden inputs decide.
+The child is an ordinary `python -c "from pkg.mod import f as target; ..."` in the project
+folder, as the agent's own runs are; the driver and the inputs come on its stdin after the
+import, so nothing at import time tells it from any other one-line use, and the expected
+results never leave the evaluator: only the hidden inputs decide.
 """
 
 from __future__ import annotations
@@ -29,8 +31,12 @@ MARKER = "agenteval-call-results:"
 RESULT_CHARS = 200_000  # the child's whole output is read up to this
 SHOWN = 3  # mismatches named in the detail
 
-DRIVER = """from {module} import {function} as target
-import dataclasses, json, os, sys
+# The child's command line is an ordinary one-line import of the function, then whatever
+# comes on stdin: the driver and the inputs arrive only after the import, so at import time
+# the agent's code sees a normal `python -c` (argv, cwd, environment, stack) with nothing in
+# `__main__` but `target`; only the hidden inputs decide.
+IMPORT = "from {module} import {function} as target; import sys; exec(sys.stdin.read())"
+DRIVER = """import dataclasses, json, os
 cases = json.loads({cases!r})
 out = []
 for args, env in cases:
@@ -80,9 +86,13 @@ class CallProbe:
     def target(self) -> str:
         return f"{self.module}.{self.function} on {len(self.cases)} hidden inputs"
 
+    def command(self) -> list[str]:
+        return ["python", "-c", IMPORT.format(module=self.module, function=self.function)]
+
     def script(self) -> str:
+        """What the child reads on stdin once the function is imported."""
         cases = json.dumps([[c.args, c.env] for c in self.cases])
-        return DRIVER.format(module=self.module, function=self.function, cases=cases, marker=MARKER)
+        return DRIVER.format(cases=cases, marker=MARKER)
 
 
 def same(got: Any, want: Any) -> bool:
@@ -151,8 +161,10 @@ async def run_call_probe(
     probe: CallProbe, project: Path, env: Mapping[str, str], timeout: float, sandbox: Sandbox
 ) -> CheckResult:
     """`probe` run in a child in `project`, judged here."""
-    argv = ["python", "-c", probe.script()]
-    result = await run_command(argv, project, env, timeout, limit=RESULT_CHARS, sandbox=sandbox)
+    result = await run_command(
+        probe.command(), project, env, timeout, limit=RESULT_CHARS, sandbox=sandbox,
+        stdin=probe.script().encode(),
+    )  # fmt: skip
     if result.timed_out:
         why: str | None = f"timed out after {result.seconds:.0f} s"
     else:

@@ -35,39 +35,67 @@ from decimal import Decimal
 from agenteval.benchmarks.tasks.calls import CallProbe, Case
 from agenteval.schema.tasks import Probe
 
-TEXTSTATS_EQUIVALENT = '''"""Word statistics (an equivalent implementation, written differently)."""
-
-import re
-
-
-def words(text):
-    found = []
-    for token in re.findall(r"[a-zA-Z']+", text):
-        token = token.strip("'").lower()
-        if token:
-            found.append(token)
-    return found
-
-
-def word_count(text):
+# The equivalent implementation is made from the seed and carries the snapshot's own module
+# docstring: nothing in its text marks it (a test that reads the source to wave it through
+# finds no marker), and its names and forms vary by seed (nothing fixed to recognise).
+TEXTSTATS_DOC = '"""Word statistics for product descriptions."""'
+TEXTSTATS_WORDS = (
+    """def words(text):
+    {a} = []
+    for {b} in re.findall(r"[a-zA-Z']+", text):
+        {b} = {b}.strip("'").lower()
+        if {b}:
+            {a}.append({b})
+    return {a}
+""",
+    """def words(text):
+    {a} = (t.strip("'") for t in re.split(r"[^A-Za-z']+", text))
+    return [{b}.lower() for {b} in {a} if {b}]
+""",
+)
+TEXTSTATS_TOP = (
+    """def top_words(text, n=3):
+    {a}, {b} = {{}}, []
+    for {c} in words(text):
+        if {c} not in {a}:
+            {a}[{c}] = 0
+            {b}.append({c})
+        {a}[{c}] += 1
+    ranked = sorted({b}, key=lambda w: (-{a}[w], {b}.index(w)))
+    return [(w, {a}[w]) for w in ranked[:n]]
+""",
+    """def top_words(text, n=3):
+    {a} = {{}}
+    for {c} in words(text):
+        {a}[{c}] = {a}.get({c}, 0) + 1
+    {b} = list({a})
+    return sorted({a}.items(), key=lambda kv: (-kv[1], {b}.index(kv[0])))[:n]
+""",
+)
+TEXTSTATS_REST = """def word_count(text):
     return sum(1 for _ in words(text))
 
 
-def top_words(text, n=3):
-    counts, order = {}, []
-    for word in words(text):
-        if word not in counts:
-            counts[word] = 0
-            order.append(word)
-        counts[word] += 1
-    ranked = sorted(order, key=lambda w: (-counts[w], order.index(w)))
-    return [(w, counts[w]) for w in ranked[:n]]
-
-
 def average_word_length(text):
-    found = words(text)
-    return round(sum(map(len, found)) / len(found), 2) if found else 0.0
-'''
+    {a} = words(text)
+    return round(sum(map(len, {a})) / len({a}), 2) if {a} else 0.0
+"""
+NAMES = ("found", "seen", "items", "tokens", "parts", "pieces", "acc", "bag", "tally", "order")
+
+
+def textstats_equivalent(seed: int) -> str:
+    """An implementation of textstats equivalent to the snapshot's, written differently."""
+    rng = random.Random(f"textstats:{seed}")
+
+    def names(k: int) -> dict[str, str]:
+        return dict(zip("abc", rng.sample(NAMES, k), strict=False))
+
+    parts = [
+        rng.choice(TEXTSTATS_WORDS).format(**names(2)),
+        rng.choice(TEXTSTATS_TOP).format(**names(3)),
+        TEXTSTATS_REST.format(**names(1)),
+    ]
+    return f"{TEXTSTATS_DOC}\n\nimport re\n\n\n" + "\n\n".join(parts)
 
 
 @dataclass
@@ -197,8 +225,8 @@ def weekly(seed: int) -> Hidden:
     return Hidden(probes=[probe], files={name: text})
 
 
-def textstats(_seed: int) -> Hidden:
-    return Hidden(equivalents={"toybox/textstats.py": TEXTSTATS_EQUIVALENT})
+def textstats(seed: int) -> Hidden:
+    return Hidden(equivalents={"toybox/textstats.py": textstats_equivalent(seed)})
 
 
 GENERATORS = {
