@@ -30,10 +30,10 @@ import os
 import re
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from agenteval.benchmarks.tasks import hidden, junit, stream
+from agenteval.benchmarks.tasks import bytecode, hidden, junit, stream
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine
 from agenteval.benchmarks.tasks.calls import run_call_probe
 from agenteval.benchmarks.tasks.commands import DRAIN_S, PYTEST_MAIN, CommandResult, run_command
@@ -286,6 +286,11 @@ async def run_checks(
     A protected test file the agent changed is `tests_tampered`, which fails the task.
     `first_failure`: stop at the first failed check (only for a tree that has to fail)."""
     env = {**env, **CHECK_ENV}
+    if sandbox.kind != "none":  # the toolchain's bytecode, compiled once by the evaluator
+        prefix = await asyncio.to_thread(bytecode.toolchain_prefix, env)
+        if prefix is not None:
+            env[bytecode.PREFIX] = str(prefix)
+            sandbox = replace(sandbox, exposed=(*sandbox.exposed, prefix))
     if grading is None:
         editable = expect.tests_pass.editable if expect.tests_pass is not None else None
         grading = await asyncio.to_thread(ws.grade, editable)
