@@ -26,10 +26,12 @@ TAG = f"cpython-{sys.version_info.major}{sys.version_info.minor}"
 def test_the_prefix_holds_the_toolchain_and_the_checks_cannot_write_it(tmp_path: Path) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bwrap is not installed: apt-get install bubblewrap")
-    env = {**agent_env(), **CHECK_ENV}
+    env = {**agent_env(), **CHECK_ENV, "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
     prefix = bytecode.toolchain_prefix(env)
     assert prefix is not None and bytecode.toolchain_prefix(env) == prefix  # once a run
     assert any(prefix.rglob(f"_pytest/main.{TAG}.pyc"))
+    assert not any((tmp_path / "tmp").iterdir())  # the warm-up left nothing in TMPDIR
     # bytecode planted beside the source, never checked against it (unchecked hash): without
     # the prefix Python would load it; with the prefix it is never read
     (tmp_path / "fake.py").write_text("VALUE = 'planted'\n")

@@ -63,7 +63,8 @@ def _warm(python: str, env: Mapping[str, str]) -> Path | None:
             (Path(tmp) / "test_warm.py").write_text(WARM_TEST, encoding="utf-8")
             warm_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
             argv = [python, *stream.launcher(write_end), "-q", "-p", "no:cacheprovider"]
-            argv.append(f"--junitxml={Path(tmp) / 'junit.xml'}")
+            # --basetemp: tmp_path's folders go in this folder, not $TMPDIR/pytest-of-USER
+            argv += [f"--junitxml={Path(tmp) / 'junit.xml'}", f"--basetemp={Path(tmp) / 'base'}"]
             subprocess.run(
                 argv,
                 cwd=tmp,
