@@ -21,17 +21,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agenteval.benchmarks.tasks import bytecode, stream  # noqa: E402
 from agenteval.benchmarks.tasks.boundary import agent_env  # noqa: E402
-from agenteval.benchmarks.tasks.checks import run_checks  # noqa: E402
+from agenteval.benchmarks.tasks.checks import CHECK_ENV, PYTEST_OPTIONS, run_checks  # noqa: E402
 from agenteval.benchmarks.tasks.commands import run_command  # noqa: E402
 from agenteval.benchmarks.tasks.definitions import load_task_file, select  # noqa: E402
 from agenteval.benchmarks.tasks.runner import RunSettings, TaskRunner  # noqa: E402
@@ -124,6 +127,39 @@ def per_command(sandboxes: dict[str, Sandbox], command: str, times: int) -> dict
     return {name: statistics.median(values) for name, values in seen.items()}
 
 
+def per_pytest(toybox: Path, sealed: Sandbox, times: int) -> dict[str, float]:
+    """Median wall seconds of one check's pytest run of the toybox suite in the sandbox,
+    without and with the evaluator's bytecode folder (tasks.bytecode), interleaved."""
+    env = {**agent_env(), **CHECK_ENV}
+    prefix = bytecode.toolchain_prefix(env)
+    if prefix is None:
+        return {}
+    ways = {
+        "plain": (sealed, env),
+        "bytecode": (
+            replace(sealed, exposed=(*sealed.exposed, prefix)),
+            {**env, bytecode.PREFIX: str(prefix)},
+        ),
+    }
+    seen: dict[str, list[float]] = {name: [] for name in ways}
+    with tempfile.TemporaryDirectory(prefix="agenteval-bench-") as tmp:
+        project = Path(tmp) / "project"
+        shutil.copytree(toybox, project)
+        for index in range(times):
+            for name in list(ways) if index % 2 == 0 else list(reversed(ways)):
+                sandbox, run_env = ways[name]
+                read_end, write_end = os.pipe()
+                argv = ["python", *stream.launcher(write_end), *PYTEST_OPTIONS]
+                start = time.perf_counter()
+                asyncio.run(
+                    run_command(argv, project, run_env, 60, sandbox=sandbox, pass_fds=[write_end])
+                )
+                seen[name].append(time.perf_counter() - start)
+                os.close(write_end)
+                os.close(read_end)
+    return {name: statistics.median(values) for name, values in seen.items()}
+
+
 def suite_wall(tasks: list[Task], toybox: Path, sandbox: Sandbox) -> tuple[float, float]:
     settings = RunSettings(
         toybox=toybox, command_timeout_s=20, check_timeout_s=300, sandbox=sandbox
@@ -183,6 +219,11 @@ def main() -> int:
         print(f"one command (`{text}`), median of {args.commands}, interleaved: "
               f"none {took['none'] * 1000:.1f} ms, bwrap {took['bwrap'] * 1000:.1f} ms "
               f"({extra_ms:+.1f} ms a command)")  # fmt: skip
+    took = per_pytest(toybox, sealed, args.commands)
+    if took:
+        print(f"one check's pytest run of the toybox suite (bwrap), median of {args.commands}, "
+              f"interleaved: {took['plain']:.2f} s wall compiling the toolchain, "
+              f"{took['bytecode']:.2f} s with the evaluator's bytecode folder")  # fmt: skip
     medians = {
         name: table(name, rows, args.repeat)
         for name, rows in per_task(tasks, toybox, args.repeat, sandboxes).items()

@@ -92,7 +92,7 @@ class Expect(_Strict):
         default_factory=list, description="Files byte-identical to the snapshot (present)."
     )
     kills_mutants: KillsMutants | None = None
-    hidden: list[Literal["durations", "weekly", "textstats"]] = Field(
+    hidden: list[Literal["durations", "config", "linecount", "weekly", "textstats"]] = Field(
         default_factory=list,
         description="Probes the evaluator makes at grading time from a seed, with inputs "
         "neither the prompt nor the copy shows (agenteval.benchmarks.tasks.hidden).",

@@ -30,20 +30,23 @@ import os
 import re
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from agenteval.benchmarks.tasks import hidden, junit
+from agenteval.benchmarks.tasks import bytecode, hidden, junit, stream
 from agenteval.benchmarks.tasks.boundary import OutsideWorkspace, confine
-from agenteval.benchmarks.tasks.commands import PYTEST_MAIN, CommandResult, run_command
+from agenteval.benchmarks.tasks.calls import run_call_probe
+from agenteval.benchmarks.tasks.commands import DRAIN_S, PYTEST_MAIN, CommandResult, run_command
 from agenteval.benchmarks.tasks.offline_gh import GhRecord, label_checks
 from agenteval.benchmarks.tasks.protected import runnable
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.workspace import Grading, Workspace, _copy_ignore
-from agenteval.schema.task_records import CheckResult
+from agenteval.schema.task_records import CheckName, CheckResult
 from agenteval.schema.tasks import Expect, KillsMutants, Mutant, Probe, TestsPass
 from agenteval.scratch import temporary_folder
 
-PYTEST = ["python", *PYTEST_MAIN, "-q", "-p", "no:cacheprovider"]
+PYTEST_OPTIONS = ["-q", "-p", "no:cacheprovider"]
+PYTEST = ["python", *PYTEST_MAIN, *PYTEST_OPTIONS]
 # pytest's exit statuses: 1 tests failed, 2 interrupted (a collection error counts: the
 # broken file broke the tests). 0 passed, 4 usage error and 5 nothing collected are not kills.
 KILLED_STATUSES = frozenset({1, 2})
@@ -83,19 +86,55 @@ def probe_mismatch(probe: Probe, result: CommandResult) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class PytestRun:
+    result: CommandResult
+    why: str | None  # why it did not pass; None when it did
+    tampered: str | None = None  # where its stream, report and exit status disagree
+
+    def checks(self, name: CheckName, target: str, quiet: bool = False) -> list[CheckResult]:
+        """The check this run makes (`quiet`: no output when it passed), and a
+        `tests_tampered` finding where its outcome was rewritten."""
+        ok = self.why is None and self.tampered is None
+        if ok:
+            text = "" if quiet else _tail(self.result)
+        else:
+            text = f"{self.why or 'tampered'}\n{_tail(self.result)}"
+        found = [CheckResult(name=name, target=target, ok=ok, detail=text)]
+        if self.tampered is not None:
+            why = f"pytest's streamed outcomes, report and exit status disagree: {self.tampered}"
+            found.append(CheckResult(name="tests_tampered", target=target, ok=False, detail=why))
+        return found
+
+
 async def run_pytest(
     args: list[str], project: Path, env: Mapping[str, str], timeout: float, sandbox: Sandbox
-) -> tuple[CommandResult, str | None]:
-    """pytest in `project`, and why its own report (JUnit XML, written outside the project)
-    does not show a passing run: None when it does. The exit status alone never passes."""
+) -> PytestRun:
+    """pytest in `project`, its outcomes streamed to a pipe read here as it runs (stream),
+    and its own report (JUnit XML, written outside the project): it passes only where the
+    stream, the report and the exit status all say so. The exit status alone never passes."""
+    read_end, write_end = os.pipe()
+    collecting = asyncio.ensure_future(stream.collect(read_end))
     with temporary_folder("agenteval-report-") as tmp:
         report = Path(tmp) / "junit.xml"
-        argv = [*PYTEST, f"--junitxml={report}", *args]
-        result = await run_command(
-            argv, project, env, timeout, sandbox=sandbox, writable=[Path(tmp)]
-        )
+        argv = ["python", *stream.launcher(write_end), *PYTEST_OPTIONS, f"--junitxml={report}"]
+        try:
+            result = await run_command(
+                [*argv, *args], project, env, timeout, sandbox=sandbox, writable=[Path(tmp)],
+                pass_fds=[write_end],
+            )  # fmt: skip
+        finally:
+            os.close(write_end)
+        counts = junit.counts(report)
         why = junit.failure(report, result.exit_code, result.timed_out)
-    return result, why
+    try:
+        streamed = stream.parse(await asyncio.wait_for(collecting, DRAIN_S))
+    except TimeoutError:  # a writer escaped the kill: the stream never ended
+        streamed = stream.Streamed(0, 0, 0, None, unreadable=1)
+    if why is None and (streamed.failed or not streamed.passed or streamed.finished != 0):
+        why = f"the run reported {streamed.passed} passed, {streamed.failed} failed"
+    tampered = None if result.timed_out else stream.disagreement(streamed, counts, result.exit_code)
+    return PytestRun(result, why, tampered)
 
 
 async def _tests_pass(
@@ -105,23 +144,20 @@ async def _tests_pass(
     env: Mapping[str, str],
     timeout: float,
     sandbox: Sandbox,
-) -> CheckResult:
+) -> list[CheckResult]:
     project = ws.graded
     if spec.clean:  # in the sandbox: a link leads nowhere outside
         await run_command(["rm", "-rf", "--", *spec.clean], project, env, timeout, sandbox=sandbox)
     args = [*spec.args, *[f"--ignore={rel}" for rel in ignore]]
-    result, why = await run_pytest(args, project, env, timeout, sandbox)
-    detail = _tail(result) if why is None else f"{why}\n{_tail(result)}"
-    target = " ".join(spec.args) or "suite"
-    return CheckResult(name="tests_pass", target=target, ok=why is None, detail=detail)
+    run = await run_pytest(args, project, env, timeout, sandbox)
+    return run.checks("tests_pass", " ".join(spec.args) or "suite")
 
 
 async def _agent_tests(
     tests: list[str], ws: Workspace, env: Mapping[str, str], timeout: float, sandbox: Sandbox
-) -> CheckResult:
-    result, why = await run_pytest(tests, ws.graded, env, timeout, sandbox)
-    detail = _tail(result) if why is None else f"{why}\n{_tail(result)}"
-    return CheckResult(name="agent_tests", target=" ".join(tests), ok=why is None, detail=detail)
+) -> list[CheckResult]:
+    run = await run_pytest(tests, ws.graded, env, timeout, sandbox)
+    return run.checks("agent_tests", " ".join(tests))
 
 
 async def _probe(
@@ -204,16 +240,15 @@ async def _equivalent(
     env: Mapping[str, str],
     timeout: float,
     sandbox: Sandbox,
-) -> CheckResult:
+) -> list[CheckResult]:
     """The agent's tests on a copy where `rel` is an equivalent, differently written
     implementation: tests of behaviour pass; tests that pin bytes do not."""
     with temporary_folder("agenteval-equivalent-") as tmp:
         project = Path(tmp) / "project"
         await asyncio.to_thread(shutil.copytree, ws.graded, project, symlinks=True)
         (project / rel).write_text(source, encoding="utf-8")
-        result, why = await run_pytest(tests, project, env, timeout, sandbox)
-    detail = "" if why is None else f"{why}\n{_tail(result)}"
-    return CheckResult(name="equivalent", target=rel, ok=why is None, detail=detail)
+        run = await run_pytest(tests, project, env, timeout, sandbox)
+    return run.checks("equivalent", rel, quiet=True)
 
 
 async def missing_toolchain(
@@ -251,6 +286,11 @@ async def run_checks(
     A protected test file the agent changed is `tests_tampered`, which fails the task.
     `first_failure`: stop at the first failed check (only for a tree that has to fail)."""
     env = {**env, **CHECK_ENV}
+    if sandbox.kind != "none":  # the toolchain's bytecode, compiled once by the evaluator
+        prefix = await asyncio.to_thread(bytecode.toolchain_prefix, env)
+        if prefix is not None:
+            env[bytecode.PREFIX] = str(prefix)
+            sandbox = replace(sandbox, exposed=(*sandbox.exposed, prefix))
     if grading is None:
         editable = expect.tests_pass.editable if expect.tests_pass is not None else None
         grading = await asyncio.to_thread(ws.grade, editable)
@@ -281,16 +321,18 @@ async def run_checks(
         (ws.graded / rel).write_text(text, encoding="utf-8")
     tests = list(expect.kills_mutants.tests) if expect.kills_mutants is not None else []
     for rel, source in held.equivalents.items() if not settled() else ():
-        results.append(await _equivalent(rel, source, tests, ws, env, timeout_s, sandbox))
+        results += await _equivalent(rel, source, tests, ws, env, timeout_s, sandbox)
     for probe in [*expect.probe, *held.probes]:
         if not settled():
             results.append(await _probe(probe, ws, env, timeout_s, sandbox))
+    for call in held.calls if not settled() else ():
+        results.append(await run_call_probe(call, ws.graded, env, timeout_s, sandbox))
     if expect.labels:  # what the agent did through gh, from the log it could not reach
         results += label_checks(expect.labels, github)
     own = runnable(grading.agent_tests)
     if expect.tests_pass is not None and not settled():
         suite = expect.tests_pass
-        results.append(await _tests_pass(suite, ws, own, env, timeout_s, sandbox))
+        results += await _tests_pass(suite, ws, own, env, timeout_s, sandbox)
         if own:
-            results.append(await _agent_tests(own, ws, env, timeout_s, sandbox))
+            results += await _agent_tests(own, ws, env, timeout_s, sandbox)
     return results

@@ -63,6 +63,14 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
+    """`data` to a child's stdin, then end it; a child that stops reading loses the rest."""
+    with contextlib.suppress(OSError):  # BrokenPipeError, ConnectionResetError
+        pipe.write(data)
+        await pipe.drain()
+        pipe.close()
+
+
 async def run_command(
     command: str | list[str],
     cwd: Path,
@@ -71,9 +79,12 @@ async def run_command(
     limit: int = OUTPUT_CHARS,
     sandbox: Sandbox = NO_SANDBOX,
     writable: Sequence[Path] = (),
+    pass_fds: Sequence[int] = (),
+    stdin: bytes = b"",
 ) -> CommandResult:
     """Run `command` (a bash command line, or argv) with stdout and stderr merged, in
-    `sandbox` with `cwd` (and `writable`) its only writable folders."""
+    `sandbox` with `cwd` (and `writable`) its only writable folders; `pass_fds` stay open
+    in it (a pipe the evaluator reads); `stdin` is its input (none by default)."""
     argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
     argv = sandbox.wrap(argv, cwd, writable=[cwd, *writable])
     start = time.perf_counter()
@@ -81,12 +92,17 @@ async def run_command(
         *argv,
         cwd=cwd,
         env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     assert proc.stdout is not None
+    feeder = None
+    if stdin:
+        assert proc.stdin is not None
+        feeder = asyncio.ensure_future(_feed(proc.stdin, stdin))
     reader = asyncio.ensure_future(proc.stdout.read())
     timed_out = False
     try:
@@ -98,8 +114,12 @@ async def run_command(
     except asyncio.CancelledError:  # the task's cap: leave nothing running behind
         _kill_group(proc.pid)
         reader.cancel()
+        if feeder is not None:
+            feeder.cancel()
         raise
     _kill_group(proc.pid)  # a background child still holding the pipe
+    if feeder is not None:
+        feeder.cancel()  # a child that never read its input
     try:
         raw = await asyncio.wait_for(reader, DRAIN_S)
     except TimeoutError:

@@ -37,8 +37,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agenteval import scratch
-from agenteval.benchmarks.tasks import graded, junit
-from agenteval.benchmarks.tasks.commands import PYTEST_MAIN, cut
+from agenteval.benchmarks.tasks import graded, junit, stream
+from agenteval.benchmarks.tasks.commands import DRAIN_S, cut
 from agenteval.benchmarks.tasks.offline_gh import SOCKET_ROOT_MAX
 from agenteval.benchmarks.tasks.sandbox import Sandbox
 
@@ -94,6 +94,7 @@ class RecordedRun:
     report: dict[str, int] | None
     partial: bool = False  # its arguments ran less than the task's suite
     tree: int = -1  # graded.tree_mark of the copy when it ended (-1: it could not be read)
+    tampered: bool = False  # its streamed outcomes, report and exit status disagree (stream)
 
 
 def combined(runs: list[RecordedRun]) -> dict[str, int] | None:
@@ -110,6 +111,7 @@ def combined(runs: list[RecordedRun]) -> dict[str, int] | None:
     total["exit_status"] = 0 if not bad else (bad[0].exit_code or -1)
     total["unreported"] = len(runs) - len(reported)
     total["partial"] = sum(r.partial for r in runs)
+    total["tampered"] = sum(r.tampered for r in runs)
     total["tree"] = runs[-1].tree
     return total
 
@@ -349,18 +351,30 @@ class PytestRecorder:
         report = reports / "junit.xml"
         # `env -i` inside the sandbox: the agent's environment reaches pytest, never bwrap.
         pairs = [f"{k}={v}" for k, v in env.items()]
-        # PYTEST_MAIN: the copy's own `pytest.py` is never what runs.
-        argv = ["env", "-i", *pairs, python, *PYTEST_MAIN, f"--junitxml={report}", *args]
+        # stream.launcher: the copy's own `pytest.py` is never what runs, and each outcome
+        # reaches this process as it is reported (an atexit rewrite of the report is seen).
+        read_end, write_end = os.pipe()
+        argv = ["env", "-i", *pairs, python, *stream.launcher(write_end)]
+        argv += [f"--junitxml={report}", *args]
         wrapped = self.run_sandbox.wrap(argv, cwd, writable=[self.project, reports])
-        proc = subprocess.Popen(
-            wrapped,
-            cwd=cwd,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        streamed: list[bytes] = []
+        reader = threading.Thread(
+            target=lambda: streamed.append(stream.read_all(read_end)), daemon=True
         )
+        reader.start()
+        try:
+            proc = subprocess.Popen(
+                wrapped,
+                cwd=cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=(write_end,),
+            )
+        finally:
+            os.close(write_end)
         with self._changed:
             self._active[seq] = proc
         try:
@@ -375,7 +389,13 @@ class PytestRecorder:
         code = None if killed else proc.returncode
         where = os.path.relpath(cwd, os.path.realpath(self.project))
         part = partial(args, where, self.suite_args)
-        run = RecordedRun(seq, args, code, killed, junit.counts(report), part, self._tree())
+        reader.join(DRAIN_S)
+        counts = junit.counts(report)
+        # rewritten in the run (an atexit hook, a plugin): a report that cannot be believed
+        tampered = not killed and bool(
+            stream.verdict(streamed[0] if streamed else None, counts, code)
+        )
+        run = RecordedRun(seq, args, code, killed, counts, part, self._tree(), tampered)
         with self._changed:
             self.runs.append(run)
             self._active.pop(seq, None)

@@ -63,6 +63,8 @@ def pytest_passed(call: TaskToolCall) -> bool:
         return False
     if report.get("exit_status", 0) != 0 or report.get("unreported", 0):
         return False
+    if report.get("tampered", 0):  # its stream, report and exit status disagree
+        return False
     ran = report.get("tests", 0) - report.get("skipped", 0)
     return ran > 0 and not report.get("failures", 0) and not report.get("errors", 0)
 
