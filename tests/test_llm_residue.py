@@ -15,7 +15,7 @@ from agenteval.llm.residue import residue, residue_spans, strings_of
 LOOKS_PRIVATE = [
     # long digit runs in any grouping
     ("call me on 0171 4839 2210", "long digit run"),
-    ("the account is 12 3456 7890 at the branch", "long digit run"),
+    ("the account is 12 3481 7790 at the branch", "long digit run"),
     # identifiers beside a document's name, several languages
     ("Reisepass Nr. C4KX92LPT ist abgelaufen", "identifier"),
     ("mi DNI es 48213097Q", "identifier"),
@@ -84,12 +84,52 @@ def test_strings_of_reads_keys_and_nested_values() -> None:
 
 def test_a_reply_that_still_looks_private_is_not_cached(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
-    risky = Completion(text="Her passport number is P7QX83KD2, renew it", model="m")
-    clean = Completion(text="Renew it at the office; bring the old one.", model="m")
+    # A bare long number: no rule can say whose it is, so the gate keeps it out.
+    risky = Completion(text="Ring 4417 2291 8830 tonight", model="m")
+    # An id beside its document's name: redacted, value and all, then stored.
+    named = Completion(text="Her passport number is P7QX83KD2, renew it", model="m")
     assert cache.put("ab" + "1" * 62, risky) is False
-    assert cache.put("ab" + "2" * 62, clean) is True
+    assert cache.put("ab" + "2" * 62, named) is True
     assert cache.withheld == 1
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert [p.name for p in files] == ["ab" + "2" * 62 + ".json"]
-    assert "P7QX83KD2" not in files[0].read_text()
+    assert "P7QX83KD2" not in files[0].read_text() and "renew it" in files[0].read_text()
     assert cache.get("ab" + "1" * 62) is None  # asked again next time, never served
+
+
+def test_what_looks_private_with_a_known_extent_is_redacted_across_the_unit() -> None:
+    from agenteval.llm.private import PrivateScrubber
+
+    case = {
+        "request": "Kundin: geboren am 14.06.1983, Reisepass C7RT42XQ9; mail an "
+        "greta.vogelsang at web dot de oder Tel. 0176 5520 1934",
+        "answer": "Noted C7RT42XQ9 and 14.06.1983; greta.vogelsang is on the list.",
+    }
+    clean = PrivateScrubber(env={}).scrub(case)
+    text = str(clean)
+    for value in ("14.06.1983", "C7RT42XQ9", "greta.vogelsang", "5520 1934"):
+        assert value not in text, (value, clean)
+    assert "Kundin" in text and "is on the list" in text
+
+
+def test_an_address_wrapped_over_lines_in_a_reply_leaves_no_piece() -> None:
+    from agenteval.llm.private import PrivateScrubber
+
+    reply = {
+        "text": "To tomasz.wieczorek77@interia.pl.\nwrapped:\nTo tomasz.wieczo\nrek77@interia.pl."
+    }
+    text = PrivateScrubber(env={}).scrub(reply)["text"]
+    assert "tomasz" not in text and "wieczo" not in text, text
+
+
+def test_a_key_wrapped_over_lines_after_its_name_goes_whole() -> None:
+    from agenteval.llm.scrub import scrub_text
+
+    text = (
+        "  SERVICE_TOKEN=Hs82kLq0Zp3Xv7NcB1mQ9rTy4Wd6\n"
+        "  Fj2Kp8Lx0Qs4Vn7Bc3Zm9Ht5Rw1Yd6Ge\n"
+        "  Ua8Pe3Ki0\nrequirements_dev_2024\n"
+    )
+    clean = scrub_text(text).text
+    assert "Fj2Kp8Lx0Qs4" not in clean and "Hs82kLq0Zp3X" not in clean, clean
+    assert "requirements_dev_2024" in clean  # a plain word on the next line stays

@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 from agenteval.llm.personal import FIXTURE_EMAIL, RESERVED_EMAIL
+from agenteval.llm.secret_rules import REDACTED
 from agenteval.llm.views import decoded_views
 
 # -- known-safe spans, blanked before any shape is looked for -------------------------------
@@ -104,8 +105,8 @@ _TIMESTAMP_KEY = re.compile(r"(?i:time|stamp|date|created|updated|_at\b|epoch|ts
 def _safe_number(text: str, match: re.Match[str]) -> bool:
     run = match.group(0)
     digits = re.sub(r"\D", "", run)
-    if len(digits) < MIN_DIGITS:
-        return True
+    if len(digits) < MIN_DIGITS or len(set(digits)) == 1 or digits in "01234567890123456789":
+        return True  # short, or a placeholder: 9999 9999 9999, 1234567
     tokens = run.split()
     if len(tokens) > 1 and any(_DECIMAL.fullmatch(t) for t in tokens):
         return True  # a list of measurements: 0.25 0.25 0.5
@@ -124,6 +125,17 @@ def _safe_number(text: str, match: re.Match[str]) -> bool:
 
 def _digit_runs(text: str) -> str | None:
     return next((m.group(0) for m in _DIGIT_RUN.finditer(text) if not _safe_number(text, m)), None)
+
+
+def _named_number(text: str) -> str | None:
+    """A long digit run a word beside it says is a document's, a phone's or a person's."""
+    for match in _DIGIT_RUN.finditer(text):
+        if _safe_number(text, match):
+            continue
+        after = text[match.end() : match.end() + 12]
+        if _near(_DOCUMENT, text, match) or re.match(r"\W{0,3}(?:です|でした)", after):
+            return match.group(0).strip(" -./")
+    return None
 
 
 # -- identifiers near a word naming a document, a credential or a person --------------------
@@ -247,9 +259,10 @@ _ADDRESS = re.compile(
             r"|straat|laan|gracht|plein|kade|steeg)\s+\d{1,4}[a-z]?\b",
             # FR, ES, IT, PT: 12 rue de ..., Calle Mayor 5, Via Roma 10, Rua Augusta 100
             r"\b\d{1,4}(?:\s?(?:bis|ter|[a-z]))?,?\s+(?i:rue|avenue|av\.|boulevard|bd|chemin"
-            r"|all[ée]e|impasse|quai|place|cours)\s+\w",
+            r"|all[ée]e|impasse|quai|place|cours)(?:\s+[\w'’\-]+){1,4}",
             r"\b(?:Calle|C/|Avenida|Avda\.|Paseo|Plaza|Carrer|Via|Viale|Piazza|Corso|Vicolo"
-            r"|Rua|Travessa|Largo|Pra[çc]a)\s+[\w'. ]{2,40}?,?\s+(?:n\.?[º°o]?\s*)?\d{1,4}\b",
+            r"|Rua|Travessa|Largo|Pra[çc]a)\s+[\w'. ]{2,40}?,?\s+(?:n\.?[º°o]?\s*)?\d{1,4}\b"
+            r"(?=\s*[,;\n]|\s*$|\s+\d{4,5}\b)",  # the number ends it: `Via Docker Compose 2 we`
             # US, UK, CA, AU, IN: 1600 Pennsylvania Avenue, 221B Baker Street
             r"\b\d{1,5}[A-Za-z]?\s+(?:[A-Z][\w'\-]*\.?\s+){1,4}(?:Street|St|Avenue|Ave|Road|Rd"
             r"|Lane|Ln|Drive|Dr|Boulevard|Blvd|Way|Court|Ct|Place|Pl|Terrace|Close|Crescent"
@@ -267,6 +280,8 @@ _ADDRESS = re.compile(
     )
 )
 
+
+_RANDOM = "random-looking token"
 
 # -- high-entropy tokens --------------------------------------------------------------------
 _LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{20,}")
@@ -317,7 +332,7 @@ def _entropy_token(text: str, depth: int) -> tuple[str, str] | None:
             if depth < 1:
                 continue  # base64 prose: read as the text it is
         if any(_random_looking(p) for p in re.split(r"[/_\-.=+]{1,2}", token)):
-            return "random-looking token", token
+            return _RANDOM, token
     return None
 
 
@@ -335,6 +350,46 @@ def _spans(text: str, depth: int = 0) -> list[tuple[str, str]]:
     spans = [(kind, value) for kind, value in found if value]
     entropy = _entropy_token(blanked, depth)
     return [*spans, entropy] if entropy else spans
+
+
+def _redactable(text: str) -> str | None:
+    """One value in `text` whose extent the shapes know exactly: a credential or an id
+    beside its name, a birth date, an obfuscated e-mail, an address, a number a word names,
+    a base64 run whose text looks private. A bare long number or a random-looking token
+    stays the gate's: its extent is sure, whether it is private is not."""
+    forms_kept = _SAFE_FORMS.sub(" ", text)
+    blanked = _HEX.sub(" ", forms_kept)
+    address = _ADDRESS.search(blanked)
+    encoded = _entropy_token(blanked, 0)
+    found = [
+        _credential_value(_KEEP.sub(" ", forms_kept)),
+        _named_identifier(blanked),
+        _birth_date(_KEEP.sub(" ", text)),
+        _email(text),
+        address.group(0) if address else None,
+        _named_number(blanked),
+        encoded[1] if encoded and encoded[0] != _RANDOM else None,
+    ]
+    return next((v for v in found if v and v in text and v != REDACTED), None)
+
+
+MAX_REDACTIONS = 64  # values redacted from one text before the rest is left to the gate
+
+
+def redact_looks_private(text: str) -> tuple[str, frozenset[str]]:
+    """`text` with each value that looks private and has a known extent redacted, and
+    those values (for the caller to redact wherever else they stand in the unit); what is
+    left, the gate (`residue`) still reads."""
+    if not _residue(text):
+        return text, frozenset()
+    values: set[str] = set()
+    for _ in range(MAX_REDACTIONS):
+        value = _redactable(text)
+        if value is None:
+            break
+        values.add(value)
+        text = text.replace(value, REDACTED)
+    return text, frozenset(values)
 
 
 def residue_spans(text: str) -> list[tuple[str, str]]:
