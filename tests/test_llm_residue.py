@@ -35,6 +35,16 @@ LOOKS_PRIVATE = [
     ("Lindenallee 42, 50667 Köln", "street address"),
     ("14 rue des Lilas, 69003 Lyon", "street address"),
     ("ship it to 742 Evergreen Terrace", "street address"),
+    # a seed phrase, a quoted pass phrase, a Japanese era birth date, house-level coordinates
+    (
+        "wallet mnemonic: crane olive tiger mango river plate hollow jazz quiet ember stone fig",
+        "pass phrase",
+    ),
+    ("unlock it with passphrase 'purple lamp seven rivers'", "pass phrase"),
+    ("生年月日：昭和52年8月9日", "birth date"),
+    ("the GPS fix at home was 48.137154, 11.576124", "coordinates"),
+    ("Anschrift: Am Kirchberg 12, Ortsteil Nord", "street address"),
+    ("kontakt: j.kowalczyk＠wp.pl", "e-mail"),
     # a random token no prefix announces, also base64-wrapped in prose
     ("here: Hq7ZpL2xWv9RkT4mNc8BsYd3Fg6J", "random-looking token"),
 ]
@@ -53,6 +63,10 @@ LOOK_ALIKES = [
     "PR #4821 fixed line 1234567",
     "Ubuntu 22.04 with python3.12 and node-v20.11.1",
     "the password was [REDACTED] and the token [REDACTED]",
+    "coordinates 40.7128, -74.0060 (New York)",
+    "Via Docker Compose 2 we run 3 services",
+    "IBAN format: DE00 0000 0000 0000 0000 00",
+    "random seed 1337 for reproducibility",
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk",
 ]
 

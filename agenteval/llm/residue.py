@@ -143,18 +143,21 @@ _DOCUMENT = re.compile(
     r"(?i:\b(?:passport|pass\s?port|reisepass|pass(?:nummer|nr)|passeport|pasaporte|passaporto"
     r"|paspoort|licen[cs]e|f[üu]hrerschein|permis|carnet|patente|carta\s+d'identit|cart[ãa]o"
     r"|rijbewijs|identit|ausweis|personalausweis|insee|s[ée]cu(?:rit[ée])?"
-    r"|codice\s+fiscale|steuer|insurance|versicherung|assurance|seguro|born|birth|geboren"
+    r"|codice\s+fiscale|steuer|insurance|versicher\w*|assurance|seguro|born|birth|geboren"
+    r"|\w*(?:nummer|number|num[ée]ro|n[úu]mero|numero)"
     r"|geburt|n[ée]e?\s+le|naci(?:do|da|miento)|nato|nata|nascid|geboortedatum|address|adresse"
     r"|anschrift|direcci[óo]n|indirizzo|endere[çc]o|adres|iban|phone|mobile|handy|portable"
     r"|celular|cellulare|telefoon|member|patient|customer|employee|account)"
-    r"|\b(?:tax|vat|ssn|sin|nino|bsn|aadhaar|pan|dni|nie|nif|cpf|dob|tel|id|nr|no|cf|dl)\b)"
+    r"|\b(?:tax|vat|ssn|sin|nino|bsn|aadhaar|pan|dni|nie|nif|cpf|dob|tel|id|nr|no|cf|dl"
+    r"|rfc|curp|rut|cuit|cnpj|nir|vin|imei|iccid|msisdn|pesel|nhs|abn|tfn)\b)"
     r"|旅券|パスポート|免許|運転|住所|電話|携帯|生年月日|誕生|マイナンバー|個人番号|保険"
 )
 _CREDENTIAL = re.compile(
     r"(?i:\b(?:cookie|session|token|secret|password|passwort|mot\s+de\s+passe|contrase[ñn]a"
     r"|senha|wachtwoord|passwd|passphrase|requirepass|masterauth|identified\s+by|api[\s_\-]?key"
-    r"|credential|bearer|login|auth|apikey|access[\s_\-]?key|private[\s_\-]?key)"
-    r"|\b(?:pwd|pass|key|sid|pin)\b)|暗証|パスワード|鍵|トークン"
+    r"|credential|bearer|login|auth|apikey|access[\s_\-]?key|private[\s_\-]?key|totp|otp"
+    r"|2fa|mfa|seed|mnemonic|recovery|backup\s+codes?|serial|activation|response\s*=|signature"
+    r"|hmac)|\b(?:pwd|pass|key|sid|pin)\b)|暗証|パスワード|鍵|トークン|シード"
 )
 _ID_TOKEN = re.compile(
     r"(?<![A-Za-z0-9_\-/.])(?=[A-Za-z0-9\-]*\d)(?=[A-Za-z0-9\-]*[A-Za-z])"
@@ -189,6 +192,33 @@ def _code_path(token: str) -> bool:
     return all(_CODE_WORD.fullmatch(part) for part in token.split("."))
 
 
+# A quoted value (spaces allowed) or a word list (a wallet's seed) after a credential's name.
+_PHRASE = re.compile(
+    r"(?i:pass\s?phrase|password|passwort|mot\s+de\s+passe|contrase[ñn]a|senha|seed|mnemonic"
+    r"|recovery\s+(?:phrase|words))[^\n\"'`]{0,24}?(?:[\"'`](?P<quoted>[^\"'`\n]{8,80})[\"'`]"
+    r"|[:=]?\s*(?P<words>(?:[a-z]{3,8}\s+){11,23}[a-z]{3,8}\b))"
+)
+# Coordinates precise to a house (5+ decimals: a city's 4 are public) beside a word
+# saying whose place they are.
+_COORDINATES = re.compile(r"-?\d{1,2}\.\d{5,},\s*-?\d{1,3}\.\d{5,}")
+_PLACE = re.compile(r"(?i:gps|\blat|\blng|\blon|coord|location|standort|position|home|wohn|位置)")
+
+
+def _phrase(text: str) -> str | None:
+    match = _PHRASE.search(text)
+    if match is None:
+        return None
+    value = match.group("quoted") or match.group("words")
+    return None if value == REDACTED or REDACTED in value or value.startswith("$") else value
+
+
+def _coordinates(text: str) -> str | None:
+    for match in _COORDINATES.finditer(text):
+        if _near(_PLACE, text, match):
+            return match.group(0)
+    return None
+
+
 def _credential_value(text: str) -> str | None:
     """A value beside a word naming a credential (hex too: `wandb login <40 hex>`)."""
     for match in _CRED_TOKEN.finditer(text):
@@ -214,7 +244,8 @@ _BIRTH = re.compile(
     r"|\bnat[oa]\b|nascit|nascid|geboortedatum|f[öo]dd)|生年月日|誕生|生まれ|生）|生\)|\d日生"
 )
 _DATE = re.compile(
-    r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[./\-]\d{1,2}[./\-]\d{2,4}\b|\d{4}年\s?\d{1,2}月\s?\d{1,2}日"
+    r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[./\-]\d{1,2}[./\-]\d{2,4}\b"
+    r"|(?:\d{4}|(?:昭和|平成|令和|大正)\s?\d{1,2})年\s?\d{1,2}月\s?\d{1,2}日"
     r"|\b\d{1,2}\.?\s+(?:de\s+)?[A-Za-zäéèû]{3,10}\.?\s+(?:de\s+)?\d{4}\b"
     r"|\b[A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+\d{4}\b"
 )
@@ -244,7 +275,8 @@ def _email(text: str) -> str | None:
         plain = re.sub(r"\s+", "", found)
         if FIXTURE_EMAIL.fullmatch(plain) or RESERVED_EMAIL.search(plain):
             continue
-        if "@" not in found and not re.search(r"[\[({<]|(?i:\bdot\b|\bpunkt\b)", found):
+        spelled = re.search(r"[\[({<]|(?i:\bdot\b|\bpunkt\b)", found)
+        if "@" not in found and "＠" not in found and not spelled:
             continue
         return found
     return None
@@ -257,6 +289,14 @@ _ADDRESS = re.compile(
             # DE/AT/CH, NL: Hauptstraße 12, Keizersgracht 123
             r"\b[A-ZÄÖÜ][\wäöüß\-]*(?i:stra(?:ß|ss)e|str\.|weg|gasse|platz|allee|damm|ufer"
             r"|straat|laan|gracht|plein|kade|steeg)\s+\d{1,4}[a-z]?\b",
+            # DE without a street word: Am Sonnenhang 7, An der Lehmkuhle 3
+            r"\b(?:Am|An\s+der|An\s+den|Im|In\s+der|Auf\s+der|Auf\s+dem|Zum|Zur|Unter\s+den)"
+            r"\s+[A-ZÄÖÜ][\wäöüß\-]+\s+\d{1,4}[a-z]?\b(?=\s*[,;\n]|\s*$|\s+\d{5}\b)",
+            # a label, then a value with a number: "Anschrift: ...", "address: ..."
+            r"(?i:(?<![\w\-])(?<!ip )(?<!mac )(?<!mail )(?<!host )(?<!web )(?<!base )"
+            r"(?:home\s+|postal\s+|mailing\s+|shipping\s+|billing\s+)?(?:address|adresse"
+            r"|anschrift|direcci[óo]n|indirizzo|endere[çc]o|adres|domicilio|wohnhaft))\s*[:：]"
+            r"[ \t]*[^\n;]{0,60}?\d[^\n;]{0,40}|住所\s*[:：]?\s*\S{2,40}\d\S{0,20}",
             # FR, ES, IT, PT: 12 rue de ..., Calle Mayor 5, Via Roma 10, Rua Augusta 100
             r"\b\d{1,4}(?:\s?(?:bis|ter|[a-z]))?,?\s+(?i:rue|avenue|av\.|boulevard|bd|chemin"
             r"|all[ée]e|impasse|quai|place|cours)(?:\s+[\w'’\-]+){1,4}",
@@ -343,6 +383,8 @@ def _spans(text: str, depth: int = 0) -> list[tuple[str, str]]:
         ("long digit run", _digit_runs(blanked)),
         ("identifier beside a document, credential or person", _named_identifier(blanked)),
         ("credential beside its name", _credential_value(_KEEP.sub(" ", forms_kept))),
+        ("pass phrase", _phrase(text)),
+        ("coordinates", _coordinates(text)),
         ("birth date", _birth_date(_KEEP.sub(" ", text))),
         ("e-mail address", _email(text)),
         ("street address", (m := _ADDRESS.search(blanked)) and m.group(0)),
@@ -362,8 +404,10 @@ def _redactable(text: str) -> str | None:
     address = _ADDRESS.search(blanked)
     encoded = _entropy_token(blanked, 0)
     found = [
+        _phrase(text),
         _credential_value(_KEEP.sub(" ", forms_kept)),
         _named_identifier(blanked),
+        _coordinates(text),
         _birth_date(_KEEP.sub(" ", text)),
         _email(text),
         address.group(0) if address else None,
