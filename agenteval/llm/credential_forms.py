@@ -13,6 +13,11 @@ input (`echo PW | docker login --password-stdin`, `sudo -S <<< PW`, `chpasswd`) 
 `ftp> user NAME PW` are rules of their own. Flags every program spells alike
 (`--password`, `--token`, `--api-key`) are `llm.secret_rules`' generic rule.
 
+SQL's password clauses in every dialect (`IDENTIFIED [WITH plugin] BY`, `[ENCRYPTED]
+PASSWORD '...'`, `WITH PASSWORD =`, `PASSWORD('...')`, `SET PASSWORD`) and cookies (each
+pair of a `Cookie:` or `Set-Cookie:` header, a session cookie wherever it stands) are rules
+here too.
+
 Credential files: `.netrc` (`machine h login u password PW`), `.pgpass`
 (`host:port:db:user:PW`); `.my.cnf`, `.pypirc`, `.npmrc`, docker's `config.json` (`"auth":`)
 and `.git-credentials` (URLs) are the name=value and URL rules'.
