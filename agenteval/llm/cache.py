@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -39,6 +40,7 @@ from agenteval.llm.residue import residue, strings_of
 from agenteval.llm.types import Completion
 
 CACHE_FORMAT = 1
+log = logging.getLogger(__name__)
 # The Cache Directory Tagging convention (https://bford.info/cachedir/): backup tools skip a
 # folder holding it. It also keeps an unused cache from being an empty DVC output, which DVC
 # warns about on every `dvc repro` of the offline default (no model is called).
@@ -113,6 +115,7 @@ class ResponseCache:
         clean = scrubber.scrub(stored)
         if any(scrubber.leaks(text) or residue(text) for text in strings_of(clean)):
             self.withheld += 1
+            log.info("reply not cached (%d so far): still looks private", self.withheld)
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
         text = canonical_json({"format": CACHE_FORMAT, "completion": clean})
