@@ -45,6 +45,11 @@ LOOKS_PRIVATE = [
     ("the GPS fix at home was 48.137154, 11.576124", "coordinates"),
     ("Anschrift: Am Kirchberg 12, Ortsteil Nord", "street address"),
     ("kontakt: j.kowalczyk＠wp.pl", "e-mail"),
+    ("scrivi a l.bianchi chiocciola tiscali punto it", "e-mail"),
+    ("Sozialversicherungsnummer 53 270461 K 048", "number beside its document"),
+    ("口座番号 3920471 (普通)", "number beside its document"),
+    ("Flat 4, 19 Westgate, Bristol", "street address"),
+    ("ul. Długa 17/3, 80-827 Gdańsk", "street address"),
     # a random token no prefix announces, also base64-wrapped in prose
     ("here: Hq7ZpL2xWv9RkT4mNc8BsYd3Fg6J", "random-looking token"),
 ]

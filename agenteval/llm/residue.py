@@ -102,11 +102,15 @@ _NUMBER_NAME = re.compile(
 _TIMESTAMP_KEY = re.compile(r"(?i:time|stamp|date|created|updated|_at\b|epoch|ts\b|clock)")
 
 
-def _safe_number(text: str, match: re.Match[str]) -> bool:
+def _safe_number(text: str, match: re.Match[str], named: bool = False) -> bool:
+    """Whether a digit run is a known-safe form; `named` (a word beside it names a
+    document or a phone) makes a counting run (1234567) no placeholder."""
     run = match.group(0)
     digits = re.sub(r"\D", "", run)
-    if len(digits) < MIN_DIGITS or len(set(digits)) == 1 or digits in "01234567890123456789":
-        return True  # short, or a placeholder: 9999 9999 9999, 1234567
+    if len(digits) < MIN_DIGITS or len(set(digits)) == 1:
+        return True  # short, or a placeholder: 9999 9999 9999
+    if not named and digits in "01234567890123456789":
+        return True  # 1234567: a placeholder too, unless its word says whose it is
     tokens = run.split()
     if len(tokens) > 1 and any(_DECIMAL.fullmatch(t) for t in tokens):
         return True  # a list of measurements: 0.25 0.25 0.5
@@ -130,12 +134,12 @@ def _digit_runs(text: str) -> str | None:
 def _named_number(text: str) -> str | None:
     """A long digit run a word beside it says is a document's, a phone's or a person's."""
     for match in _DIGIT_RUN.finditer(text):
-        if _safe_number(text, match):
-            continue
         after = text[match.end() : match.end() + 12]
-        if _near(_DOCUMENT, text, match) or re.match(r"\W{0,3}(?:です|でした)", after):
+        named = _near(_DOCUMENT, text, match) or re.match(r"\W{0,3}(?:です|でした)", after)
+        if named and not _safe_number(text, match, named=True):
             return match.group(0).strip(" -./")
-    return None
+    grouped = _GROUPED_VALUE.search(text)
+    return grouped.group("value") if grouped else None
 
 
 # -- identifiers near a word naming a document, a credential or a person --------------------
@@ -151,6 +155,14 @@ _DOCUMENT = re.compile(
     r"|\b(?:tax|vat|ssn|sin|nino|bsn|aadhaar|pan|dni|nie|nif|cpf|dob|tel|id|nr|no|cf|dl"
     r"|rfc|curp|rut|cuit|cnpj|nir|vin|imei|iccid|msisdn|pesel|nhs|abn|tfn)\b)"
     r"|旅券|パスポート|免許|運転|住所|電話|携帯|生年月日|誕生|マイナンバー|個人番号|保険"
+    r"|番号|口座"
+)
+# A value in groups right after a document's name, letters among its digits:
+# `Sozialversicherungsnummer 12 150870 M 123`, `NI: AB 12 34 56 C`.
+_GROUPED_VALUE = re.compile(
+    f"(?:{_DOCUMENT.pattern})"
+    r"[ \t]*(?:(?i:number|no\.?|nr\.?|n[°º]|#))?[ \t]*[:：=#\-]?[ \t]*"
+    r"(?P<value>(?=(?:[A-Z ]*\d){5})[A-Z0-9](?:[A-Z0-9]|[ \-./](?=[A-Z0-9])){5,24})"
 )
 _CREDENTIAL = re.compile(
     r"(?i:\b(?:cookie|session|token|secret|password|passwort|mot\s+de\s+passe|contrase[ñn]a"
@@ -261,8 +273,14 @@ def _birth_date(text: str) -> str | None:
 
 
 # -- e-mail in any obfuscation --------------------------------------------------------------
-_AT = r"(?:@|＠|\s*[\[({<]\s*(?i:at|@)\s*[\])}>]\s*|\s+(?i:at)\s+|\s*(?i:%40)\s*)"
-_DOT = r"(?:\.|\s*[\[({<]\s*(?i:dot|punkt|point|punto)\s*[\])}>]\s*|\s+(?i:dot|punkt)\s+)"
+_AT = (
+    r"(?:@|＠|\s*[\[({<]\s*(?i:at|@|chiocciola|arroba)\s*[\])}>]\s*"
+    r"|\s+(?i:at|chiocciola|arroba|klammeraffe|apenstaart|snabel-a)\s+|\s*(?i:%40)\s*)"
+)
+_DOT = (
+    r"(?:\.|\s*[\[({<]\s*(?i:dot|punkt|point|punto|ponto|punt)\s*[\])}>]\s*"
+    r"|\s+(?i:dot|punkt|punto|ponto|punt|point)\s+)"
+)
 _EMAILISH = re.compile(
     rf"(?<![\w.\-])[A-Za-z0-9][\w.+\-]*{_AT}[A-Za-z0-9][\w\-]*(?:{_DOT}[A-Za-z0-9][\w\-]*)*"
     rf"{_DOT}(?i:[a-z]{{2,12}})\b"
@@ -275,7 +293,7 @@ def _email(text: str) -> str | None:
         plain = re.sub(r"\s+", "", found)
         if FIXTURE_EMAIL.fullmatch(plain) or RESERVED_EMAIL.search(plain):
             continue
-        spelled = re.search(r"[\[({<]|(?i:\bdot\b|\bpunkt\b)", found)
+        spelled = re.search(r"[\[({<]|(?i:\b(?:dot|punkt|punto|ponto|punt)\b)", found)
         if "@" not in found and "＠" not in found and not spelled:
             continue
         return found
@@ -289,6 +307,13 @@ _ADDRESS = re.compile(
             # DE/AT/CH, NL: Hauptstraße 12, Keizersgracht 123
             r"\b[A-ZÄÖÜ][\wäöüß\-]*(?i:stra(?:ß|ss)e|str\.|weg|gasse|platz|allee|damm|ufer"
             r"|straat|laan|gracht|plein|kade|steeg)\s+\d{1,4}[a-z]?\b",
+            # a flat before its street: Flat 3, 27 Kingsway, Cardiff
+            r"\b(?:Flat|Apt\.?|Apartment|Suite|Unit|Wohnung|Whg\.|Piso|Appartement)\s+\d{1,4}[A-Z]?,"
+            r"[^\n;]{3,60}",
+            # PL: ul. Marszałkowska 84/92, 00-514 Warszawa
+            r"(?i:\b(?:ul\.|ulica|al\.|aleja|os\.))\s+[A-ZĄĆĘŁŃÓŚŹŻ][\wąćęłńóśźż.\-]+"
+            r"(?:\s+[A-ZĄĆĘŁŃÓŚŹŻ][\wąćęłńóśźż\-]+)*\s+\d{1,4}[a-z]?(?:/\d{1,4})?",
+            r"(?<![\w.:/\-#])\d{2}-\d{3}\s+[A-ZĄĆĘŁŃÓŚŹŻ][a-ząćęłńóśźż]{2,}",
             # DE without a street word: Am Sonnenhang 7, An der Lehmkuhle 3
             r"\b(?:Am|An\s+der|An\s+den|Im|In\s+der|Auf\s+der|Auf\s+dem|Zum|Zur|Unter\s+den)"
             r"\s+[A-ZÄÖÜ][\wäöüß\-]+\s+\d{1,4}[a-z]?\b(?=\s*[,;\n]|\s*$|\s+\d{5}\b)",
@@ -381,6 +406,7 @@ def _spans(text: str, depth: int = 0) -> list[tuple[str, str]]:
     blanked = _HEX.sub(" ", forms_kept)
     found = [
         ("long digit run", _digit_runs(blanked)),
+        ("number beside its document's name", _named_number(blanked)),
         ("identifier beside a document, credential or person", _named_identifier(blanked)),
         ("credential beside its name", _credential_value(_KEEP.sub(" ", forms_kept))),
         ("pass phrase", _phrase(text)),
