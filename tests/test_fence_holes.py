@@ -49,6 +49,18 @@ def test_a_hard_link_to_a_protected_file_is_neither_listed_nor_read(repo: Path) 
     assert "SIXTEEN" not in str([c.result for c in tools.calls])
 
 
+def test_outside_refuses_a_hard_link_to_a_protected_file_as_reading_does(repo: Path) -> None:
+    # The MCP target asks `outside()` before it hands a document path to the agent's own
+    # server: a hard link in the corpus to the suite must be outside, the document inside.
+    fence = build_fence(repo, [(DOCS, "target.library")], (), PROTECTED)
+    assert not fence.outside(f"{DOCS}/leave.md")
+    os.link(repo / "data/suite.json", repo / DOCS / "summary.md")
+    assert fence.outside(f"{DOCS}/summary.md")
+    assert fence.outside(str(repo / DOCS / "summary.md"))
+    os.link(repo / DOCS / "leave.md", repo / DOCS / "leave-copy.md")  # two names, no key
+    assert not fence.outside(f"{DOCS}/leave-copy.md")
+
+
 def test_a_file_swapped_for_a_symlink_after_its_first_read_is_refused(repo: Path) -> None:
     tools = tools_of(repo, DOCS)
     assert tools.call("read_document", path=f"{DOCS}/leave.md").ok

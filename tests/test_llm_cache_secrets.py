@@ -54,7 +54,10 @@ def test_an_echoed_key_reaches_neither_the_cache_nor_dvc(
                 await client.aclose()
 
         said = asyncio.run(ask())
-    assert key in said, "the endpoint did echo the key (the test would prove nothing)"
+        assert key in server.seen, "the endpoint did echo the key (the test would prove nothing)"
+    # Nor does the reply the caller gets: the agent's own key would go back to it as its
+    # earlier turn of a conversation (an outside red team's K1).
+    assert "debug: your header was" in said and key not in said
     files = [p for p in cache.rglob("*") if p.is_file()]
     assert files and not any(key in p.read_text() for p in files)
     dvc = shutil.which("dvc")
@@ -114,12 +117,13 @@ def test_a_rewrapped_key_and_personal_data_reach_no_cache_entry(
                 await client.aclose()
 
         said = asyncio.run(ask())
-    flat_said = "".join(c for c in said if c.isalnum())
-    assert key in flat_said and PERSONAL["card"] in said, "the echo proves nothing"
+        assert key in server.seen and PERSONAL["card"] in said, "the echo proves nothing"
+    pieces = {key[i : i + 12] for i in range(len(key) - 11)}
+    flat_said = "".join(c for c in unquote(said) if c.isalnum())
+    assert not any(piece in flat_said for piece in pieces), said  # nor in the reply itself
     (entry,) = [p for p in cache.rglob("*.json")]
     stored = json.loads(entry.read_text())["completion"]["text"]
     flat = "".join(c for c in unquote(stored) if c.isalnum())
-    pieces = {key[i : i + 12] for i in range(len(key) - 11)}
     assert not any(piece in flat for piece in pieces), stored
     for kind, value in PERSONAL.items():
         assert value not in stored and unquote(value) not in unquote(stored), kind

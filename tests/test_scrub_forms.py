@@ -173,3 +173,29 @@ def test_a_value_cut_short_is_redacted_where_it_stands_and_nothing_else() -> Non
     assert key[:14] not in str(clean)
     assert clean["command"] == f"grep -rn '{REDACTED}' . ; echo ok"
     assert clean["note"] == case["note"]
+
+
+def test_sql_password_clauses_of_every_dialect_and_cookies_are_redacted() -> None:
+    from agenteval.llm.scrub import scrub_text
+
+    secret = "Nb4#rT8qLz2w"
+    forms = [
+        f"ALTER USER 'svc'@'%' IDENTIFIED BY '{secret}';",
+        f"CREATE USER x IDENTIFIED WITH caching_sha2_password BY '{secret}';",
+        f"ALTER USER scott IDENTIFIED BY {secret};",
+        f"CREATE ROLE app LOGIN ENCRYPTED PASSWORD '{secret}';",
+        f"CREATE LOGIN app WITH PASSWORD = N'{secret}';",
+        f"SET PASSWORD FOR 'bob'@'localhost' = PASSWORD('{secret}');",
+        f"CREATE MASTER KEY ENCRYPTION BY PASSWORD = '{secret}';",
+        f"Cookie: theme=dark; sessionid={secret}x9Kd",
+        f"Set-Cookie: JSESSIONID={secret}x9Kd; Path=/; HttpOnly",
+        f"curl -b 'remember_token={secret}x9Kd' https://app.local",
+    ]
+    for text in forms:
+        assert secret not in scrub_text(text).text, text
+    for kept in (
+        "requests.get(url, auth=HTTPBasicAuth(user, pw))",
+        "ALTER USER scott ACCOUNT UNLOCK;",
+        "Set-Cookie: theme=dark; Path=/",
+    ):
+        assert scrub_text(kept).text == kept, kept

@@ -7,6 +7,7 @@ reply); keeping the rest here means both protocols behave identically under faul
 from __future__ import annotations
 
 import json
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,6 +19,7 @@ from agenteval.llm.cost import PriceTable, estimate_tokens, price_completion
 from agenteval.llm.endpoint import Endpoint
 from agenteval.llm.limits import GLOBAL_LIMITS, EndpointLimits
 from agenteval.llm.retry import RetryPolicy, call_with_retries
+from agenteval.llm.scrub import MIN_SECRET_LEN, REDACTED
 from agenteval.llm.types import (
     AssistantMessage,
     Completion,
@@ -29,6 +31,7 @@ from agenteval.llm.types import (
     as_messages,
     as_tool_specs,
 )
+from agenteval.llm.views import HeldSecrets
 
 ToolsArg = Iterable[ToolSpec | Mapping[str, Any]] | None
 
@@ -178,7 +181,9 @@ class BaseChatClient(ABC):
         (reply, latency_ms), attempts = await call_with_retries(
             lambda: self._attempt(body), self.options.retry
         )
-        completion = self._account(reply, latency_ms, attempts, parsed_messages, specs)
+        completion = without_own_key(
+            self._account(reply, latency_ms, attempts, parsed_messages, specs), self.endpoint
+        )
         if cache is not None and key is not None:
             cache.put(key, completion, self.endpoint.cache_scrubber())
         return completion
@@ -247,3 +252,20 @@ class BaseChatClient(ABC):
             finish_reason=reply.finish_reason,
             attempts=attempts,
         )
+
+
+def without_own_key(completion: Completion, endpoint: Endpoint) -> Completion:
+    """The reply without the endpoint's own key, however it re-wraps it (`llm.views`): an
+    endpoint that echoes its Authorization header would otherwise have its key sent back
+    to it as the agent's own earlier turn of a conversation, and written where replies go."""
+    env = endpoint.api_key_env
+    key = os.environ.get(env, "").strip() if env else ""
+    if len(key) < MIN_SECRET_LEN or not completion.text:
+        return completion
+    spans = HeldSecrets([key]).spans(completion.text)
+    if not spans:
+        return completion
+    text = completion.text
+    for start, end in reversed(spans):
+        text = text[:start] + REDACTED + text[end:]
+    return completion.model_copy(update={"text": text})

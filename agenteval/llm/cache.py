@@ -12,7 +12,10 @@ gateway's per-run port (`Endpoint.cache_base_url`).
 A reply is scrubbed before it is written by the sessions' own scrubber (`llm.private`: the
 endpoint's key value however the reply re-wraps it, every secret shape, personal data,
 e-mail addresses, home folders), so an endpoint that echoes a credential or a person's data
-leaves none on disk.
+leaves none on disk. A reply that still holds anything that LOOKS private after that (the
+residue gate, `llm.residue`: a long digit run, an id beside its document's name, an e-mail in
+any obfuscation, an address, a random-looking token) is simply not cached: it is asked again
+next time, never stored; `ResponseCache.withheld` counts those.
 
 The cache is a DVC output of the `infer` stage (dvc.yaml): `dvc push` ships it to the team's
 remote so a teammate's re-inference is answered from it. That is safe only because no entry
@@ -24,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -32,9 +36,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from agenteval.llm.private import PrivateScrubber
+from agenteval.llm.residue import residue, strings_of
 from agenteval.llm.types import Completion
 
 CACHE_FORMAT = 1
+log = logging.getLogger(__name__)
 # The Cache Directory Tagging convention (https://bford.info/cachedir/): backup tools skip a
 # folder holding it. It also keeps an unused cache from being an empty DVC output, which DVC
 # warns about on every `dvc repro` of the offline default (no model is called).
@@ -78,6 +84,7 @@ class ResponseCache:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self.withheld = 0  # replies not cached: private-looking residue after scrubbing
 
     def path_for(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -98,13 +105,19 @@ class ResponseCache:
 
     def put(
         self, key: str, completion: Completion, scrubber: PrivateScrubber | None = None
-    ) -> None:
+    ) -> bool:
         """Store `completion` scrubbed (by `scrubber`, the endpoint's; else one that knows
-        the environment's secret values)."""
+        the environment's secret values); False, and nothing written, when the scrubbed
+        reply still holds or looks like private data."""
         path = self.path_for(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         stored = completion.model_copy(update={"cached": False}).model_dump(mode="json")
-        clean = (scrubber or PrivateScrubber()).scrub(stored)
+        scrubber = scrubber or PrivateScrubber()
+        clean = scrubber.scrub(stored)
+        if any(scrubber.leaks(text) or residue(text) for text in strings_of(clean)):
+            self.withheld += 1
+            log.info("reply not cached (%d so far): still looks private", self.withheld)
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
         text = canonical_json({"format": CACHE_FORMAT, "completion": clean})
         # Write to a temp file in the same directory and rename, so concurrent readers and
         # an interrupted run never see a half-written entry.
@@ -117,3 +130,4 @@ class ResponseCache:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+        return True

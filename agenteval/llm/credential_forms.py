@@ -13,6 +13,11 @@ input (`echo PW | docker login --password-stdin`, `sudo -S <<< PW`, `chpasswd`) 
 `ftp> user NAME PW` are rules of their own. Flags every program spells alike
 (`--password`, `--token`, `--api-key`) are `llm.secret_rules`' generic rule.
 
+SQL's password clauses in every dialect (`IDENTIFIED [WITH plugin] BY`, `[ENCRYPTED]
+PASSWORD '...'`, `WITH PASSWORD =`, `PASSWORD('...')`, `SET PASSWORD`) and cookies (each
+pair of a `Cookie:` or `Set-Cookie:` header, a session cookie wherever it stands) are rules
+here too.
+
 Credential files: `.netrc` (`machine h login u password PW`), `.pgpass`
 (`host:port:db:user:PW`); `.my.cnf`, `.pypirc`, `.npmrc`, docker's `config.json` (`"auth":`)
 and `.git-credentials` (URLs) are the name=value and URL rules'.
@@ -99,9 +104,15 @@ COMMAND = re.compile(
     + r")(?:\.exe)?[ \t]+(?P<args>(?:\"[^\"\n]*\"|'[^'\n]*'|\\.|[^|;&\n\"'`\\])+)"
 )
 # What a text must hold for any rule here to match (the scrubber's prefilter).
+# What SQL_PASSWORD and COOKIE (below) need to match.
+COOKIE_HINT = (
+    r"|(?i:identified|set\s+password|password\s*[=(N'\"]|cookie"
+    r"|(?:sess|sid|csrf|xsrf|auth|token|remember)[\w.\-]*=)"
+)
 CREDENTIAL_HINT = (
     r"(?<![\w.\-])(?:" + "|".join(re.escape(p) for p in _PROGRAMS) + r")[ \t]"
     r"|\bmachine\s|\bdefault\s|:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:|--password-stdin|chpasswd|passwd|sudo|ftp>"
+    + COOKIE_HINT
 )
 # A short lowercase word after a flag is prose about the command ("sshpass -p with care",
 # "redis-cli -a flag"), not its password.
@@ -247,8 +258,37 @@ def _pgpass(match: re.Match[str]) -> str | None:
 _PG_PORTS = frozenset({"*", "6432", *(str(p) for p in range(5432, 5440))})
 
 
+# SQL's password clauses in every dialect: MySQL/Oracle `IDENTIFIED [WITH plugin] BY [PASSWORD]
+# 'pw'` (Oracle's unquoted too), PostgreSQL and Snowflake `[ENCRYPTED] PASSWORD 'pw'`, SQL
+# Server `WITH PASSWORD = 'pw'` and `ENCRYPTION BY PASSWORD = 'pw'`, MySQL's `PASSWORD('pw')`
+# and `SET PASSWORD ... = 'pw'`.
+SQL_PASSWORD = re.compile(
+    r"(?i)(\bidentified\s+(?:with\s+['\"`]?\w+['\"`]?\s+)?(?:by|as)\s+(?:password\s+)?['\"]?"
+    r"|\b(?:encrypted\s+|unencrypted\s+)?password\s*(?:=\s*|\(\s*)?(?:N?['\"])"
+    r"|\bset\s+password\b[^=\n]{0,80}=\s*(?:password\s*\(\s*)?['\"]"
+    r"|\b(?:with|by)\s+password\s*=\s*N?['\"])"
+    r"(?P<value>[^'\"\s;]{3,128})"
+)
+# A cookie's values: `Cookie:` and `Set-Cookie:` headers (every pair), and a session cookie
+# wherever it stands (`sessionid=`, `JSESSIONID=`, `connect.sid=`, `_gh_sess=`, `PHPSESSID=`).
+COOKIE = re.compile(
+    r"(?i)((?:\bset-)?\bcookie\s*[:=]\s*(?:[^\n]*?[;,]\s*)?[\w.\-]{1,64}=|(?<![\w.\-])"
+    r"(?:[\w.\-]*(?:sess|session|sid|csrf|xsrf|auth|token|remember)[\w.\-]*)=)"
+    r"(?P<value>[^;,\s'\"\\()\[\]{}<>]{8,512})(?![^;,\s'\"\\)\]}>])"  # no call: auth=f(...)
+)
+
+
+def _cookie(match: re.Match[str]) -> str | None:
+    value = match.group("value")
+    if value.lower() in ("true", "false", "deleted", "null", "none") or not plausible_secret(value):
+        return None
+    return match.group(1) + REDACTED
+
+
 def credential_rules() -> list[Rule]:
     return [
+        ("sql_password", SQL_PASSWORD, _keep_plausible_value),
+        ("cookie", COOKIE, _cookie),
         ("cli_password", COMMAND, _command),
         ("piped_password", PIPED, _piped),
         ("ftp_user", FTP_USER, _keep_plausible_value),

@@ -32,6 +32,7 @@ from agenteval.llm.personal import (
     home_user,
 )
 from agenteval.llm.personal import HOME_FOLDER as HOME
+from agenteval.llm.residue import redact_looks_private
 from agenteval.llm.scrub import (
     MIN_SECRET_LEN,
     REDACTED,
@@ -69,6 +70,7 @@ class PrivateScrubber:
         # Each text scrubbed, with the secret values redacted from it (see `scrub`).
         self._done: dict[str, tuple[str, frozenset[str]]] = {}
         self._redacted: set[str] | None = None
+        self._emails_found: set[str] = set()  # the addresses of the text being scrubbed
         self.users: set[str] = set()
         self._user_words: re.Pattern[str] | None = None
         self.learn_user(getpass.getuser())
@@ -105,6 +107,10 @@ class PrivateScrubber:
         found = match.group(0)
         if _kept_email(found):
             return found
+        self._emails_found.add(found)
+        local = found.split("@", 1)[0]
+        if len(local) >= MIN_SECRET_LEN:  # its name alone, or the address wrapped over lines
+            self._emails_found.add(local)
         key = found.lower()
         if key not in self.emails:
             self.emails[key] = EMAIL_FIXTURE.format(n=len(self.emails) + 1)
@@ -114,7 +120,13 @@ class PrivateScrubber:
         # Texts repeat (a follow-up's context repeats earlier answers): each is scrubbed once.
         done = self._done.get(text)
         if done is None:
-            done = (self._scrub_text(text), self.secrets.redacted_values(text))
+            # What still looks private and has a known extent is redacted too, and its
+            # value with it wherever it stands in the unit (`llm.residue`): what stays
+            # costs the unit at the gate.
+            self._emails_found = set()
+            clean, looked = redact_looks_private(self._scrub_text(text))
+            emails = frozenset(self._emails_found)
+            done = (clean, self.secrets.redacted_values(text) | looked | emails)
             if len(self._done) >= MEMO_TEXTS:
                 self._done.clear()
             self._done[text] = done

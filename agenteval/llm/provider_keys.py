@@ -57,6 +57,25 @@ PROVIDER_KEYS = {
     "twilio_api_key": r"\bSK[0-9a-f]{32}\b",
     "discord_token": r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6,7}\.[A-Za-z0-9_\-]{27,40}",
     "jwt": r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    # Prefixes of gitleaks' newer rules this table lacked (the fourth red team's families).
+    "telegram_bot_token": r"\b\d{8,10}:AA[A-Za-z0-9_\-]{30,}",
+    "fcm_server_key": r"\bAAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{60,}",
+    "wandb_key": r"\bwandb_v1_[A-Za-z0-9_\-]{40,}|\blocal-[0-9a-f]{40}\b",
+    "aws_other_key_id": r"\b(?:AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
+    "amazon_mws_key": r"\bamzn\.mws\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    "facebook_token": r"\bEAA(?:CEdEose0cBA|[A-Za-z0-9]{4})[A-Za-z0-9]{30,}",
+    "dynatrace_token": r"\bdt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}\b",
+    "heroku_token": r"\bHRKU-[\w\-]{30,}",
+    "onepassword_token": r"\bops_eyJ[\w\-]{40,}",
+    "airtable_token": r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b",
+    "rubygems_token": r"\brubygems_[0-9a-f]{48}\b",
+    "nuget_key": r"\boy2[a-z0-9]{43}\b",
+    "prefect_token": r"\bpnu_[A-Za-z0-9]{36}\b",
+    "clojars_token": r"\bCLOJARS_[a-z0-9]{60}\b",
+    "flyio_token": r"\bFlyV1 fm[12][\w\-=+/,]{40,}|\bfm[12][ar]?_[\w\-=+/]{40,}",
+    "scaleway_key": r"\bSCW[A-Z0-9]{17}\b",
+    "atlassian_connect": r"\bATCTT3[\w\-=]{50,}",
+    "mailchimp_key": r"\b[0-9a-f]{32}-us\d{1,2}\b",
 }
 # One alternative per pattern's first characters (case-sensitive, like the patterns).
 PREFIX_HINT = (
@@ -65,5 +84,7 @@ PREFIX_HINT = (
     r"|pcsk|tvly|jina|csk)[_\-]|dapi[0-9a-f]|do[opr]_v1_|AGE-SECRET|shp|lin_|\.atlasv1\."
     r"|hv[sb]\.|dp\.|PMAK-|dckr_|NR[AIJR]|sntr|pscale_|sbp_|pul-|tskey-|lsv2_|ATATT3"
     r"|xkeysib-|sq0|EAAA|ntn_|figd_|LTAI|key-|SK[0-9a-f]|[MNO][A-Za-z0-9_\-]{23,27}\."
-    r"|eyJ"
+    r"|eyJ|\d{8,10}:AA|AAAA[A-Za-z0-9_\-]{7}:|wandb_v1_|local-[0-9a-f]|AGPA|AIDA|AROA|AIPA|ANPA"
+    r"|ANVA|A3T|amzn\.|EAA|dt0c01\.|HRKU-|ops_|pat[A-Za-z0-9]{14}\.|rubygems_|oy2|pnu_"
+    r"|CLOJARS_|FlyV1|fm[12]|SCW|ATCTT3|[0-9a-f]{32}-us"
 )

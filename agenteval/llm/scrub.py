@@ -40,7 +40,7 @@ from agenteval.llm.secret_rules import (
     random_looking,
     shape_rules,
 )
-from agenteval.llm.views import HeldSecrets, decoded_views, encoded_forms
+from agenteval.llm.views import HeldSecrets, decoded_views, encoded_forms, wrapped_tails
 
 __all__ = [
     "REDACTED",
@@ -189,6 +189,10 @@ class Scrubber:
         if pattern is not None:
             clean, repeated = pattern.subn(REDACTED, clean)
             hits += [f"repeated:{_first_kind(hits)}"] * repeated
+        if REDACTED in clean and "\n" in clean:
+            clean, tails = wrapped_tails(clean, REDACTED)
+            values.update(tails)
+            hits += ["shape:wrapped_tail"] * len(tails)
         found = (clean, tuple(hits), frozenset(values))
         if len(self._memo) >= MEMO_STRINGS:
             self._memo = {}
@@ -379,6 +383,7 @@ def _parts(removed: str) -> set[str]:
     `user:password` goes whole (the password alone), a connection string's value runs on
     (`pw;encrypt=true`, `pw&ssl=1`), quotes and brackets cling to it (`pw`)`)."""
     found = {removed, removed.partition(":")[2]}
+    found.update(_DATE_PART.findall(removed))  # a birth date said again without its name
     for value in list(found):
         first = re.split(r"[;&]", value, maxsplit=1)[0]
         found |= {first, value.strip(_CLINGING), first.strip(_CLINGING)}
@@ -386,6 +391,7 @@ def _parts(removed: str) -> set[str]:
 
 
 _CLINGING = "`'\"()[]{}<>,;. "
+_DATE_PART = re.compile(r"\d{1,4}[./\-年]\s?\d{1,2}[./\-月]\s?\d{2,4}日?")
 
 
 def _first_kind(hits: list[str]) -> str:

@@ -324,8 +324,9 @@ def _named_rules() -> list[Rule]:
         (
             "named_secret",
             re.compile(
-                r"(?i)((?<![A-Za-z0-9])" + SECRET_NAME + r"[\"']?\s*(?::|=|:=|=>)\s*[\"'`]?)"
-                r"(?!\[REDACTED\])" + _VALUE
+                r"(?i)((?<![A-Za-z0-9])" + SECRET_NAME + r"[\"']?\s*(?::|=|:=|=>)\s*(?P<q>[\"'`])?)"
+                # A quoted value runs to its quote, brackets and all (a Django key's `)`).
+                r"(?!\[REDACTED\])(?P<value>(?(q)[^\s\"'`]+|[^\s\"'`,;()\[\]{}<>]+))"
             ),
             _named_value,
         ),

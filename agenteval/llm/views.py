@@ -128,3 +128,26 @@ def _extend_back(text: str, pos: int, value: str, at: int) -> tuple[int, int]:
 
 
 _SEPARATOR_BEFORE = re.compile(SEPARATOR.pattern + r"\Z")
+
+
+# A key pasted from a chat that wrapped it: a line holding nothing but a key-shaped run (a
+# digit and both cases in it, 16+ characters), right after a line that ends in a redacted
+# value, is that value's tail; so is the line after it.
+_WRAPPED_TAIL = re.compile(
+    r"(\[REDACTED\][\"']?[ \t]*\r?\n[ \t]*[\"']?)"
+    r"(?=[A-Za-z_\-+/=]*\d)(?=[\w\-+/=]*[a-z])(?=[\w\-+/=]*[A-Z])"
+    r"([A-Za-z0-9_\-+/=]{16,})(?=[\"']?[ \t]*(?:\r?\n|$))"
+)
+MAX_TAILS = 8
+
+
+def wrapped_tails(text: str, redacted: str) -> tuple[str, list[str]]:
+    """`text` with each wrapped tail of a redacted value redacted, and the tails."""
+    tails: list[str] = []
+    for _ in range(MAX_TAILS):
+        match = _WRAPPED_TAIL.search(text)
+        if match is None:
+            break
+        tails.append(match.group(2))
+        text = text[: match.start(2)] + redacted + text[match.end(2) :]
+    return text, tails

@@ -163,13 +163,18 @@ class Fence:
 
     def outside(self, path: str) -> bool:
         """Whether `path` (absolute or repository-relative) names an existing file or folder
-        the fence refuses: how a step an external agent reports is checked."""
+        the fence refuses: how a step an external agent reports is checked, and what the
+        MCP target asks before it hands a path over. A file inside a root that is also a
+        protected file (a hard link to the key) is refused, as `opened` refuses it."""
         try:
             candidate = Path(path)
             resolved = (candidate if candidate.is_absolute() else self.root / candidate).resolve()
-            return not self.admits(resolved) and (resolved.exists() or resolved in self.keys)
+            if not self.admits(resolved):
+                return resolved.exists() or resolved in self.keys
+            found = resolved.stat()
         except (OSError, ValueError, RuntimeError):
             return False
+        return stat_kind.S_ISREG(found.st_mode) and self.links_protected(found)
 
 
 def open_no_symlinks(path: Path) -> int:

@@ -32,6 +32,7 @@ from agenteval.benchmarks.sessions.privacy import (
 )
 from agenteval.benchmarks.sessions.transcript import MAX_LINE_BYTES
 from agenteval.fileio import digest_of, sha256_file
+from agenteval.llm.residue import residue, strings_of
 from agenteval.measured import Coverage
 from agenteval.schema.sessions import (
     DatasetSource,
@@ -130,37 +131,33 @@ def write_model(path: Path, model: BaseModel, scrubber: SessionScrubber) -> Base
 
 
 RESIDUE = "private data left after scrubbing"
+LOOKS_PRIVATE = "looks private after scrubbing"
 
 
 def private_cases(
     cases: list[SessionCase], scrubber: SessionScrubber
-) -> tuple[list[SessionCase], int]:
-    """The cases scrubbed, less those that still hold private data (the count of those):
-    one case's residue costs that case, never the dataset."""
+) -> tuple[list[SessionCase], dict[str, int]]:
+    """The cases scrubbed, less those that still hold private data (counted by reason): one
+    case's residue costs that case, never the dataset. After the scrubber's own check, the
+    residue gate (`llm.residue`) drops a case holding anything that still LOOKS private: a
+    kind no rule knows costs its case, not a leak."""
     raw = [case.model_dump(mode="json") for case in cases]
     for value in raw:  # every home folder's user name first: a name may come before its path
         scrubber.learn(orjson.dumps(value).decode())
-    cleaned = [scrubber.scrub(value) for value in raw]
-    # String by string, not the case's JSON: texts repeat across cases (a follow-up's
-    # context), and JSON quoting would show detect-secrets every field as a quoted string.
-    kept = [
-        SessionCase.model_validate(clean)
-        for clean in cleaned
-        if not any(scrubber.leaks(text) for text in _strings(clean))
-    ]
-    return kept, len(cases) - len(kept)
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield str(key)
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+    kept: list[SessionCase] = []
+    dropped: dict[str, int] = {}
+    for value in raw:
+        # String by string, not the case's JSON: texts repeat across cases (a follow-up's
+        # context), and JSON quoting would show detect-secrets every field as a quoted string.
+        clean = scrubber.scrub(value)
+        strings = list(strings_of(clean))
+        if any(scrubber.leaks(text) for text in strings):
+            dropped[RESIDUE] = dropped.get(RESIDUE, 0) + 1
+        elif any(residue(text) for text in strings):
+            dropped[LOOKS_PRIVATE] = dropped.get(LOOKS_PRIVATE, 0) + 1
+        else:
+            kept.append(SessionCase.model_validate(clean))
+    return kept, dropped
 
 
 def prepare(out: Path, root: Path) -> Paths:
@@ -176,10 +173,11 @@ def step_dataset(params: dict[str, Any], root: Path, out: Path) -> SessionDatase
     source = transcripts_root(params)
     found = extract(source, options)
     scrubber = scrubber_for(params)
-    cases, residue = private_cases([f.case for f in found.cases], scrubber)
+    cases, dropped = private_cases([f.case for f in found.cases], scrubber)
     summary = found.summary()
-    if residue:
-        summary.dropped[RESIDUE] = summary.dropped.get(RESIDUE, 0) + residue
+    if dropped:
+        for reason, count in dropped.items():
+            summary.dropped[reason] = summary.dropped.get(reason, 0) + count
         summary.cases = len(cases)
     dataset = SessionDataset(
         source=DatasetSource(
