@@ -19,7 +19,7 @@ from agenteval.fileio import read_json, write_json
 from agenteval.scoring import nothing_measured
 from agenteval.tracking.policy import TracePolicy, policy_tags
 from agenteval.tracking.records import TurnTrace
-from agenteval.tracking.traces import Sent, TraceCounts
+from agenteval.tracking.traces import TraceCounts
 from agenteval.tracking.verdicts import TurnKey, log_verdict_table, turn_key, verdict_table
 
 if TYPE_CHECKING:
@@ -197,7 +197,6 @@ def _fill_run(
     attempt logs a fresh run instead of finding this incomplete one."""
     from agenteval.tracking import provenance, results
     from agenteval.tracking.store import MAX_PARAM_CHARS
-    from agenteval.tracking.traces import drain, verify
 
     client, run_id = target.client, target.run_id
 
@@ -214,9 +213,7 @@ def _fill_run(
         chosen = policy.choose(card.scenarios)
         traced = card.model_copy(update={"scenarios": _chosen(card, chosen)})
         trace_ids: dict[TurnKey, str] = {}
-        sent = _send_traces(target, layout, (items, traced), scrubber, links, trace_ids)
-        # MLflow exports them while the rest of the run is logged; checked at the end.
-        drained = drain() if sent.counts.traces else None
+        sent = _log_traces(target, layout, (items, traced), scrubber, links, trace_ids)
         noise = load_noise(card, layout.reports)
         tags = provenance.headline_tags(record) | provenance.unit_commit_tags(
             card.commits, card.code_stamps
@@ -240,9 +237,6 @@ def _fill_run(
         results.log_artifacts(client, run_id, layout, card, secrets, provenance=record)
         table = verdict_table(card, trace_ids, target.experiment_id)
         log_verdict_table(client, run_id, scrubber.scrub(table))
-        if drained is not None:
-            drained.join()
-            verify(client, target.experiment_id, run_id, sent.counts, sent.probe)
     except BaseException:
         _discard_traces(target)
         client.set_terminated(run_id, status="FAILED")
@@ -256,7 +250,7 @@ def _fill_run(
     if failure:
         client.set_tag(run_id, FAILURE_TAG, failure)
     client.set_terminated(run_id, status="FAILED" if failure else "FINISHED")
-    return sent.counts
+    return sent
 
 
 def _evaluation_links(
@@ -280,18 +274,18 @@ def _evaluation_links(
     return EvaluationLinks(model_id, name, short)
 
 
-def _send_traces(
+def _log_traces(
     target: _Target,
     layout: Layout,
     found: tuple[Sequence[SuiteItem], Scorecard],
     scrubber: Scrubber,
     links: EvaluationLinks,
     trace_ids: dict[TurnKey, str],
-) -> Sent:
-    """Every turn of the scorecard's conversations as a trace in MLflow's export queue,
-    read from disk one conversation at a time; `trace_ids` gets each turn's trace id."""
+) -> TraceCounts:
+    """Every turn of the scorecard's conversations as a trace, read from disk one
+    conversation at a time, verified in the store; `trace_ids` gets each turn's trace id."""
     from agenteval.tracking.conversations import iter_conversations, turn_traces
-    from agenteval.tracking.traces import send_traces
+    from agenteval.tracking.traces import log_traces
 
     items, card = found
     conversations = iter_conversations(
@@ -303,12 +297,13 @@ def _send_traces(
         for turn in turn_traces(conversation, target.run_id, scrubber)
     )
     if not card.scenarios:
-        return Sent()
+        return TraceCounts()
 
     def logged(turn: TurnTrace, trace_id: str) -> None:
         trace_ids[turn_key(turn)] = trace_id
 
-    return send_traces(target.experiment_id, turns, links.model_id, logged)
+    client, experiment_id = target.client, target.experiment_id
+    return log_traces(client, experiment_id, target.run_id, turns, links.model_id, logged)
 
 
 def _chosen(card: Scorecard, chosen: set[tuple[str, int]]) -> list[ScenarioResult]:

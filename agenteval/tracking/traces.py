@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -80,29 +79,6 @@ def log_traces(
     until MLflow has exported them, and check the store holds exactly what was sent. The
     tracking URI must be the client's (`tracking.store.mlflow_client` sets both).
     `logged(turn, trace_id)` is told each trace's id."""
-    sent = send_traces(experiment_id, turns, model_id, logged)
-    drain().join()
-    verify(client, experiment_id, run_id, sent.counts, sent.probe)
-    return sent.counts
-
-
-@dataclass(frozen=True)
-class Sent:
-    """What `send_traces` handed to MLflow's export queue: the counts `verify` expects, and
-    one trace to read back whole."""
-
-    counts: TraceCounts = TraceCounts()
-    probe: tuple[str, TurnTrace] | None = None
-
-
-def send_traces(
-    experiment_id: str,
-    turns: Iterable[TurnTrace],
-    model_id: str | None = None,
-    logged: Callable[[TurnTrace, str], None] | None = None,
-) -> Sent:
-    """Every turn as a trace in MLflow's export queue (drained on the way only when it
-    could fill); the caller drains it (`drain`) and checks the store (`verify`)."""
     import mlflow
 
     mlflow.set_experiment(experiment_id=experiment_id)
@@ -120,21 +96,9 @@ def send_traces(
             sent += TraceCounts.of(turn)
             probe = probe or (trace_id, turn)
             pending += exports
-    return Sent(sent, probe)
-
-
-def drain() -> threading.Thread:
-    """MLflow's export queue drained in a thread, started now: the caller logs the rest of
-    the run meanwhile and joins it before `verify`. The drain waits out MLflow's queue
-    consumer, which polls its empty queue with a 1 s timeout and offers no public way to be
-    woken (`AsyncTraceExportQueue.flush`), so that second is spent beside other work."""
-    import mlflow
-
-    thread = threading.Thread(
-        target=mlflow.flush_trace_async_logging, name="agenteval-mlflow-drain", daemon=True
-    )
-    thread.start()
-    return thread
+        mlflow.flush_trace_async_logging()
+    verify(client, experiment_id, run_id, sent, probe)
+    return sent
 
 
 def flush_every() -> int:
