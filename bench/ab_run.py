@@ -1,7 +1,8 @@
 """Benchmark: one `agenteval run` from two source trees, interleaved, to price one change.
 
 Run from the repository root with the venv active:
-    python bench/ab_run.py --a PATH --b PATH [--pairs 5] [--items 500] [--tracking [--no-traces]]
+    python bench/ab_run.py --a PATH --b PATH [--pairs 5] [--items 500]
+        [--tracking [--no-traces | --traces MODE]]
 
 A and B are two checkouts of agenteval (e.g. `git worktree add /tmp/a <commit>`): the commit
 that removes a device and its parent. Both run `python -m agenteval run` (with PYTHONPATH set
@@ -9,8 +10,10 @@ to their tree) on the same generated project of N single-turn scenarios (the `ch
 against the loopback endpoint of bench/loopback.py, 50 ms, concurrency 32, a tool call then
 the answer: the `tool` workload of bench/peer_inspect.py; `--documents` puts three of
 eval/corpus's documents in its library for the tool to search), in the order A, B, A, B, ...
-so the machine's load falls on both alike. Prints each run, then the median and range of
-wall and CPU (the process tree) per tree, and B/A of the medians.
+so the machine's load falls on both alike. With `--tracking`, every conversation is traced
+unless `--no-traces` (none) or `--traces MODE` (a `tracking.traces` mode, e.g. `sample`).
+Prints each run, then the median and range of wall and CPU (the process tree) per tree, and
+B/A of the medians.
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ ROOT = workload.ROOT
 
 
 def project(
-    folder: Path, items: int, port: int, tracking: tuple[bool, bool], documents: bool
+    folder: Path, items: int, port: int, tracking: tuple[bool, bool | str], documents: bool
 ) -> Path:
-    """The generated project; `tracking`: (enabled, traces)."""
+    """The generated project; `tracking`: (enabled, `tracking.traces`)."""
     root = workload.generated_root(folder, items, tools=True)
     if documents:  # the agent's query_documents then searches them (bm25s, chunking)
         for source in sorted((ROOT / "eval" / "corpus" / "documents").glob("*.md"))[:3]:
@@ -78,6 +81,7 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=500)
     parser.add_argument("--tracking", action="store_true", help="tracking on (default off)")
     parser.add_argument("--no-traces", action="store_true", help="with --tracking: no traces")
+    parser.add_argument("--traces", help="with --tracking: a tracking.traces mode (sample, ...)")
     parser.add_argument("--documents", action="store_true", help="3 documents in the library")
     args = parser.parse_args()
     workload.prepare_to_measure()
@@ -85,7 +89,7 @@ def main() -> int:
     found: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
     try:
         with tempfile.TemporaryDirectory(prefix="agenteval-ab-") as tmp:
-            tracking = (args.tracking, not args.no_traces)
+            tracking = (args.tracking, args.traces or not args.no_traces)
             root = project(Path(tmp), args.items, port, tracking, args.documents)
             for pair in range(args.pairs):
                 for name, tree in (("A", args.a), ("B", args.b)):
@@ -105,6 +109,7 @@ def main() -> int:
     print(f"B/A: wall {medians['B'][0] / medians['A'][0]:.3f}, "
           f"CPU {medians['B'][1] / medians['A'][1]:.3f}")  # fmt: skip
     flag = (" --tracking" if args.tracking else "") + (" --no-traces" if args.no_traces else "")
+    flag += f" --traces {args.traces}" if args.traces else ""
     flag += " --documents" if args.documents else ""
     print(f"rerun: python bench/ab_run.py --a {args.a} --b {args.b} --pairs {args.pairs} "
           f"--items {args.items}{flag}")  # fmt: skip

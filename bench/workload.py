@@ -194,17 +194,47 @@ def prepare_store(uri: str) -> None:
 
 
 def compile_package() -> str:
-    """Byte-compile agenteval's sources before anything is timed, as pip does for a package it
-    installs (inspect_ai's environment got its bytecode that way). An editable install
-    writes bytecode on first import, unless PYTHONDONTWRITEBYTECODE is set, as it is on this
-    project's machines: then every timed process compiled the ~190 modules again, about
-    0.7 CPU-s per process (twice with tracking on: the MLflow child imports them too).
+    """Byte-compile agenteval's sources, and the installed modules its MLflow tracking imports,
+    before anything is timed, as pip does for every package it installs (inspect_ai's
+    environment got its bytecode that way). An editable install writes bytecode on first
+    import, unless PYTHONDONTWRITEBYTECODE is set, as it is on this project's machines: then
+    every timed process compiled the ~190 modules again, about 0.7 CPU-s per process. uv,
+    which made this project's environments, installs without bytecode unless asked
+    (`--compile-bytecode`), so with tracking on every timed process also compiled MLflow,
+    pandas and SQLAlchemy from source: 4.4 of the 9.2 CPU-s a 500-item run's tracking took
+    (cProfile, issue 45), a cost no pip-installed environment pays.
     Returns the line the benchmarks print about it."""
     import compileall
 
     compileall.compile_dir(ROOT / "agenteval", quiet=1)
+    installed = tracking_modules()
+    for path in installed:
+        compileall.compile_file(path, quiet=2)
     unset = "" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "un"
-    return f"bytecode: agenteval/ compiled before timing (PYTHONDONTWRITEBYTECODE {unset}set)"
+    return (
+        f"bytecode: agenteval/ and the {len(installed)} installed modules tracking imports "
+        f"compiled before timing (PYTHONDONTWRITEBYTECODE {unset}set)"
+    )
+
+
+def tracking_modules() -> list[str]:
+    """Source files of the installed modules a tracked run imports (MLflow, its dataset API
+    and SQL store, and what they pull in), listed by a child process that imports them."""
+    code = (
+        "import sys, mlflow, mlflow.genai.datasets, mlflow.store.tracking.sqlalchemy_store\n"
+        "import agenteval.tracking.run\n"
+        "print('\\n'.join(getattr(m, '__file__', None) or '' for m in list(sys.modules.values())))"
+    )
+    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true", PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    site = {str(Path(p).resolve()) for p in sys.path if p.endswith("-packages")}
+    return sorted(
+        path
+        for path in set(done.stdout.split())
+        if path.endswith(".py") and any(path.startswith(s) for s in site)
+    )
 
 
 def cpu_jiffies() -> tuple[int, int] | None:
