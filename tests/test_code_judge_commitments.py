@@ -12,6 +12,12 @@ from agenteval.judges.layout import asked_columns, periods
 from agenteval.judges.numbers import misquoted, quantities
 from agenteval.judges.written import rewrite
 
+
+def verdict_of(score: float | None) -> str | None:
+    """A turn's correctness as the labels say it: full marks pass, None is deferred."""
+    return None if score is None else "pass" if score == 10 else "fail"
+
+
 RATE = "What is the nightly hotel cap for Denver?"
 TOTAL = "What is the total amount requested for FY2027?"
 
@@ -35,7 +41,7 @@ def score(question: str, expected: str, reply: str) -> float | None:
 )
 def test_the_last_commitment_wins_after_a_clear_retraction(reply: str, verdict: str | None) -> None:
     got = score(RATE, "$240 per night", reply)
-    assert (None if got is None else "pass" if got == 10 else "fail") == verdict
+    assert verdict_of(got) == verdict
 
 
 @pytest.mark.parametrize(
@@ -91,7 +97,7 @@ TOP = "Which region had the highest revenue from January to June 2026?"
 def test_a_name_in_another_case_is_the_name(reply: str, verdict: str | None) -> None:
     asked = Question(TOP, "Coastal", False, True, documents=[SALES])
     got = grade_answer(asked, reply).score
-    assert (None if got is None else "pass" if got == 10 else "fail") == verdict
+    assert verdict_of(got) == verdict
 
 
 REPORT = "eval/corpus/documents/harbor_lantern_q2_report.md"
@@ -116,7 +122,7 @@ HEADCOUNT = "How many employees does Harbor Lantern have?"
 def test_an_abstention_is_read_by_its_structure(reply: str, verdict: str | None) -> None:
     asked = Question(HEADCOUNT, None, True, True, documents=[REPORT])
     got = grade_unknown(asked, reply).score
-    assert (None if got is None else "pass" if got == 10 else "fail") == verdict
+    assert verdict_of(got) == verdict
 
 
 def test_a_reply_in_a_language_that_capitalises_nouns_names_no_other_entity() -> None:
@@ -147,7 +153,7 @@ def test_a_table_is_read_in_the_column_the_question_asks_for(
     reply: str, verdict: str | None
 ) -> None:
     got = score(BUDGET, "$21,750", reply)
-    assert (None if got is None else "pass" if got == 10 else "fail") == verdict
+    assert verdict_of(got) == verdict
 
 
 def test_a_period_header_is_read_by_kind() -> None:
