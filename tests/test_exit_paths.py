@@ -39,14 +39,21 @@ def source_tree(folder: Path, files: int = 1500) -> Path:
     return folder
 
 
+def default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_mid_copy_leaves_no_temporary_copy(tmp_path: Path, signum: int) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
     source = source_tree(tmp_path / "project")
     env = dict(os.environ, TMPDIR=str(temp))
+    # SIGINT as a terminal's Ctrl-C delivers it: a suite launched in the background by a shell
+    # without job control inherits SIGINT ignored, and Python then keeps ignoring it.
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(source)], cwd=ROOT, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=default_sigint)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         while not list(temp.glob("agenteval-task-*")):  # the copy has begun
