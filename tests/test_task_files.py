@@ -150,3 +150,15 @@ def test_cli_prints_path_line_and_exits_2(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert f"{path}:" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists()  # refused before any work
+
+
+@pytest.mark.parametrize("suite", ["therock", "swebench"])
+def test_a_suite_with_its_own_runner_is_refused_by_validate_naming_how_to_run_it(
+    suite: str,
+) -> None:
+    from agenteval.benchmarks.tasks.steps import step_validate
+    from agenteval.params import load_params
+
+    params = load_params(ROOT / "pipelines/tasks/params.yaml", [f"tasks.suite={suite}"])
+    with pytest.raises(ValueError, match=f"no reference solution .*tasks run --suite {suite}"):
+        step_validate(params, ROOT)

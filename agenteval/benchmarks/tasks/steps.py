@@ -62,8 +62,19 @@ def guard_for(params: Mapping[str, Any]) -> SecretGuard:
     return SecretGuard(key_env_names(params))
 
 
+# Suites `agenteval tasks run` sends to a runner of their own: no toybox task, so no
+# reference solution to validate and no step of pipelines/tasks to run them.
+OWN_RUNNER_SUITES = ("swebench", "therock")
+
+
 def chosen_tasks(params: Mapping[str, Any], root: Path) -> tuple[TaskFile, list[Task]]:
     section = params.get("tasks") or {}
+    if section.get("suite") in OWN_RUNNER_SUITES:
+        raise ValueError(
+            f"tasks.suite {section['suite']!r}: not a suite of the toybox's tasks; it has no "
+            f"reference solution here (graded against upstream fixes): agenteval tasks run "
+            f"--suite {section['suite']}"
+        )
     spec = load_task_file(
         root / str(section.get("file", DEFAULT_FILE)), str(section.get("file", DEFAULT_FILE))
     )
