@@ -67,6 +67,18 @@ def spans_commits(commits: Iterable[str]) -> bool:
     return len(set(commits)) > 1
 
 
+def span_line(commits: list[str], code: Iterable[str], units: Mapping[str, int]) -> str | None:
+    """The headline's line for a scorecard whose units ran on several commits or content
+    stamps (each with its count of `units`); None when they did not. The main scorecard and
+    the tasks scorecard both say it in these words."""
+    stamps = [*commits, *code]
+    if not spans_commits(stamps):
+        return None
+    each = ", ".join(f"`{s[:12] if s in commits else s}` ({units.get(s, 0)} units)" for s in stamps)
+    what = "commits" if len(stamps) == len(commits) else "stamps (commits or code)"
+    return f"- **Units span {len(stamps)} {what}:** {each}"
+
+
 CODE_PREFIX = "code:"
 CODE_STAMP_CHARS = 16
 PACKAGE = "agenteval"  # where the files of a code stamp live in the repository
