@@ -76,12 +76,16 @@ def test_an_attempt_reused_across_a_commit_makes_the_scorecard_say_it_spans_comm
         assert len(server.requests) == 2  # the first task's attempt was reused, not rerun
     stamped = {row.task_id: row.commit for row in card.tasks}
     assert stamped == {"explain-durations": first, "readme-wrong": second}
-    assert card.commits == [first, second] and all(row.ran_at for row in card.tasks)
+    # in the order they first ran: both runs may fall in one second (stamps keep seconds),
+    # and then the order is the commits' own, so only the set is certain here
+    assert sorted(card.commits) == sorted([first, second])
+    assert all(row.ran_at for row in card.tasks)
     assert card.measured_on["commit"] == second
     text = (layout.reports / "summary.md").read_text()
-    assert f"{SPAN} 2 commits:** `{first[:12]}` (1 units), `{second[:12]}` (1 units)" in text
+    assert f"{SPAN} 2 commits:** " in text
+    assert f"`{first[:12]}` (1 units)" in text and f"`{second[:12]}` (1 units)" in text
     saved = json.loads((layout.reports / "scorecard.json").read_text())
-    assert saved["commits"] == [first, second]
+    assert saved["commits"] == card.commits
     attempt = load_attempt(attempt_dir(layout.data, "explain-durations", 0))
     assert attempt is not None and attempt.commit == first and attempt.started_at
 

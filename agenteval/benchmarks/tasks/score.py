@@ -97,7 +97,7 @@ def task_result(task: Task, attempt: TaskAttempt, grade: TaskGrade | None) -> Ta
         wall_seconds=attempt.wall_seconds,
         changed_files=attempt.changed_files,
         commit=attempt.commit,
-        ran_at=attempt.started_at if attempt.commit else None,
+        ran_at=attempt.started_at,
         code_stamp=stamped[0] if stamped else None,
     )
 
