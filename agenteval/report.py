@@ -10,7 +10,7 @@ from agenteval.costs import label, total
 from agenteval.fileio import digest_of, read_json, write_json, write_text
 from agenteval.schema.scorecard import ScenarioResult, Scorecard
 from agenteval.schema.status import JUDGED_STATUSES, Status
-from agenteval.stamps import spans_commits
+from agenteval.stamps import span_line
 
 ICONS = {
     Status.PASS: "✅",
@@ -133,13 +133,9 @@ def _commits_line(card: Scorecard) -> list[str]:
     """Said in the headline: numbers whose units ran on different commits (or, stamped by
     content, different code) are not one commit's measurement (a `--resume`, a retry or a
     partial rerun after a commit)."""
-    stamps = [*card.commits, *card.code_stamps]
-    if not spans_commits(stamps):
-        return []
     count = Counter(r.commit or r.code_stamp for r in card.scenarios)
-    each = ", ".join(f"`{s[:12] if s in card.commits else s}` ({count[s]} units)" for s in stamps)
-    what = "commits" if not card.code_stamps else "stamps (commits or code)"
-    return [f"- **Units span {len(stamps)} {what}:** {each}"]
+    line = span_line(card.commits, card.code_stamps, {k: v for k, v in count.items() if k})
+    return [line] if line else []
 
 
 def _costs(card: Scorecard) -> list[str]:

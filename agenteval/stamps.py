@@ -2,13 +2,15 @@
 
 Provenance is per run (tracking.provenance), but a run resumed with `--resume`, a retry or
 a `dvc repro` after a commit keeps the units it already had: its scorecard can hold units
-measured on several commits. Each transcript (and each model judge's verdict) therefore
-carries the commit it ran at; the scorecard lists the commits of its units and says when
+measured on several commits (so can a tasks scorecard, whose stored attempts are reused).
+Each transcript, model judge's verdict and coding-task attempt therefore carries the commit
+it ran at; the scorecard lists the commits of its units and says when
 they differ (`commits_of`, `spans_commits`), in its headline and in MLflow.
 
 A unit whose output is a function of its code (an in-process agent such as the builtin,
-the scripted simulator, the code judge) records no commit and no time: both would make the
-same outputs differ between commits and between a fresh clone and the committed dvc.lock.
+the scripted simulator, the code judge, the tasks' scripted harness) records no commit and
+no time: both would make the same outputs differ between commits and between a fresh clone
+and the committed dvc.lock.
 It is stamped by content instead (`code_stamp`): the source files that produced it, each
 with its sha256, as the participants' details already name them (`fileio.code_of`). Which
 commits such a unit measured is then git's to say: every commit whose tree holds those
@@ -65,6 +67,18 @@ def commits_of(stamps: Iterable[tuple[str | None, str | None]]) -> list[str]:
 
 def spans_commits(commits: Iterable[str]) -> bool:
     return len(set(commits)) > 1
+
+
+def span_line(commits: list[str], code: Iterable[str], units: Mapping[str, int]) -> str | None:
+    """The headline's line for a scorecard whose units ran on several commits or content
+    stamps (each with its count of `units`); None when they did not. The main scorecard and
+    the tasks scorecard both say it in these words."""
+    stamps = [*commits, *code]
+    if not spans_commits(stamps):
+        return None
+    each = ", ".join(f"`{s[:12] if s in commits else s}` ({units.get(s, 0)} units)" for s in stamps)
+    what = "commits" if len(stamps) == len(commits) else "stamps (commits or code)"
+    return f"- **Units span {len(stamps)} {what}:** {each}"
 
 
 CODE_PREFIX = "code:"

@@ -318,3 +318,33 @@ def test_the_backlog_trend_adds_each_run_against_the_target(tmp_path: Path) -> N
     bad = agenteval(ROOT, "ci-trend", "--run", str(tmp_path), "--trend", str(trend),
                     "--label", "x")  # fmt: skip
     assert bad.returncode == 2 and "no scorecard.json" in bad.stderr
+
+
+def test_the_backlog_lane_writes_the_trend_its_artifact_keeps(tmp_path: Path) -> None:
+    """The workflow's own trend step, run as the runner runs it after two backlog runs: the
+    file it writes is the one the cache carries and the `backlog-trend` artifact uploads; no
+    other lane runs those steps."""
+    steps = yaml.safe_load(written(tmp_path).read_text())["jobs"]["evaluate"]["steps"]
+    named = {s.get("name"): s for s in steps if "'backlog'" in str(s.get("if"))}
+    add = named["The backlog's pass rate against its target, added to the trend"]
+    carried = named["The backlog trend so far"], named["Carry the trend to the next backlog run"]
+    keep = named["Keep the trend"]
+    assert keep["uses"].startswith("actions/upload-artifact@")
+    assert keep["with"]["name"] == "backlog-trend"
+    path = keep["with"]["path"]
+    assert [s["with"]["path"] for s in carried] == [path, path] and f"--trend {path}" in add["run"]
+    for lane in ("smoke", "full", "verify"):
+        assert not any(holds(s["if"], {"needs.plan.outputs.lane": lane}) for s in named.values())
+    assert "always()" in add["if"]  # a failed evaluation still adds its point
+    repo = tmp_path / "repo"
+    (repo / "runs/ci/run").mkdir(parents=True)
+    shutil.copy(ROOT / "reports/scorecard.json", repo / "runs/ci/run/scorecard.json")
+    for run_id in ("501", "502"):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), GITHUB_RUN_ID=run_id,
+                   GITHUB_STEP_SUMMARY=str(repo / "summary.md"))  # fmt: skip
+        done = subprocess.run(["bash", "-e", "-c", add["run"]], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    points = json.loads((repo / path).read_text())
+    assert [p["run"] for p in points] == ["501", "502"]
+    assert "80% target" in (repo / "summary.md").read_text()

@@ -17,11 +17,12 @@ import pytest
 
 from agenteval.benchmarks.gate import GateRefused, gate, load_run, tolerance_for
 from agenteval.benchmarks.retrieval.library import LabelError, Span, load_questions, verify_quotes
+from agenteval.benchmarks.retrieval.scale import COLUMNS
 from agenteval.benchmarks.retrieval.steps import results_path, step_answer, step_evaluate
 from agenteval.corpus.embeddings import dense_unavailable
 from agenteval.corpus.index_cache import IndexCache
 from agenteval.layout import Layout
-from agenteval.params import DEFAULTS, deep_merge
+from agenteval.params import DEFAULTS, deep_merge, load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = [
@@ -41,7 +42,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, dict[str, Any
     layout = Layout.run_dir(ROOT, out)
     params = deep_merge(DEFAULTS, {"suite": {"kind": "retrieval"}})
     params["retrieval"]["pipelines"] = PIPELINES
-    params["retrieval"]["scale_tiers"] = []  # tests/test_retrieval_hard_cases.py runs one
+    params["retrieval"]["scale_tiers"] = [10]  # the pull request tier, as the pipeline runs it
     step_answer(params, layout)
     return layout, step_evaluate(params, layout)
 
@@ -60,6 +61,22 @@ def test_rankings_are_scored_with_ranx_and_paired(run: tuple[Layout, dict[str, A
     on_disk = json.loads(results_path(layout).read_text())
     assert on_disk["per_question"]["gpl3_cure"]["pipelines"]["bm25"]["hit_rank"] is not None
     assert (layout.reports / "summary.md").read_text().startswith("# Retrieval benchmark")
+
+
+def test_the_scale_tier_lands_in_the_results_and_the_summary(
+    run: tuple[Layout, dict[str, Any]],
+) -> None:
+    layout, results = run
+    (row,) = results["scale"]
+    assert row["documents"] == 10 and set(COLUMNS) <= set(row)
+    assert row["p95_ms"] >= row["p50_ms"] > 0 and row["peak_rss_mb"] > 0
+    shown = (layout.reports / "summary.md").read_text()
+    assert "## Scale tiers" in shown and "python bench/retrieval_scale.py --tiers 10" in shown
+    # The pipeline's own params: pull requests keep tier 10; the full tier is one -S away.
+    shipped = ROOT / "pipelines/retrieval/params.yaml"
+    assert load_params(shipped)["retrieval"]["scale_tiers"] == [10]
+    full = load_params(shipped, ["retrieval.scale_tiers=[10,100,1000]"])
+    assert full["retrieval"]["scale_tiers"] == [10, 100, 1000]
 
 
 def test_dense_runs_or_is_skipped_with_the_reason(run: tuple[Layout, dict[str, Any]]) -> None:
@@ -136,6 +153,32 @@ def test_a_quote_not_in_the_extracted_text_raises_with_its_line(tmp_path: Path) 
     (problem,) = caught.value.problems
     assert (problem.path, problem.line) == (str(labels), 10)
     assert "wrong: quote not found" in problem.message
+
+
+def test_the_evaluate_stage_checks_every_quote_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each run of the pipeline's evaluate stage re-reads the labels against the extracted
+    text: a document edited under its label stops it, path:line, exit 2, nothing written."""
+    from stages.common import exit_status
+    from stages.retrieval_evaluate import main
+
+    (tmp_path / "pipelines/retrieval").mkdir(parents=True)
+    (tmp_path / "pipelines/retrieval/params.yaml").write_text(
+        "suite:\n  kind: retrieval\nretrieval:\n  questions: labels.yaml\n  library: [docs]\n"
+    )
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/ferry.txt").write_text("The ferry to Lundby leaves at 09:40 from pier 5.")
+    (tmp_path / "labels.yaml").write_text(
+        "questions:\n  - id: ferry\n    question: When does the ferry leave?\n"
+        "    document: docs/ferry.txt\n"
+        "    quote: The ferry to Lundby leaves at 07:15 from pier 3.\n    answer: '07:15'\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    status = exit_status(main)
+    said = capsys.readouterr().err
+    assert status == 2 and "labels.yaml:5: ferry: quote not found" in said, said
+    assert "Traceback" not in said and not (tmp_path / "pipelines/retrieval/reports").exists()
 
 
 def test_hit_rule_is_half_of_the_quote() -> None:

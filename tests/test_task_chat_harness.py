@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,11 @@ def check_mlflow(tmp_path: Path, run_id: str) -> None:
     assert run.info.status == "FINISHED" and run.data.metrics["passed"] == 1.0
     assert run.data.tags["agent.model"] == "agent-model" and run.inputs.model_inputs
     assert run.data.tags["tasks.sandbox"] == "bwrap, network off"
+    # one attempt, at this checkout's HEAD: the same unit tags as the main run's
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    assert run.data.tags["units.span_commits"] == "false"
+    assert run.data.tags["units.commits"] == head[:8] and "units.unstamped" not in run.data.tags
     traces = client.search_traces(locations=[run.info.experiment_id], run_id=run_id)
     (trace,) = traces
     names = [s.name for s in trace.data.spans]

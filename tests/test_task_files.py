@@ -37,6 +37,38 @@ def test_shipped_file_has_the_suites_and_traps() -> None:
             assert task.expect is not None and task.reference.steps
 
 
+# The fourteen everyday requests of the reference (001), in its order: the task that
+# answers each, and whether it is a question (graded by must_establish points) or coding.
+EVERYDAY = {
+    "explain-durations": "question",  # explain a file
+    "code-review": "question",
+    "refactor-shared": "coding",
+    "bugfix-durations": "coding",
+    "triage-issues": "question",
+    "find-duplicate": "question",
+    "issue-to-fix": "coding",
+    "draft-reply": "question",
+    "review-patch": "question",
+    "write-tests": "coding",
+    "weekly-report": "coding",
+    "shell-injection": "coding",
+    "label-issues": "coding",  # graded by the labels set through the offline gh
+    "config-env": "coding",  # config from an environment variable
+}
+
+
+def test_everyday_is_the_fourteen_requests_of_the_reference() -> None:
+    spec = load_task_file(TASKS)
+    kinds = {t.id: t.kind for t in spec.tasks}
+    assert spec.suites["everyday"] == list(EVERYDAY)
+    assert {task_id: kinds[task_id] for task_id in EVERYDAY} == EVERYDAY
+    by_id = {t.id: t for t in spec.tasks}
+    labels = by_id["label-issues"].expect
+    assert labels is not None and labels.labels == {16: ["bug"], 17: ["documentation"]}
+    # the gh tasks read the offline fixture the sandbox serves (tests/test_offline_gh.py)
+    assert spec.github is not None and (ROOT / spec.github).is_file()
+
+
 def _bad(tmp_path: Path, mutate: object) -> Path:
     doc = json.loads(TASKS.read_text())
     assert callable(mutate)
@@ -118,3 +150,15 @@ def test_cli_prints_path_line_and_exits_2(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert f"{path}:" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists()  # refused before any work
+
+
+@pytest.mark.parametrize("suite", ["therock", "swebench"])
+def test_a_suite_with_its_own_runner_is_refused_by_validate_naming_how_to_run_it(
+    suite: str,
+) -> None:
+    from agenteval.benchmarks.tasks.steps import step_validate
+    from agenteval.params import load_params
+
+    params = load_params(ROOT / "pipelines/tasks/params.yaml", [f"tasks.suite={suite}"])
+    with pytest.raises(ValueError, match=f"no reference solution .*tasks run --suite {suite}"):
+        step_validate(params, ROOT)

@@ -109,7 +109,16 @@ class TaskAttempt(_Strict):
     answers: list[Answer] = Field(default_factory=list)
     calls: list[TaskToolCall] = Field(default_factory=list)
     usage: TaskUsage | None = None
-    started_at: str | None = None
+    started_at: str | None = Field(
+        None,
+        description="When it ran (UTC); None for an in-process (scripted) harness, whose "
+        "output is a function of its code (agenteval.stamps), or an older record.",
+    )
+    commit: str | None = Field(
+        None,
+        description="The repository's HEAD when it ran (agenteval.stamps.head); None outside "
+        "git, for an in-process harness (stamped by its code instead) or an older record.",
+    )
     wall_seconds: float | None = Field(
         None, description="The agent's own time; None for an in-process (scripted) harness."
     )

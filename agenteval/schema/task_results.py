@@ -44,6 +44,13 @@ class TaskResult(_Strict):
     cost_provenance: str | None = None
     wall_seconds: float | None = None
     changed_files: list[str] = Field(default_factory=list)
+    commit: str | None = Field(None, description="The commit its attempt ran at.")
+    ran_at: str | None = Field(None, description="When its attempt ran (UTC).")
+    code_stamp: str | None = Field(
+        None,
+        description="An attempt with no commit (an in-process harness): the content stamp of "
+        "the harness's source files (agenteval.stamps.code_stamp). Neither: unstamped.",
+    )
 
 
 class Draw(_Strict):
@@ -86,6 +93,19 @@ class TaskScorecard(_Strict):
     draws: list[Draw]
     tasks: list[TaskResult]
     controls: dict[str, object] | None = Field(None, description="Judge controls, if run.")
+    commits: list[str] = Field(
+        default_factory=list,
+        description="The commits the attempts ran at, in the order they first ran; more than "
+        "one when stored attempts of an earlier commit were reused.",
+    )
+    code_stamps: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="The content stamps of attempts with no commit: stamp -> the package "
+        "files (path -> sha256 prefix) it covers.",
+    )
+    unstamped: int = Field(
+        0, description="Attempts with neither stamp (older records, outside git): unknown."
+    )
 
 
 class TaskMeasure(_Strict):

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import html
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from agenteval.fileio import write_text
 from agenteval.schema.task_results import Draw, TaskScorecard
+from agenteval.stamps import span_line
 
 SOURCE_LABELS = {
     "metered": "metered",
@@ -49,6 +51,29 @@ def _draw_line(d: Draw) -> str:
     )
 
 
+def _stamp_lines(card: TaskScorecard) -> list[str]:
+    """Where the attempts ran, when that is not simply the commit scored at: several commits
+    or code stamps (stored attempts reused across a commit), one earlier commit, or attempts
+    that carry no stamp at all (unknown, never taken to be HEAD)."""
+    units: Counter[str] = Counter()
+    for row in card.tasks:
+        if row.commit or row.code_stamp:
+            units[row.commit or row.code_stamp or ""] += 1
+    lines = []
+    span = span_line(card.commits, card.code_stamps, units)
+    scored = card.measured_on.get("commit")
+    if span is not None:
+        lines.append(span)
+    elif card.commits and card.commits != [scored]:
+        lines.append(f"- **Attempts ran at `{card.commits[0][:12]}`**, not the commit scored at")
+    if card.unstamped:
+        lines.append(
+            f"- **{card.unstamped} attempt(s) carry no stamp** (recorded before per-attempt "
+            "stamps, or outside git): the commit they ran at is unknown"
+        )
+    return ["", *lines] if lines else []
+
+
 def summary(card: TaskScorecard) -> str:
     lines = [
         f"# Tasks: suite {card.suite}, {card.harness.kind} / {card.model}",
@@ -56,6 +81,7 @@ def summary(card: TaskScorecard) -> str:
         f"Judge: {card.judge.kind} {card.judge.model or ''}".rstrip()
         + f"; {card.repeats} repeat(s); measured on {card.measured_on.get('commit', '?')[:12]} "
         f"({card.measured_on.get('machine', '?')}).",
+        *_stamp_lines(card),
         "",
         f"Sandbox: {card.sandbox}.",
         "",

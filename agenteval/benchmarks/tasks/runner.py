@@ -3,13 +3,14 @@
 For each (task, repeat): copy the project and apply the setup, keep the snapshot apart, run
 the harness under the wall-clock cap with the tool record filling as it goes (its commands,
 and the checks after it, in the run's sandbox), then measure the copy against the snapshot
-(the diff) and run the task's checks. A task cut off at the cap
-is TIMEOUT and keeps every call it made; a backend that cannot be reached is INFRA_ERROR (not
-the agent getting worse); a backend out of quota stops the run, the rest NOT_RUN and
-resumable. Each attempt is written (scrubbed, checked for secrets) to
+(the diff) and run the task's checks. A task cut off at the cap is TIMEOUT and keeps every
+call it made; a backend that cannot be reached is INFRA_ERROR (not the agent getting worse);
+a backend out of quota stops the run, the rest NOT_RUN and resumable. Each attempt records
+the commit and time it ran (agenteval.stamps; an in-process harness is stamped by its code
+instead) and is written (scrubbed, checked for secrets) to
 `<data>/attempts/<task>/r<repeat>/`: attempt.json, workspace.diff, setup.diff. A stored
 COMPLETED attempt of the same task definition, project, harness and sandbox is reused, never
-rerun.
+rerun, and keeps its stamp: a scorecard of reused attempts says which commits it holds.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from agenteval import stamps
 from agenteval.benchmarks.tasks.boundary import agent_env
 from agenteval.benchmarks.tasks.checks import missing_toolchain, run_checks
 from agenteval.benchmarks.tasks.definitions import task_digest
@@ -134,6 +135,7 @@ class TaskRunner:
         guard: SecretGuard,
         on_done: Callable[[TaskAttempt], None] | None = None,
         key_names: Iterable[str] = (),
+        root: Path | None = None,
     ) -> None:
         self.harness, self.settings, self.data, self.guard = harness, settings, data, guard
         self.project_digest = toybox_digest(settings.toybox, settings.github)
@@ -145,6 +147,11 @@ class TaskRunner:
         self.stop_reason: str | None = None
         self.toolchain_problem: str | None = None  # set by run(): coding tasks cannot run
         self.on_done = on_done or (lambda _a: None)
+        # Where and when each attempt ran (agenteval.stamps), once per run; a stored attempt
+        # reused later keeps its own. An in-process harness (the scripted replay) records
+        # neither: its output is a function of its code, which its participant names.
+        # `root`: the project's checkout (by default the one holding the toybox).
+        self.commit = None if harness.in_process else stamps.head(root or settings.toybox)
 
     def digest(self, task: Task) -> str:
         return task_digest(task, self.project_digest)
@@ -185,7 +192,8 @@ class TaskRunner:
             harness=self.harness.participant,
             status="COMPLETED",
             prompt=task.prompt,
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            started_at=None if self.harness.in_process else stamps.now(),
+            commit=self.commit,
             sandbox=self.sandbox_label,
         )
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import socket
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from agenteval.benchmarks.tasks.points import read_answer
 from agenteval.benchmarks.tasks.rules import read_attempt
@@ -23,6 +25,7 @@ from agenteval.schema.status import Status
 from agenteval.schema.task_records import DIMENSIONS, TaskAttempt, TaskGrade
 from agenteval.schema.task_results import Draw, TaskResult
 from agenteval.schema.tasks import Task
+from agenteval.stamps import code_stamp, commits_of
 from agenteval.stats import wilson_interval
 
 DIGITS = 4
@@ -73,6 +76,7 @@ def task_result(task: Task, attempt: TaskAttempt, grade: TaskGrade | None) -> Ta
     judged = grade is not None and grade.status == "judged" and grade.scores is not None
     scores = grade.scores.model_dump() if judged and grade and grade.scores else None
     usage = attempt.usage
+    stamped = content_stamp(attempt)
     return TaskResult(
         task_id=task.id,
         repeat=attempt.repeat,
@@ -92,6 +96,46 @@ def task_result(task: Task, attempt: TaskAttempt, grade: TaskGrade | None) -> Ta
         cost_provenance=usage.cost_provenance if usage else None,
         wall_seconds=attempt.wall_seconds,
         changed_files=attempt.changed_files,
+        commit=attempt.commit,
+        ran_at=attempt.started_at,
+        code_stamp=stamped[0] if stamped else None,
+    )
+
+
+def content_stamp(attempt: TaskAttempt) -> tuple[str, dict[str, str]] | None:
+    """An attempt with no commit is stamped by its harness's code (agenteval.stamps), when
+    the harness names it; None: it has a commit, or nothing says where it ran."""
+    if attempt.commit is not None:
+        return None
+    return code_stamp(attempt.harness.details.get("code"))
+
+
+@dataclass(frozen=True)
+class UnitStamps:
+    """Where a scorecard's attempts ran: their commits in order, their content stamps with
+    the files each covers, and how many carry neither (unknown, never taken to be HEAD)."""
+
+    commits: list[str]
+    code_stamps: dict[str, dict[str, str]]
+    unstamped: int
+    units: dict[str, int]  # commit or content stamp -> its attempts
+
+
+def unit_stamps(attempts: Sequence[TaskAttempt]) -> UnitStamps:
+    code: dict[str, dict[str, str]] = {}
+    units: Counter[str] = Counter()
+    for attempt in attempts:
+        stamped = content_stamp(attempt)
+        if stamped is not None:
+            code[stamped[0]] = stamped[1]
+        key = attempt.commit or (stamped[0] if stamped else None)
+        if key:
+            units[key] += 1
+    return UnitStamps(
+        commits=commits_of((a.commit, a.started_at) for a in attempts),
+        code_stamps=dict(sorted(code.items())),
+        unstamped=len(attempts) - sum(units.values()),
+        units=dict(units),
     )
 
 

@@ -36,7 +36,8 @@ class ScriptedHarness:
             model=label,
             protocol="in-process",
             config_digest=digest_of(identity),
-            details={"label": label},
+            # Its code, for the content stamp of its attempts (agenteval.stamps.code_stamp).
+            details={"label": label, "code": identity["code"]},
         )
 
     def key_env_names(self) -> list[str]:

@@ -9,7 +9,6 @@ writes `data/grades/<task>/r<k>.json`; `score` writes `scorecard.json`, `metrics
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from agenteval.benchmarks.tasks.harness import Harness, make_harness
 from agenteval.benchmarks.tasks.judge import TaskJudge
 from agenteval.benchmarks.tasks.runner import RunSettings, TaskRunner, attempt_dir, load_attempt
 from agenteval.benchmarks.tasks.sandbox import from_params as sandbox_from_params
-from agenteval.benchmarks.tasks.score import draws, machine, results
+from agenteval.benchmarks.tasks.score import draws, machine, results, unit_stamps
 from agenteval.benchmarks.tasks.secrets import SecretGuard
 from agenteval.benchmarks.tasks.setups import SetupError
 from agenteval.benchmarks.tasks.workspace import prepare
@@ -35,6 +34,7 @@ from agenteval.schema.problems import Problem
 from agenteval.schema.task_records import TaskAttempt, TaskGrade
 from agenteval.schema.task_results import TaskScorecard
 from agenteval.schema.tasks import Task, TaskFile
+from agenteval.stamps import head
 from agenteval.tracking.provenance import key_env_names
 
 KIND = "tasks"
@@ -62,8 +62,19 @@ def guard_for(params: Mapping[str, Any]) -> SecretGuard:
     return SecretGuard(key_env_names(params))
 
 
+# Suites `agenteval tasks run` sends to a runner of their own: no toybox task, so no
+# reference solution to validate and no step of pipelines/tasks to run them.
+OWN_RUNNER_SUITES = ("swebench", "therock")
+
+
 def chosen_tasks(params: Mapping[str, Any], root: Path) -> tuple[TaskFile, list[Task]]:
     section = params.get("tasks") or {}
+    if section.get("suite") in OWN_RUNNER_SUITES:
+        raise ValueError(
+            f"tasks.suite {section['suite']!r}: not a suite of the toybox's tasks; it has no "
+            f"reference solution here (graded against upstream fixes): agenteval tasks run "
+            f"--suite {section['suite']}"
+        )
     spec = load_task_file(
         root / str(section.get("file", DEFAULT_FILE)), str(section.get("file", DEFAULT_FILE))
     )
@@ -132,9 +143,8 @@ def _run_all(
     layout.data.mkdir(parents=True, exist_ok=True)  # sealed: hidden from the agent
     sealed = [layout.data, layout.reports]
     settings = RunSettings.from_params(params, layout.root, toybox, sealed, spec.github)
-    runner = TaskRunner(
-        harness, settings, layout.data, guard_for(params), on_done, key_env_names(params)
-    )
+    keys, guard = key_env_names(params), guard_for(params)
+    runner = TaskRunner(harness, settings, layout.data, guard, on_done, keys, layout.root)
     write_json(
         run_file(layout),
         {
@@ -145,7 +155,7 @@ def _run_all(
             "harness": harness.participant.model_dump(mode="json"),
             "model": harness.participant.model,
             "sandbox": runner.sandbox_label,
-            "measured_on": {"commit": git_commit(layout.root), "machine": machine()},
+            "measured_on": {"commit": head(layout.root) or "unknown", "machine": machine()},
         },
     )
     return asyncio.run(runner.run(tasks, repeats))
@@ -265,16 +275,6 @@ def load_grades(
     return found
 
 
-def git_commit(root: Path) -> str:
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        )
-    except OSError:
-        return "unknown"
-    return done.stdout.strip() or "unknown"
-
-
 def step_score(params: dict[str, Any], layout: Layout) -> TaskScorecard:
     from agenteval.benchmarks.tasks.report import summary
 
@@ -284,6 +284,7 @@ def step_score(params: dict[str, Any], layout: Layout) -> TaskScorecard:
     grades = load_grades(layout, attempts, judge)
     rows = results(tasks, attempts, grades)
     conf = float((params.get("stats") or {}).get("conf", 0.95))
+    stamped = unit_stamps(attempts)
     card = TaskScorecard(
         suite=info["suite"],
         task_ids=[t.id for t in tasks],
@@ -296,6 +297,9 @@ def step_score(params: dict[str, Any], layout: Layout) -> TaskScorecard:
         sandbox=str(info.get("sandbox") or "unknown"),
         draws=draws(rows, int(info["repeats"]), conf),
         tasks=rows,
+        commits=stamped.commits,
+        code_stamps=stamped.code_stamps,
+        unstamped=stamped.unstamped,
     )
     guard = guard_for(params)  # reasons quote command output: scrubbed like the records
     guard.write_json(layout.reports / "scorecard.json", card)

@@ -99,7 +99,7 @@ def _log_run(
     import mlflow
 
     from agenteval.tracking.models import agent_version
-    from agenteval.tracking.provenance import mlflow_key
+    from agenteval.tracking.provenance import mlflow_key, unit_commit_tags
     from agenteval.tracking.store import MAX_PARAM_CHARS
 
     flat = {}
@@ -120,6 +120,10 @@ def _log_run(
         "machine": card.measured_on.get("machine", "unknown"),
         "tasks.sandbox": card.sandbox,  # "none: ..." marks a run the agent was not sealed in
     }
+    # The same tags as the main run: whether the attempts span commits, and which.
+    tags |= unit_commit_tags(card.commits, card.code_stamps)
+    if card.unstamped:
+        tags["units.unstamped"] = str(card.unstamped)
     if lock is not None and lock.is_file():
         tags["dvc.lock.digest"] = sha256_file(lock)[:12]
     mlflow.set_tags({k: guard.text(v, f"tag {k}") for k, v in tags.items()})
