@@ -44,13 +44,19 @@ CASES: list[tuple[str, str, str, int, str]] = [
     ("qa_score", "pipelines/qa/params.yaml", "qa:\n  nosuch: 1\n", 2, "qa.nosuch"),
     ("qa_track", "pipelines/qa/params.yaml", "tracking:\n  traces: maybe\n", 2, "tracking.traces"),
     (
-        "retrieval_answer",
+        "benchmark retrieval answer",
         "pipelines/retrieval/params.yaml",
         "retrieval:\n  nosuch: 1\n",
         2,
         "retrieval.nosuch",
     ),
-    ("retrieval_evaluate", "pipelines/retrieval/params.yaml", "retrieval: [1]\n", 1, "retrieval"),
+    (
+        "benchmark retrieval evaluate",
+        "pipelines/retrieval/params.yaml",
+        "retrieval: [1]\n",
+        1,
+        "retrieval",
+    ),
     (
         "benchmark throughput run",
         "pipelines/throughput/params.yaml",

@@ -15,13 +15,15 @@ from typing import Any
 
 import pytest
 
-from agenteval.benchmarks.gate import GateRefused, gate, load_run, tolerance_for
+from agenteval.benchmarks.base import benchmark, context, params_model, settings_of
+from agenteval.benchmarks.gate import GateRefused, gate, load_run
 from agenteval.benchmarks.retrieval.library import LabelError, Span, load_questions, verify_quotes
 from agenteval.benchmarks.retrieval.steps import results_path, step_answer, step_evaluate
+from agenteval.benchmarks.verdict import tolerance_for
 from agenteval.corpus.embeddings import dense_unavailable
 from agenteval.corpus.index_cache import IndexCache
 from agenteval.layout import Layout
-from agenteval.params import DEFAULTS, deep_merge
+from agenteval.params import deep_merge, defaults_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = [
@@ -39,11 +41,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, dict[str, Any
         )
     out = tmp_path_factory.mktemp("retrieval")
     layout = Layout.run_dir(ROOT, out)
-    params = deep_merge(DEFAULTS, {"suite": {"kind": "retrieval"}})
-    params["retrieval"]["pipelines"] = PIPELINES
-    params["retrieval"]["scale_tiers"] = []  # tests/test_retrieval_hard_cases.py runs one
-    step_answer(params, layout)
-    return layout, step_evaluate(params, layout)
+    # scale_tiers []: tests/test_retrieval_hard_cases.py runs one
+    section = {"pipelines": PIPELINES, "scale_tiers": []}
+    given = {"suite": {"kind": "retrieval"}, "retrieval": section}
+    params = deep_merge(defaults_of(params_model(("retrieval",))), given)
+    settings, ctx = settings_of(benchmark("retrieval"), params), context(params, ROOT, None)
+    step_answer(settings, ctx, layout)
+    return layout, step_evaluate(settings, ctx, layout)
 
 
 def test_rankings_are_scored_with_ranx_and_paired(run: tuple[Layout, dict[str, Any]]) -> None:

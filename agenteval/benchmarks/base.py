@@ -38,6 +38,7 @@ from agenteval.schema.params import (
 REGISTRY: dict[str, str] = {
     "throughput": "agenteval.benchmarks.throughput.benchmark:BENCHMARK",
     "code_retrieval": "agenteval.benchmarks.code_retrieval.benchmark:BENCHMARK",
+    "retrieval": "agenteval.benchmarks.retrieval.benchmark:BENCHMARK",
 }
 
 S = TypeVar("S", bound=BaseModel)
@@ -74,8 +75,10 @@ class RunContext:
     prices: Mapping[str, PriceParams]
     commit: str | None  # the repository's HEAD (agenteval.stamps.head), None outside git
     lock: Path | None = None  # the pipeline's dvc.lock, recorded by track; None: a CLI run
+    seed: int = 0  # suite.seed: the seed a benchmark's suite of items is built with
     # The params as loaded and validated: what the track step logs and digests into the
-    # run's key (agenteval.benchmarks.tracking), never re-read for settings.
+    # run's key (agenteval.benchmarks.tracking) and what the scenario pipeline's step_infer
+    # (still a mapping) is handed; never re-read for settings.
     logged: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -183,8 +186,19 @@ def context(params: Mapping[str, Any], root: Path, lock: Path | None) -> RunCont
         prices=run.prices,
         commit=head(root),
         lock=lock,
+        seed=int(params["suite"]["seed"]),  # its kind may be one params_model widened
         logged=params,
     )
+
+
+def with_target(ctx: RunContext, **changes: Any) -> dict[str, Any]:
+    """The params as loaded, with `changes` made to the target's section: what a benchmark
+    that asks its target through the scenario pipeline (agenteval.pipeline.step_infer, which
+    still takes the loaded mapping) hands it, e.g. a wider corpus library. Checked against
+    TargetParams so a change cannot add a key the models refuse."""
+    target = dict(ctx.logged["target"]) | changes
+    TargetParams.model_validate(target)
+    return dict(ctx.logged) | {"target": target}
 
 
 def settings_of(bench: Benchmark[S], params: Mapping[str, Any]) -> S:

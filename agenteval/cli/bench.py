@@ -10,19 +10,23 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agenteval.cli.common import (
     EXIT_INVALID,
     EXIT_STOPPED,
+    default_params_name,
     fail,
     load_params,
     readable_file,
     say_coverage,
     writable_folder,
 )
+
+if TYPE_CHECKING:
+    from agenteval.layout import Layout
 
 EXIT_GATE_FAILED = 1
 EXIT_NOT_COMPARABLE = 3
@@ -98,29 +102,53 @@ def retrieval(
     ] = None,
 ) -> None:
     """Retrieval benchmark: recall@k, MRR, answers and misses, hard cases (and the gate)."""
-    from agenteval.benchmarks.retrieval.library import LabelError
-    from agenteval.benchmarks.retrieval.steps import step_answer, step_evaluate
-    from agenteval.layout import Layout
+    run_benchmark("retrieval", ("answer", "evaluate"), params_file, (list(set_ or []), None),
+                  out, False, (baseline, tolerance))  # fmt: skip
 
-    params = load_params(params_file, list(set_ or []))
-    gate_baseline(baseline, "retrieval")
-    folder = _out(out, "retrieval")
-    writable_folder("--out", folder)
-    layout = Layout.run_dir(Path.cwd().resolve(), folder)
+
+def run_benchmark(
+    name: str,
+    steps: tuple[str, ...],
+    params_file: Path,
+    load: tuple[list[str], dict[str, tuple[str, Any]] | None],
+    out: Path | None,
+    track: bool,
+    gate: tuple[Path | None, float | None],
+) -> None:
+    """A registered benchmark's run from the command line: its params loaded and checked,
+    then its `steps` and, with `track`, its `track` step through the runner the stages use
+    (one mapping of failures to statuses), then the gate against the --gate baseline."""
+    from agenteval.benchmarks import base, runner
+    from agenteval.params import ParamsError
+
+    bench = base.benchmark(name)
+    if not default_params_name(params_file) and not params_file.is_file():
+        fail([f"--params {params_file}: no such file"])
     try:
-        step_answer(params, layout)
-        results = step_evaluate(params, layout)
-    except LabelError as exc:
-        fail(_problems(exc))
-    except (ValueError, OSError) as exc:
-        fail([f"cannot run: {type(exc).__name__}: {exc}"])
-    for name, scores in results["metrics"].items():
-        typer.echo(f"{name}: recall@5 {scores['recall@5']:.3f}, MRR {scores['mrr']:.3f}")
-    for name, why in results["meta"]["skipped_pipelines"].items():
-        typer.echo(f"{name}: skipped ({why})")
-    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
+        params = runner.load(bench, params_file, *load)
+    except ParamsError as exc:
+        fail(str(exc).splitlines())
+    baseline, tolerance = gate
+    gate_baseline(baseline, name)
+    layout = _run_layout(out, name)
+    settings, ctx = base.settings_of(bench, params), base.context(params, layout.root, None)
+    for chosen in (*steps, "track") if track else steps:
+        status = runner.execute(base.step_of(bench, chosen), settings, ctx, layout)
+        if status:
+            raise typer.Exit(status)
+        if chosen == steps[-1]:
+            typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
     if baseline is not None:
         benchmark_gate(layout.reports, baseline, tolerance)
+
+
+def _run_layout(out: Path | None, kind: str) -> Layout:
+    """The run folder of --out (or its default), refused before any work when unwritable."""
+    from agenteval.layout import Layout
+
+    folder = _out(out, kind)
+    writable_folder("--out", folder)
+    return Layout.run_dir(Path.cwd().resolve(), folder)
 
 
 def gate_baseline(baseline: Path | None, kind: str) -> None:

@@ -21,7 +21,6 @@ from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
 from agenteval.schema.people import PeopleControlFile
 from agenteval.schema.qa import QATask, QAVerdict
-from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.sessions import (
@@ -60,7 +59,6 @@ def models(
         "simulator_controls": SimulatorControlFile,
         "qa_task": QATask,
         "qa_verdict": QAVerdict,
-        "retrieval_questions": EvidenceSet,
         "agent": AgentConfig,
         "guard_controls": GuardControlFile,
         "session_dataset": SessionDataset,

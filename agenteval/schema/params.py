@@ -24,7 +24,6 @@ from agenteval.schema.params_base import (
 from agenteval.schema.params_benchmarks import (
     MemoryParams,
     QAParams,
-    RetrievalParams,
     SessionsParams,
     TasksParams,
 )
@@ -432,7 +431,6 @@ class Params(_Section):
     tracking: TrackingParams = Field(default_factory=TrackingParams)
     controls: ControlsParams = Field(default_factory=ControlsParams)
     qa: QAParams = Field(default_factory=QAParams)
-    retrieval: RetrievalParams = Field(default_factory=RetrievalParams)
     tasks: TasksParams = Field(default_factory=TasksParams)
     climb: ClimbParams = Field(default_factory=ClimbParams)
     sessions: SessionsParams = Field(default_factory=SessionsParams)
