@@ -16,12 +16,9 @@ import typer
 
 from agenteval.cli.common import (
     EXIT_INVALID,
-    EXIT_STOPPED,
     default_params_name,
     fail,
-    load_params,
     readable_file,
-    say_coverage,
     writable_folder,
 )
 
@@ -52,38 +49,9 @@ def qa(
     track: Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow.")] = True,
 ) -> None:
     """Two-stage QA benchmark: the agent answers, then the pre-check and A/B/C judge grade."""
-    from agenteval.benchmarks.qa.steps import coverage, run_qa, step_qa_track
-    from agenteval.benchmarks.qa.tasks import TaskFileError
-    from agenteval.layout import Layout
-    from agenteval.llm import QuotaExhausted
-
-    params = load_params(
-        params_file, list(set_ or []), {"qa.k": ("--k", k)} if k is not None else {}
-    )
-    writable_folder("--out", _out(out, "qa"))
-    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "qa"))
-    try:
-        scored = run_qa(params, layout, progress=sys.stderr.isatty())
-    except TaskFileError as exc:
-        fail(_problems(exc))
-    except QuotaExhausted as exc:
-        fail([f"stopped: {exc}", f"resume with: agenteval qa --out {layout.reports}"], EXIT_STOPPED)
-    except (ValueError, OSError) as exc:
-        fail([f"cannot run: {type(exc).__name__}: {exc}"])
-    first = scored.metrics["correct.native@1"]
-    typer.echo(
-        f"correct.native@1 {first['value']} ({first['evaluated']} evaluated, "
-        f"{first['error']} error, {first['unavailable']} unavailable of {first['total']})"
-    )
-    for name in (n for n in scored.metrics if n.startswith("correct.") and n != "correct.native@1"):
-        block = scored.metrics[name]
-        typer.echo(f"{name} {block['value']} ({block['evaluated']} of {block['total']} tasks)")
-    typer.echo(f"reports in {layout.reports}/ (metrics.json, summary.md, details/)")
-    say_coverage(coverage(scored))
-    if track:
-        result = step_qa_track(params, layout, None)
-        if result is not None:
-            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
+    options = {"qa.k": ("--k", k)} if k is not None else None
+    run_benchmark("qa", ("tasks", "infer", "judge", "score"), params_file,
+                  (list(set_ or []), options), out, track, (None, None))  # fmt: skip
 
 
 def retrieval(
@@ -131,15 +99,24 @@ def run_benchmark(
     baseline, tolerance = gate
     gate_baseline(baseline, name)
     layout = _run_layout(out, name)
-    settings, ctx = base.settings_of(bench, params), base.context(params, layout.root, None)
+    settings, ctx = (
+        base.settings_of(bench, params),
+        base.context(params, layout.root, None, sys.stderr.isatty()),
+    )
     for chosen in (*steps, "track") if track else steps:
         status = runner.execute(base.step_of(bench, chosen), settings, ctx, layout)
         if status:
             raise typer.Exit(status)
         if chosen == steps[-1]:
-            typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
+            typer.echo(f"reports in {layout.reports}/ ({_written(layout.reports)})")
     if baseline is not None:
         benchmark_gate(layout.reports, baseline, tolerance)
+
+
+def _written(reports: Path) -> str:
+    """The report files a run wrote, in the order a reader opens them."""
+    names = ("results.json", "metrics.json", "summary.md", "details/")
+    return ", ".join(n for n in names if (reports / n.rstrip("/")).exists())
 
 
 def _run_layout(out: Path | None, kind: str) -> Layout:

@@ -20,7 +20,6 @@ from agenteval.schema.guard import GuardControlFile
 from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
 from agenteval.schema.people import PeopleControlFile
-from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.sessions import (
@@ -57,8 +56,6 @@ def models(
         "controls": ControlFile,
         "people_controls": PeopleControlFile,
         "simulator_controls": SimulatorControlFile,
-        "qa_task": QATask,
-        "qa_verdict": QAVerdict,
         "agent": AgentConfig,
         "guard_controls": GuardControlFile,
         "session_dataset": SessionDataset,

@@ -23,7 +23,6 @@ from agenteval.schema.params_base import (
 )
 from agenteval.schema.params_benchmarks import (
     MemoryParams,
-    QAParams,
     SessionsParams,
     TasksParams,
 )
@@ -430,7 +429,6 @@ class Params(_Section):
     stats: StatsParams = Field(default_factory=StatsParams)
     tracking: TrackingParams = Field(default_factory=TrackingParams)
     controls: ControlsParams = Field(default_factory=ControlsParams)
-    qa: QAParams = Field(default_factory=QAParams)
     tasks: TasksParams = Field(default_factory=TasksParams)
     climb: ClimbParams = Field(default_factory=ClimbParams)
     sessions: SessionsParams = Field(default_factory=SessionsParams)

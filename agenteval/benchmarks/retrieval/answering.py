@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.benchmarks.answers import final_answer, precheck
-from agenteval.benchmarks.qa.tasks import build_qa_suite
+from agenteval.benchmarks.questions import QATask, build_qa_suite
 from agenteval.benchmarks.retrieval.library import Span, document_text, squash
 from agenteval.benchmarks.retrieval.records import EvidenceQuestion
 from agenteval.fileio import write_json
 from agenteval.layout import Layout, load_suite, load_transcript
 from agenteval.pipeline import step_infer
-from agenteval.schema.qa import QATask
 from agenteval.schema.transcript import Transcript
 
 

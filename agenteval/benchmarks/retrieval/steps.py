@@ -66,7 +66,7 @@ def step_answer(section: RetrievalParams, ctx: RunContext, layout: Layout) -> An
     questions, _spans, docs = _labels(section, layout)
     if not section.answers:
         return None
-    return answering.run_answers(ctx.logged, ctx.seed, layout, questions, docs)
+    return answering.run_answers(ctx.logged, ctx.suite.seed, layout, questions, docs)
 
 
 def _pipelines(
@@ -264,7 +264,7 @@ def _planted(
     library = [*(ctx.target.library or DEFAULT_LIBRARY), str(Path(name).parent)]
     where = Layout(layout.root, work / "planted", layout.reports)
     with_planted = with_target(ctx, library=library)
-    answering.run_answers(with_planted, ctx.seed, where, questions, [*docs, name])
+    answering.run_answers(with_planted, ctx.suite.seed, where, questions, [*docs, name])
     before = _answers(answering.answer_layout(layout), questions)
     after = _answers(answering.answer_layout(where), questions)
     read = sum(_indexed(answering.answer_layout(where), q.id, name) for q in questions)
