@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from agenteval.benchmarks.memory.checks import grade_answer, matches
 from agenteval.benchmarks.memory.gate import GateRefused, gate
 from agenteval.benchmarks.memory.model import parse_memories
-from agenteval.benchmarks.memory.run import load_results, run_suite, write_outputs
+from agenteval.benchmarks.memory.records import AnswerExpect, Match, MemoryResults
+from agenteval.benchmarks.memory.run import load_results, write_outputs
 from agenteval.cli import app
-from agenteval.params import load_params
-from agenteval.schema.memory import AnswerExpect, Match, MemoryResults
+from tests.memory_params import params_of, run_suite
 from tests.servers import OpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ SCENARIOS = ROOT / "eval/memory/scenarios"
 
 
 def params(*sets: str) -> dict[str, Any]:
-    return load_params(PARAMS, ["tracking.enabled=false", *sets])
+    return params_of(PARAMS, ["tracking.enabled=false", *sets])
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,7 @@ def test_cli_run_gate_and_list(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--suite: must be pr or full" in bad.output
     assert not (tmp_path / "x").exists()
     missing = runner.invoke(app, ["memory", "run", "--gate", str(tmp_path / "nope.json")])
-    assert missing.exit_code == 2 and "nope.json:1: cannot read" in missing.output
+    assert missing.exit_code == 2 and "nope.json: cannot read" in missing.output
     refused = runner.invoke(
         app,
         [

@@ -27,6 +27,7 @@ from agenteval.registry import resolve
 from agenteval.schema.params import (
     Params,
     PriceParams,
+    RunParams,
     StatsParams,
     SuiteParams,
     TargetParams,
@@ -38,6 +39,7 @@ REGISTRY: dict[str, str] = {
     "code_retrieval": "agenteval.benchmarks.code_retrieval.benchmark:BENCHMARK",
     "retrieval": "agenteval.benchmarks.retrieval.benchmark:BENCHMARK",
     "qa": "agenteval.benchmarks.qa.benchmark:BENCHMARK",
+    "memory": "agenteval.benchmarks.memory.benchmark:BENCHMARK",
 }
 
 S = TypeVar("S", bound=BaseModel)
@@ -79,6 +81,7 @@ class RunContext:
     suite: SuiteParams = field(default_factory=SuiteParams)
     stats: StatsParams = field(default_factory=StatsParams)
     progress: bool = False  # a progress bar on stderr (a terminal's, never a log's)
+    run: RunParams = field(default_factory=RunParams)  # how a step that asks a model runs
     # The params as loaded and validated: what the track step logs and digests into the
     # run's key (agenteval.benchmarks.tracking) and what the scenario pipeline's step_infer
     # (still a mapping) is handed; never re-read for settings.
@@ -193,6 +196,7 @@ def context(
         suite=typed.suite,
         stats=typed.stats,
         progress=progress,
+        run=typed.run,
         logged=params,
     )
 

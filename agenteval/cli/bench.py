@@ -82,10 +82,12 @@ def run_benchmark(
     out: Path | None,
     track: bool,
     gate: tuple[Path | None, float | None],
+    after: tuple[str, ...] = (),
 ) -> None:
     """A registered benchmark's run from the command line: its params loaded and checked,
-    then its `steps` and, with `track`, its `track` step through the runner the stages use
-    (one mapping of failures to statuses), then the gate against the --gate baseline."""
+    then its `steps`, with `track` its `track` step, then the `after` steps (a benchmark's
+    own gate step), each through the runner the stages use (one mapping of failures to
+    statuses); then the gate against the --gate baseline."""
     from agenteval.benchmarks import base, runner
     from agenteval.params import ParamsError
 
@@ -103,7 +105,7 @@ def run_benchmark(
         base.settings_of(bench, params),
         base.context(params, layout.root, None, sys.stderr.isatty()),
     )
-    for chosen in (*steps, "track") if track else steps:
+    for chosen in (*steps, *(("track",) if track else ()), *after):
         status = runner.execute(base.step_of(bench, chosen), settings, ctx, layout)
         if status:
             raise typer.Exit(status)
@@ -115,7 +117,7 @@ def run_benchmark(
 
 def _written(reports: Path) -> str:
     """The report files a run wrote, in the order a reader opens them."""
-    names = ("results.json", "metrics.json", "summary.md", "details/")
+    names = ("results.json", "metrics.json", "summary.md", "report.md", "details/")
     return ", ".join(n for n in names if (reports / n.rstrip("/")).exists())
 
 

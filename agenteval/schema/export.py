@@ -17,7 +17,6 @@ from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
 from agenteval.schema.guard import GuardControlFile
-from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
 from agenteval.schema.people import PeopleControlFile
 from agenteval.schema.scenario import Scenario
@@ -67,8 +66,6 @@ def models(
         "task_grade": TaskGrade,
         "task_scorecard": TaskScorecard,
         "task_expectations": TaskExpectations,
-        "memory_scenario": MemoryScenario,
-        "memory_results": MemoryResults,
     }
     return found | dict(extra or {})
 

@@ -22,7 +22,6 @@ from agenteval.schema.params_base import (
     _Section,
 )
 from agenteval.schema.params_benchmarks import (
-    MemoryParams,
     SessionsParams,
     TasksParams,
 )
@@ -432,4 +431,3 @@ class Params(_Section):
     tasks: TasksParams = Field(default_factory=TasksParams)
     climb: ClimbParams = Field(default_factory=ClimbParams)
     sessions: SessionsParams = Field(default_factory=SessionsParams)
-    memory: MemoryParams = Field(default_factory=MemoryParams)
