@@ -11,6 +11,7 @@ and is recorded in the chat's `model_errors`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,7 +26,6 @@ from agenteval.llm.config import EndpointConfig
 from agenteval.llm.prompts import load_prompt
 from agenteval.memory.base import Shown
 from agenteval.schema.memory_items import Candidate
-from agenteval.schema.params import RunParams
 from agenteval.schema.transcript import Participant
 
 ROLE = "memory.model"
@@ -131,11 +131,9 @@ def parse_memories(text: str) -> tuple[list[Candidate], list[str]]:
 class EndpointModel:
     """A model endpoint (the local model in `full`) answering through eval/prompts."""
 
-    def __init__(self, section: MemoryModelParams, run: RunParams, root: Path) -> None:
+    def __init__(self, section: MemoryModelParams, run: Mapping[str, Any], root: Path) -> None:
         endpoint = section.model_dump(mode="json", exclude_none=True)
-        # EndpointConfig reads the run section as a mapping; every key as typed (a null
-        # cache_dir stays null: no cache).
-        sections = {"run": run.model_dump(mode="json"), ROLE: endpoint}
+        sections = {"run": run, ROLE: endpoint}
         self.config = EndpointConfig.from_params(sections, ROLE, root)
         folder = root / section.prompts
         self.prompts = {name: load_prompt(folder / file) for name, file in PROMPTS.items()}
@@ -221,7 +219,7 @@ class EndpointModel:
 
 
 def make_model(
-    section: MemoryParams, run: RunParams, root: Path, scenario: MemoryScenario
+    section: MemoryParams, run: Mapping[str, Any], root: Path, scenario: MemoryScenario
 ) -> MemoryModel:
     if section.suite == "pr":
         return ScriptedModel(scenario)

@@ -51,6 +51,12 @@ def adapter_of(section: MemoryParams) -> dict[str, Any]:
     return section.adapter.model_dump(mode="json")
 
 
+def endpoint_run(run: RunParams) -> dict[str, Any]:
+    """The run section as the endpoint's config reads it (a mapping): every key as typed, so
+    a null cache_dir stays null (no cache)."""
+    return run.model_dump(mode="json")
+
+
 def preflight(
     section: MemoryParams, run: RunParams, root: Path, ids: Sequence[str]
 ) -> list[Loaded]:
@@ -58,7 +64,7 @@ def preflight(
     loaded = load_scenarios(root / section.scenarios, root, ids)
     make_memory(adapter_of(section), root)
     if section.suite == "full":
-        EndpointModel(section.model, run, root)
+        EndpointModel(section.model, endpoint_run(run), root)
     return loaded
 
 
@@ -70,7 +76,7 @@ async def _run_all(
     with temporary_folder("agenteval-memory-") as stores:
         for item in loaded:
             memory = make_memory(adapter_of(section), root)
-            model = make_model(section, run, root, item.scenario)
+            model = make_model(section, endpoint_run(run), root, item.scenario)
             memory_participant, model_participant = memory.participant, model.participant
             done = await replay(item.scenario, memory, model, Path(stores) / item.scenario.id)
             checks = [c for p in done.probes for c in p.checks]

@@ -12,13 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agenteval.benchmarks.verdict import (
-    GateRefused,
-    GateResult,
-    allowed_change,
-    check,
-    tolerance_for,
-)
+from agenteval.benchmarks import verdict
+from agenteval.benchmarks.verdict import GateRefused, GateResult
 
 DEFAULT_TOLERANCE = 0.02
 
@@ -27,7 +22,7 @@ def gate(
     current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float | None = None
 ) -> GateResult:
     """`tolerance` None: 0.02 (widened on small sets)."""
-    return _gate_retrieval(current, baseline, allowed_change(tolerance, DEFAULT_TOLERANCE))
+    return _gate_retrieval(current, baseline, verdict.allowed_change(tolerance, DEFAULT_TOLERANCE))
 
 
 def _refuse_other_instrument(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:
@@ -46,18 +41,18 @@ def _gate_retrieval(
     current: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float
 ) -> GateResult:
     _refuse_other_instrument(current, baseline)
-    allowed = tolerance_for(len(baseline["per_question"]), tolerance)
+    allowed = verdict.tolerance_for(len(baseline["per_question"]), tolerance)
     result = GateResult(True, allowed)
     for name, scores in baseline["metrics"].items():
         now = current["metrics"].get(name) or {}
         for metric in ("recall@5", "mrr"):
             result.checks.append(
-                check(f"{name} {metric}", scores[metric], now.get(metric), allowed)
+                verdict.check(f"{name} {metric}", scores[metric], now.get(metric), allowed)
             )
         result.flipped += _flips(current, baseline, name)
     base_acc = (baseline.get("answers") or {}).get("accuracy")
     now_acc = (current.get("answers") or {}).get("accuracy")
-    result.checks.append(check("answer accuracy", base_acc, now_acc, allowed))
+    result.checks.append(verdict.check("answer accuracy", base_acc, now_acc, allowed))
     result.flipped += _answer_flips(current, baseline)
     now_cases = {c["case"]: c["status"] for c in current.get("hard_cases") or []}
     for case in baseline.get("hard_cases") or []:
