@@ -332,3 +332,25 @@ def test_dense_vectors_run_or_are_refused_with_the_install_command(pr: MemoryRes
     assert found.memory.details["settings"]["vectors"] == "dense"
     hashed = next(s for s in pr.scenarios if s.id == "alex_three_months_of_life")
     assert found.scenarios[0].metrics["shown_recall"] >= hashed.metrics["shown_recall"]
+
+
+def test_agenteval_gate_reads_a_memory_run_through_the_registry(
+    pr: MemoryResults, tmp_path: Path
+) -> None:
+    """`agenteval gate` on memory results: the check-by-check rule as a GateResult; a check
+    that held and fails now fails it, another suite is refused, not compared."""
+    from agenteval.benchmarks.gate import GateRefused as NotComparable
+    from agenteval.benchmarks.gate import gate as gate_any
+    from agenteval.benchmarks.gate import load_run
+
+    write_outputs(pr, tmp_path / "now")
+    now = load_run(tmp_path / "now")
+    assert gate_any(now, load_run(BASELINE)).passed
+    held = next(c for c, ok in now["checks"].items() if ok is True)
+    worse = json.loads(json.dumps(now))
+    worse["checks"][held] = False
+    failed = gate_any(worse, now)
+    assert not failed.passed
+    assert [c["name"] for c in failed.checks if not c["ok"]] == ["checks held", held]
+    with pytest.raises(NotComparable, match="the pr suite, this run full"):
+        gate_any(dict(now, suite="full"), now)
