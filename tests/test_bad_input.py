@@ -209,13 +209,13 @@ CASES: list[tuple[str, list[str], int, str]] = [
         "memory-gate-missing",
         ["memory", "run", "--gate", "/nonexistent.json"],
         2,
-        "--gate: /nonexistent.json:1",
+        "--gate /nonexistent.json: cannot read",
     ),
     (
         "memory-gate-not-json",
         ["memory", "run", "--gate", "/etc/hostname"],
         2,
-        "--gate: /etc/hostname:1",
+        "--gate /etc/hostname: /etc/hostname: not a JSON file",
     ),
     (
         "memory-url",

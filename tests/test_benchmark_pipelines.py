@@ -18,9 +18,10 @@ import yaml
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
-from agenteval.benchmarks.qa.steps import run_qa, step_qa_track
+from agenteval.benchmarks import runner
+from agenteval.benchmarks.base import RunContext, benchmark, context, settings_of
+from agenteval.benchmarks.qa import steps as qa
 from agenteval.layout import Layout
-from agenteval.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 IDS = ["hl_q2_net_revenue", "fo_parental_leave", "qf_runbook_owner", "ds_late_fee_in_force"]
@@ -40,10 +41,27 @@ IGNORE = shutil.ignore_patterns(
 
 
 def qa_params(k: int, tmp: Path) -> dict[str, Any]:
-    params = load_params(ROOT / "pipelines/qa/params.yaml", [f"qa.k={k}"])
+    params = runner.load(benchmark("qa"), ROOT / "pipelines/qa/params.yaml", [f"qa.k={k}"])
     params["qa"]["ids"] = IDS
     params["tracking"]["uri"] = f"sqlite:///{tmp / 'mlflow.db'}"
     return params
+
+
+def qa_context(params: dict[str, Any], lock: Path | None = None) -> RunContext:
+    return context(params, ROOT, lock)
+
+
+def run_qa(params: dict[str, Any], layout: Layout) -> qa.Scored:
+    """Every step of the QA benchmark into one layout, as `agenteval qa` runs them."""
+    return qa.run_qa(settings_of(benchmark("qa"), params), qa_context(params), layout)
+
+
+def step_qa_track(params: dict[str, Any], layout: Layout, lock: Path) -> Any:
+    """What the track step logs (agenteval.benchmarks.runner.track), its result kept."""
+    from agenteval.benchmarks.tracking import log_benchmark
+
+    config, artifacts = qa.tracked(qa_context(params, lock), layout)
+    return log_benchmark(layout, params, config, kind="qa", lock=lock, artifacts=artifacts)
 
 
 def test_qa_run_writes_details_summary_and_metrics(tmp_path: Path) -> None:

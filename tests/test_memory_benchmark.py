@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from agenteval.benchmarks.memory.checks import grade_answer, matches
 from agenteval.benchmarks.memory.gate import GateRefused, gate
 from agenteval.benchmarks.memory.model import parse_memories
-from agenteval.benchmarks.memory.run import load_results, run_suite, write_outputs
+from agenteval.benchmarks.memory.records import AnswerExpect, Match, MemoryResults
+from agenteval.benchmarks.memory.run import load_results, write_outputs
 from agenteval.cli import app
-from agenteval.params import load_params
-from agenteval.schema.memory import AnswerExpect, Match, MemoryResults
+from tests.memory_params import params_of, run_suite
 from tests.servers import OpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ SCENARIOS = ROOT / "eval/memory/scenarios"
 
 
 def params(*sets: str) -> dict[str, Any]:
-    return load_params(PARAMS, ["tracking.enabled=false", *sets])
+    return params_of(PARAMS, ["tracking.enabled=false", *sets])
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,7 @@ def test_cli_run_gate_and_list(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--suite: must be pr or full" in bad.output
     assert not (tmp_path / "x").exists()
     missing = runner.invoke(app, ["memory", "run", "--gate", str(tmp_path / "nope.json")])
-    assert missing.exit_code == 2 and "nope.json:1: cannot read" in missing.output
+    assert missing.exit_code == 2 and "nope.json: cannot read" in missing.output
     refused = runner.invoke(
         app,
         [
@@ -332,3 +332,25 @@ def test_dense_vectors_run_or_are_refused_with_the_install_command(pr: MemoryRes
     assert found.memory.details["settings"]["vectors"] == "dense"
     hashed = next(s for s in pr.scenarios if s.id == "alex_three_months_of_life")
     assert found.scenarios[0].metrics["shown_recall"] >= hashed.metrics["shown_recall"]
+
+
+def test_agenteval_gate_reads_a_memory_run_through_the_registry(
+    pr: MemoryResults, tmp_path: Path
+) -> None:
+    """`agenteval gate` on memory results: the check-by-check rule as a GateResult; a check
+    that held and fails now fails it, another suite is refused, not compared."""
+    from agenteval.benchmarks.gate import GateRefused as NotComparable
+    from agenteval.benchmarks.gate import gate as gate_any
+    from agenteval.benchmarks.gate import load_run
+
+    write_outputs(pr, tmp_path / "now")
+    now = load_run(tmp_path / "now")
+    assert gate_any(now, load_run(BASELINE)).passed
+    held = next(c for c, ok in now["checks"].items() if ok is True)
+    worse = json.loads(json.dumps(now))
+    worse["checks"][held] = False
+    failed = gate_any(worse, now)
+    assert not failed.passed
+    assert [c["name"] for c in failed.checks if not c["ok"]] == ["checks held", held]
+    with pytest.raises(NotComparable, match="the pr suite, this run full"):
+        gate_any(dict(now, suite="full"), now)

@@ -21,10 +21,9 @@ import pytest
 import uvicorn
 from typer.testing import CliRunner
 
-from agenteval.benchmarks.memory.run import run_suite
+from agenteval.benchmarks.memory.records import MemoryResults
 from agenteval.cli import app
-from agenteval.params import load_params
-from agenteval.schema.memory import MemoryResults
+from tests.memory_params import params_of, run_suite
 from tests.servers.memory_mcp import ARGUMENTS, TOOLS, Store, build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +31,7 @@ STARTUP_LIMIT_S = 60.0  # a guard against a server that never comes up, not a ti
 
 
 def params(adapter: dict[str, Any]) -> dict[str, Any]:
-    loaded = load_params(ROOT / "pipelines/memory/params.yaml", ["tracking.enabled=false"])
+    loaded = params_of(ROOT / "pipelines/memory/params.yaml", ["tracking.enabled=false"])
     loaded["memory"]["adapter"] = adapter
     return loaded
 

@@ -16,7 +16,7 @@ from agenteval.memory.base import TurnContext, make_memory
 from agenteval.memory.policy import Secrets, grounded, statements
 from agenteval.memory.reference import ReferenceMemory
 from agenteval.memory.vectors import HashedWords, make_embedder, stem
-from agenteval.schema.memory import Candidate, ToolRecord
+from agenteval.schema.memory_items import Candidate, ToolRecord
 
 T = TypeVar("T")
 DAY0 = datetime(2025, 3, 3, 9, 0)

@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from servers import OpenAIServer, Reply, server_error
 
+from agenteval.benchmarks.base import params_model
 from agenteval.benchmarks.qa.judge import QAJudge, parse_verdict
-from agenteval.params import DEFAULTS, deep_merge
-from agenteval.schema.qa import QATask
+from agenteval.benchmarks.questions import QATask
+from agenteval.params import deep_merge, defaults_of
 from agenteval.schema.transcript import Participant, Transcript, TranscriptTurn
 
+DEFAULTS = defaults_of(params_model(("qa",)))  # the shared sections and the qa section
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from agenteval.benchmarks.answers import contains, normalise, numeric_truth
-from agenteval.benchmarks.qa.tasks import TaskFileError, build_qa_suite, load_tasks, select
+from agenteval.benchmarks.qa.tasks import TaskFileError, load_tasks, select
+from agenteval.benchmarks.questions import build_qa_suite
 from agenteval.corpus.documents import read_text
 from agenteval.schema.corpus import Manifest
 

@@ -15,14 +15,17 @@ from typing import Any
 
 import pytest
 
-from agenteval.benchmarks.gate import GateRefused, gate, load_run, tolerance_for
+from agenteval.benchmarks.base import benchmark, context, params_model, settings_of
+from agenteval.benchmarks.gate import GateRefused, gate, load_run
 from agenteval.benchmarks.retrieval.library import LabelError, Span, load_questions, verify_quotes
 from agenteval.benchmarks.retrieval.scale import COLUMNS
 from agenteval.benchmarks.retrieval.steps import results_path, step_answer, step_evaluate
+from agenteval.benchmarks.runner import load
+from agenteval.benchmarks.verdict import tolerance_for
 from agenteval.corpus.embeddings import dense_unavailable
 from agenteval.corpus.index_cache import IndexCache
 from agenteval.layout import Layout
-from agenteval.params import DEFAULTS, deep_merge, load_params
+from agenteval.params import deep_merge, defaults_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = [
@@ -40,11 +43,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, dict[str, Any
         )
     out = tmp_path_factory.mktemp("retrieval")
     layout = Layout.run_dir(ROOT, out)
-    params = deep_merge(DEFAULTS, {"suite": {"kind": "retrieval"}})
-    params["retrieval"]["pipelines"] = PIPELINES
-    params["retrieval"]["scale_tiers"] = [10]  # the pull request tier, as the pipeline runs it
-    step_answer(params, layout)
-    return layout, step_evaluate(params, layout)
+    # the pull request tier, as the pipeline runs it
+    section = {"pipelines": PIPELINES, "scale_tiers": [10]}
+    given = {"suite": {"kind": "retrieval"}, "retrieval": section}
+    params = deep_merge(defaults_of(params_model(("retrieval",))), given)
+    settings, ctx = settings_of(benchmark("retrieval"), params), context(params, ROOT, None)
+    step_answer(settings, ctx, layout)
+    return layout, step_evaluate(settings, ctx, layout)
 
 
 def test_rankings_are_scored_with_ranx_and_paired(run: tuple[Layout, dict[str, Any]]) -> None:
@@ -74,8 +79,9 @@ def test_the_scale_tier_lands_in_the_results_and_the_summary(
     assert "## Scale tiers" in shown and "python bench/retrieval_scale.py --tiers 10" in shown
     # The pipeline's own params: pull requests keep tier 10; the full tier is one -S away.
     shipped = ROOT / "pipelines/retrieval/params.yaml"
-    assert load_params(shipped)["retrieval"]["scale_tiers"] == [10]
-    full = load_params(shipped, ["retrieval.scale_tiers=[10,100,1000]"])
+    retrieval = benchmark("retrieval")
+    assert load(retrieval, shipped)["retrieval"]["scale_tiers"] == [10]
+    full = load(retrieval, shipped, ["retrieval.scale_tiers=[10,100,1000]"])
     assert full["retrieval"]["scale_tiers"] == [10, 100, 1000]
 
 
@@ -160,8 +166,8 @@ def test_the_evaluate_stage_checks_every_quote_before_any_work(
 ) -> None:
     """Each run of the pipeline's evaluate stage re-reads the labels against the extracted
     text: a document edited under its label stops it, path:line, exit 2, nothing written."""
+    from stages.benchmark import main
     from stages.common import exit_status
-    from stages.retrieval_evaluate import main
 
     (tmp_path / "pipelines/retrieval").mkdir(parents=True)
     (tmp_path / "pipelines/retrieval/params.yaml").write_text(
@@ -175,7 +181,7 @@ def test_the_evaluate_stage_checks_every_quote_before_any_work(
         "    quote: The ferry to Lundby leaves at 07:15 from pier 3.\n    answer: '07:15'\n"
     )
     monkeypatch.chdir(tmp_path)
-    status = exit_status(main)
+    status = exit_status(lambda: main(["retrieval", "evaluate"]))
     said = capsys.readouterr().err
     assert status == 2 and "labels.yaml:5: ferry: quote not found" in said, said
     assert "Traceback" not in said and not (tmp_path / "pipelines/retrieval/reports").exists()

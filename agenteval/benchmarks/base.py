@@ -25,11 +25,10 @@ from agenteval.layout import Layout
 from agenteval.measured import Coverage
 from agenteval.registry import resolve
 from agenteval.schema.params import (
-    JudgeParams,
     Params,
     PriceParams,
     RunParams,
-    SimulatorParams,
+    StatsParams,
     SuiteParams,
     TargetParams,
 )
@@ -38,6 +37,9 @@ from agenteval.schema.params import (
 REGISTRY: dict[str, str] = {
     "throughput": "agenteval.benchmarks.throughput.benchmark:BENCHMARK",
     "code_retrieval": "agenteval.benchmarks.code_retrieval.benchmark:BENCHMARK",
+    "retrieval": "agenteval.benchmarks.retrieval.benchmark:BENCHMARK",
+    "qa": "agenteval.benchmarks.qa.benchmark:BENCHMARK",
+    "memory": "agenteval.benchmarks.memory.benchmark:BENCHMARK",
 }
 
 S = TypeVar("S", bound=BaseModel)
@@ -74,8 +76,15 @@ class RunContext:
     prices: Mapping[str, PriceParams]
     commit: str | None  # the repository's HEAD (agenteval.stamps.head), None outside git
     lock: Path | None = None  # the pipeline's dvc.lock, recorded by track; None: a CLI run
+    # suite (its seed, iterations, corpus manifest) and stats (the intervals' confidence):
+    # the shared sections a benchmark's suite of items and its figures are made with.
+    suite: SuiteParams = field(default_factory=SuiteParams)
+    stats: StatsParams = field(default_factory=StatsParams)
+    progress: bool = False  # a progress bar on stderr (a terminal's, never a log's)
+    run: RunParams = field(default_factory=RunParams)  # how a step that asks a model runs
     # The params as loaded and validated: what the track step logs and digests into the
-    # run's key (agenteval.benchmarks.tracking), never re-read for settings.
+    # run's key (agenteval.benchmarks.tracking) and what the scenario pipeline's step_infer
+    # (still a mapping) is handed; never re-read for settings.
     logged: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -111,6 +120,9 @@ class Definition(Generic[S]):
     steps: tuple[Step[S], ...]
     schemas: Mapping[str, type[BaseModel]]
     rule: Callable[[Mapping[str, Any], Mapping[str, Any], float | None], GateResult]
+    # What its gate reads beside a results file, from the folder holding it (QA: details/);
+    # benchmarks.gate.load_run asks any benchmark for it, None: nothing.
+    beside: Callable[[Path], Mapping[str, Any]] | None = None
 
     def metrics(self, layout: Layout) -> dict[str, Any]:
         found: dict[str, Any] = read_json(layout.metrics)
@@ -164,27 +176,39 @@ def schemas() -> dict[str, type[BaseModel]]:
     return {k: v for name in REGISTRY for k, v in benchmark(name).schemas.items()}
 
 
-def context(params: Mapping[str, Any], root: Path, lock: Path | None) -> RunContext:
-    """The RunContext of validated `params` (a loader's output)."""
+def context(
+    params: Mapping[str, Any], root: Path, lock: Path | None, progress: bool = False
+) -> RunContext:
+    """The RunContext of validated `params` (a loader's output for a registered benchmark),
+    typed once more with that benchmark's model."""
     from agenteval.stamps import head
 
-    target = TargetParams.model_validate(params["target"])
-    roles: dict[str, TargetParams | SimulatorParams | JudgeParams] = {
-        "target": target,
-        "simulator": SimulatorParams.model_validate(params["simulator"]),
-        "judge": JudgeParams.model_validate(params["judge"]),
-    }
-    run = RunParams.model_validate(params["run"])
+    typed = params_model((params["suite"]["kind"],)).model_validate(params)
+    roles = {"target": typed.target, "simulator": typed.simulator, "judge": typed.judge}
     return RunContext(
         root=root,
-        target=target,
-        concurrency=run.concurrency,
+        target=typed.target,
+        concurrency=typed.run.concurrency,
         key_env={role: s.api_key_env for role, s in roles.items() if s.api_key_env},
-        prices=run.prices,
+        prices=typed.run.prices,
         commit=head(root),
         lock=lock,
+        suite=typed.suite,
+        stats=typed.stats,
+        progress=progress,
+        run=typed.run,
         logged=params,
     )
+
+
+def with_target(ctx: RunContext, **changes: Any) -> dict[str, Any]:
+    """The params as loaded, with `changes` made to the target's section: what a benchmark
+    that asks its target through the scenario pipeline (agenteval.pipeline.step_infer, which
+    still takes the loaded mapping) hands it, e.g. a wider corpus library. Checked against
+    TargetParams so a change cannot add a key the models refuse."""
+    target = dict(ctx.logged["target"]) | changes
+    TargetParams.model_validate(target)
+    return dict(ctx.logged) | {"target": target}
 
 
 def settings_of(bench: Benchmark[S], params: Mapping[str, Any]) -> S:

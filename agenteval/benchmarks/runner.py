@@ -57,7 +57,7 @@ def run_stage_step(name: str, step_name: str, folder: Path, root: Path) -> int:
     step = step_of(bench, step_name)
     params = load(bench, folder / "params.yaml")
     layout = Layout(root, folder / "data", folder / "reports")
-    ctx = context(params, root, folder / "dvc.lock")
+    ctx = context(params, root, folder / "dvc.lock", progress=sys.stderr.isatty())
     return execute(step, settings_of(bench, params), ctx, layout, f"{step.name}: ")
 
 
@@ -111,7 +111,8 @@ def write_tracked(reports: Path, settings: Mapping[str, Any], result: object | N
 
 
 def track(
-    kind: str, config_of: Callable[[Any, Layout], tuple[dict[str, Any], list[Path]]]
+    kind: str,
+    config_of: Callable[[Any, RunContext, Layout], tuple[dict[str, Any], list[Path]]],
 ) -> Step[Any]:
     """A benchmark's `track` step: one MLflow run of its reports (`config_of` gives the run's
     config and the files logged beside the metrics) and reports/tracked.json; the store's
@@ -121,7 +122,7 @@ def track(
     def run(settings: Any, ctx: RunContext, layout: Layout) -> Outcome:
         from agenteval.benchmarks.tracking import log_benchmark
 
-        config, artifacts = config_of(settings, layout)
+        config, artifacts = config_of(settings, ctx, layout)
         result = log_benchmark(layout, ctx.logged, config, kind=kind, lock=ctx.lock,
                                artifacts=artifacts)  # fmt: skip
         write_tracked(layout.reports, ctx.logged, result)

@@ -16,6 +16,30 @@ def allowed_change(tolerance: float | None, default: float) -> float:
     return allowed
 
 
+SMALL_SET_QUESTIONS = 1.5
+
+
+def tolerance_for(questions: int, tolerance: float) -> float:
+    """Widened on small sets to 1.5 questions (1.5 / n): one flipped question passes, two fail."""
+    return max(tolerance, SMALL_SET_QUESTIONS / questions) if questions else tolerance
+
+
+def check(name: str, base: float | None, now: float | None, allowed: float) -> dict[str, Any]:
+    """One gated figure: `now` may fall at most `allowed` below `base`."""
+    if base is None:
+        return {"name": name, "baseline": None, "current": now, "ok": True, "note": "no baseline"}
+    if now is None:
+        return {"name": name, "baseline": base, "current": None, "ok": False, "note": "not run"}
+    drop = base - now
+    return {
+        "name": name,
+        "baseline": base,
+        "current": now,
+        "ok": drop <= allowed + 1e-12,
+        "note": f"drop {drop:.4f}" if drop > 0 else "",
+    }
+
+
 class GateRefused(Exception):
     """The two runs are not comparable."""
 

@@ -10,19 +10,20 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agenteval.cli.common import (
     EXIT_INVALID,
-    EXIT_STOPPED,
+    default_params_name,
     fail,
-    load_params,
     readable_file,
-    say_coverage,
     writable_folder,
 )
+
+if TYPE_CHECKING:
+    from agenteval.layout import Layout
 
 EXIT_GATE_FAILED = 1
 EXIT_NOT_COMPARABLE = 3
@@ -48,38 +49,9 @@ def qa(
     track: Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow.")] = True,
 ) -> None:
     """Two-stage QA benchmark: the agent answers, then the pre-check and A/B/C judge grade."""
-    from agenteval.benchmarks.qa.steps import coverage, run_qa, step_qa_track
-    from agenteval.benchmarks.qa.tasks import TaskFileError
-    from agenteval.layout import Layout
-    from agenteval.llm import QuotaExhausted
-
-    params = load_params(
-        params_file, list(set_ or []), {"qa.k": ("--k", k)} if k is not None else {}
-    )
-    writable_folder("--out", _out(out, "qa"))
-    layout = Layout.run_dir(Path.cwd().resolve(), _out(out, "qa"))
-    try:
-        scored = run_qa(params, layout, progress=sys.stderr.isatty())
-    except TaskFileError as exc:
-        fail(_problems(exc))
-    except QuotaExhausted as exc:
-        fail([f"stopped: {exc}", f"resume with: agenteval qa --out {layout.reports}"], EXIT_STOPPED)
-    except (ValueError, OSError) as exc:
-        fail([f"cannot run: {type(exc).__name__}: {exc}"])
-    first = scored.metrics["correct.native@1"]
-    typer.echo(
-        f"correct.native@1 {first['value']} ({first['evaluated']} evaluated, "
-        f"{first['error']} error, {first['unavailable']} unavailable of {first['total']})"
-    )
-    for name in (n for n in scored.metrics if n.startswith("correct.") and n != "correct.native@1"):
-        block = scored.metrics[name]
-        typer.echo(f"{name} {block['value']} ({block['evaluated']} of {block['total']} tasks)")
-    typer.echo(f"reports in {layout.reports}/ (metrics.json, summary.md, details/)")
-    say_coverage(coverage(scored))
-    if track:
-        result = step_qa_track(params, layout, None)
-        if result is not None:
-            typer.echo(f"MLflow: run {result.run_id} ({result.tracking_uri})")
+    options = {"qa.k": ("--k", k)} if k is not None else None
+    run_benchmark("qa", ("tasks", "infer", "judge", "score"), params_file,
+                  (list(set_ or []), options), out, track, (None, None))  # fmt: skip
 
 
 def retrieval(
@@ -98,29 +70,64 @@ def retrieval(
     ] = None,
 ) -> None:
     """Retrieval benchmark: recall@k, MRR, answers and misses, hard cases (and the gate)."""
-    from agenteval.benchmarks.retrieval.library import LabelError
-    from agenteval.benchmarks.retrieval.steps import step_answer, step_evaluate
-    from agenteval.layout import Layout
+    run_benchmark("retrieval", ("answer", "evaluate"), params_file, (list(set_ or []), None),
+                  out, False, (baseline, tolerance))  # fmt: skip
 
-    params = load_params(params_file, list(set_ or []))
-    gate_baseline(baseline, "retrieval")
-    folder = _out(out, "retrieval")
-    writable_folder("--out", folder)
-    layout = Layout.run_dir(Path.cwd().resolve(), folder)
+
+def run_benchmark(
+    name: str,
+    steps: tuple[str, ...],
+    params_file: Path,
+    load: tuple[list[str], dict[str, tuple[str, Any]] | None],
+    out: Path | None,
+    track: bool,
+    gate: tuple[Path | None, float | None],
+    after: tuple[str, ...] = (),
+) -> None:
+    """A registered benchmark's run from the command line: its params loaded and checked,
+    then its `steps`, with `track` its `track` step, then the `after` steps (a benchmark's
+    own gate step), each through the runner the stages use (one mapping of failures to
+    statuses); then the gate against the --gate baseline."""
+    from agenteval.benchmarks import base, runner
+    from agenteval.params import ParamsError
+
+    bench = base.benchmark(name)
+    if not default_params_name(params_file) and not params_file.is_file():
+        fail([f"--params {params_file}: no such file"])
     try:
-        step_answer(params, layout)
-        results = step_evaluate(params, layout)
-    except LabelError as exc:
-        fail(_problems(exc))
-    except (ValueError, OSError) as exc:
-        fail([f"cannot run: {type(exc).__name__}: {exc}"])
-    for name, scores in results["metrics"].items():
-        typer.echo(f"{name}: recall@5 {scores['recall@5']:.3f}, MRR {scores['mrr']:.3f}")
-    for name, why in results["meta"]["skipped_pipelines"].items():
-        typer.echo(f"{name}: skipped ({why})")
-    typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
+        params = runner.load(bench, params_file, *load)
+    except ParamsError as exc:
+        fail(str(exc).splitlines())
+    baseline, tolerance = gate
+    gate_baseline(baseline, name)
+    layout = _run_layout(out, name)
+    settings, ctx = (
+        base.settings_of(bench, params),
+        base.context(params, layout.root, None, sys.stderr.isatty()),
+    )
+    for chosen in (*steps, *(("track",) if track else ()), *after):
+        status = runner.execute(base.step_of(bench, chosen), settings, ctx, layout)
+        if status:
+            raise typer.Exit(status)
+        if chosen == steps[-1]:
+            typer.echo(f"reports in {layout.reports}/ ({_written(layout.reports)})")
     if baseline is not None:
         benchmark_gate(layout.reports, baseline, tolerance)
+
+
+def _written(reports: Path) -> str:
+    """The report files a run wrote, in the order a reader opens them."""
+    names = ("results.json", "metrics.json", "summary.md", "report.md", "details/")
+    return ", ".join(n for n in names if (reports / n.rstrip("/")).exists())
+
+
+def _run_layout(out: Path | None, kind: str) -> Layout:
+    """The run folder of --out (or its default), refused before any work when unwritable."""
+    from agenteval.layout import Layout
+
+    folder = _out(out, kind)
+    writable_folder("--out", folder)
+    return Layout.run_dir(Path.cwd().resolve(), folder)
 
 
 def gate_baseline(baseline: Path | None, kind: str) -> None:

@@ -9,15 +9,12 @@ credentials) or a baseline that is not comparable.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from agenteval.cli.bench import SetOption, _out, benchmark_gate, gate_baseline
-from agenteval.cli.common import default_params_name, fail, writable_folder
-
-if TYPE_CHECKING:
-    from agenteval.layout import Layout
+from agenteval.cli.bench import SetOption, run_benchmark
+from agenteval.cli.common import fail
 
 group = typer.Typer(help="Endpoint throughput and code retrieval benchmarks.", no_args_is_help=True)
 
@@ -29,43 +26,6 @@ ToleranceOption = Annotated[
 ]
 TrackOption = Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow.")]
 ParamsOption = Annotated[Path, typer.Option("--params")]
-
-
-def _run(
-    name: str,
-    step: str,
-    params_file: Path,
-    load: tuple[list[str], dict[str, tuple[str, Any]] | None],
-    out: Path | None,
-    track: bool,
-    gate: tuple[Path | None, float | None],
-) -> None:
-    """A registered benchmark's run from the command line: its params loaded and checked,
-    then `step` and, with `track`, its `track` step through the runner the stages use (one
-    mapping of failures to statuses), then the gate against the --gate baseline."""
-    from agenteval.benchmarks import base, runner
-    from agenteval.params import ParamsError
-
-    bench = base.benchmark(name)
-    if not default_params_name(params_file) and not params_file.is_file():
-        fail([f"--params {params_file}: no such file"])
-    try:
-        params = runner.load(bench, params_file, *load)
-    except ParamsError as exc:
-        fail(str(exc).splitlines())
-    baseline, tolerance = gate
-    gate_baseline(baseline, name)
-    layout = _run_layout(out, name)
-    settings, ctx = base.settings_of(bench, params), base.context(params, layout.root, None)
-    steps = [step, "track"] if track else [step]
-    for chosen in steps:
-        status = runner.execute(base.step_of(bench, chosen), settings, ctx, layout)
-        if status:
-            raise typer.Exit(status)
-        if chosen == step:
-            typer.echo(f"reports in {layout.reports}/ (results.json, metrics.json, summary.md)")
-    if baseline is not None:
-        benchmark_gate(layout.reports, baseline, tolerance)
 
 
 def _endpoint_options(
@@ -129,8 +89,8 @@ def throughput(
         options["throughput.concurrency"] = ("--concurrency", _levels(concurrency))
     if repeats is not None:
         options["throughput.repeats"] = ("--repeats", repeats)
-    _run("throughput", "run", params_file, (list(set_ or []), options), out, track,
-         (baseline, tolerance))  # fmt: skip
+    run_benchmark("throughput", ("run",), params_file, (list(set_ or []), options), out, track,
+                  (baseline, tolerance))  # fmt: skip
 
 
 @group.command("code-retrieval")
@@ -147,17 +107,8 @@ def code_retrieval(
     """The code index over real fixes of pinned histories: file recall@1/5/10, function
     recall@5/10 and MRR against a git grep baseline, incremental replay, damaged indexes and
     hostile trees (pass / fail / not-run)."""
-    _run("code_retrieval", "evaluate", params_file, (list(set_ or []), None), out, track,
-         (baseline, tolerance))  # fmt: skip
-
-
-def _run_layout(out: Path | None, kind: str) -> Layout:
-    """The run folder of --out (or its default), refused before any work when unwritable."""
-    from agenteval.layout import Layout
-
-    folder = _out(out, kind)
-    writable_folder("--out", folder)
-    return Layout.run_dir(Path.cwd().resolve(), folder)
+    run_benchmark("code_retrieval", ("evaluate",), params_file, (list(set_ or []), None), out,
+                  track, (baseline, tolerance))  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agenteval.registry import build
-from agenteval.schema.memory import Candidate, Document, StoredItem, ToolRecord
+from agenteval.schema.memory_items import Candidate, Document, StoredItem, ToolRecord
 from agenteval.schema.transcript import Participant
 
 Outcome = Literal["stored", "updated", "refused", "missing", "forgotten"]

@@ -45,7 +45,7 @@ from agenteval.memory.base import (
     Upkeep,
     Written,
 )
-from agenteval.schema.memory import Candidate, StoredItem
+from agenteval.schema.memory_items import Candidate, StoredItem
 from agenteval.schema.transcript import Participant
 
 REQUIRED = ("remember", "recall", "dump")

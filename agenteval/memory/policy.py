@@ -30,7 +30,7 @@ from datetime import datetime
 from agenteval.llm.scrub import REDACTED, Scrubber
 from agenteval.memory.base import TurnContext
 from agenteval.memory.vectors import words
-from agenteval.schema.memory import Candidate
+from agenteval.schema.memory_items import Candidate
 
 MIN_SHARED_WORDS = 0.5  # share of a fact's content words the user's statements must hold
 CREDENTIAL = re.compile(

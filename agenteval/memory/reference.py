@@ -30,7 +30,7 @@ from agenteval.memory import policy
 from agenteval.memory.base import Consolidator, Shown, TurnContext, Upkeep, Written
 from agenteval.memory.store import Item, Store
 from agenteval.memory.vectors import make_embedder, words
-from agenteval.schema.memory import Candidate, StoredItem
+from agenteval.schema.memory_items import Candidate, StoredItem
 from agenteval.schema.transcript import Participant
 
 DEFAULTS: dict[str, Any] = {

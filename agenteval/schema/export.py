@@ -17,11 +17,8 @@ from agenteval.schema.controls import ControlFile
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.expectations import Expectations
 from agenteval.schema.guard import GuardControlFile
-from agenteval.schema.memory import MemoryResults, MemoryScenario
 from agenteval.schema.params import Params
 from agenteval.schema.people import PeopleControlFile
-from agenteval.schema.qa import QATask, QAVerdict
-from agenteval.schema.retrieval import EvidenceSet
 from agenteval.schema.scenario import Scenario
 from agenteval.schema.scorecard import Scorecard
 from agenteval.schema.sessions import (
@@ -58,9 +55,6 @@ def models(
         "controls": ControlFile,
         "people_controls": PeopleControlFile,
         "simulator_controls": SimulatorControlFile,
-        "qa_task": QATask,
-        "qa_verdict": QAVerdict,
-        "retrieval_questions": EvidenceSet,
         "agent": AgentConfig,
         "guard_controls": GuardControlFile,
         "session_dataset": SessionDataset,
@@ -72,8 +66,6 @@ def models(
         "task_grade": TaskGrade,
         "task_scorecard": TaskScorecard,
         "task_expectations": TaskExpectations,
-        "memory_scenario": MemoryScenario,
-        "memory_results": MemoryResults,
     }
     return found | dict(extra or {})
 

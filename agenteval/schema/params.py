@@ -22,9 +22,6 @@ from agenteval.schema.params_base import (
     _Section,
 )
 from agenteval.schema.params_benchmarks import (
-    MemoryParams,
-    QAParams,
-    RetrievalParams,
     SessionsParams,
     TasksParams,
 )
@@ -431,9 +428,6 @@ class Params(_Section):
     stats: StatsParams = Field(default_factory=StatsParams)
     tracking: TrackingParams = Field(default_factory=TrackingParams)
     controls: ControlsParams = Field(default_factory=ControlsParams)
-    qa: QAParams = Field(default_factory=QAParams)
-    retrieval: RetrievalParams = Field(default_factory=RetrievalParams)
     tasks: TasksParams = Field(default_factory=TasksParams)
     climb: ClimbParams = Field(default_factory=ClimbParams)
     sessions: SessionsParams = Field(default_factory=SessionsParams)
-    memory: MemoryParams = Field(default_factory=MemoryParams)

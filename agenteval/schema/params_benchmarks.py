@@ -1,79 +1,14 @@
 """params.yaml sections of the benchmarks beyond scenarios (`suite.kind` other than
-`scenarios`): qa, retrieval, sessions, tasks, memory. A benchmark moved behind the protocol
+`scenarios`): sessions and tasks. A benchmark moved behind the protocol
 (agenteval.benchmarks.base) keeps its section in its own folder (`settings.py`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from agenteval.schema.params_base import EndpointFields, _Section
-
-
-class QAJudgeParams(EndpointFields):
-    """`qa.judge`: the A/B/C judge. The code pre-check always runs first; what it cannot
-    settle goes to the model (`kind: llm`) or stays unavailable (`kind: precheck`)."""
-
-    kind: Literal["precheck", "llm"] = Field("precheck", description="precheck | llm")
-    params: dict[str, Any] | None = Field(None, description="Request fields.")
-    prompt: str = Field("eval/prompts/judge_qa.md", description="The A/B/C instructions.")
-    max_attempts: int = Field(2, ge=1, description="Model calls per answer incl. re-asks.")
-
-
-class QAParams(_Section):
-    """`suite.kind: qa`: questions with short ground-truth answers, k attempts each."""
-
-    tasks: str = Field("eval/qa/tasks.jsonl", description="Task file (JSONL or GAIA metadata).")
-    format: Literal["jsonl", "gaia"] = Field("jsonl", description="jsonl | gaia (metadata.jsonl)")
-    levels: list[int] = Field(default_factory=list, description="Empty: all levels (1, 2, 3).")
-    ids: list[str] = Field(default_factory=list, description="Empty: all tasks.")
-    k: int = Field(1, ge=1, description="Attempts per task (pass@k, pass^k, avg@k).")
-    attempt_strategy: Literal["independent"] = Field(
-        "independent", description="independent: every attempt its own seed and cache key."
-    )
-    judge: QAJudgeParams = Field(default_factory=QAJudgeParams)
-
-
-class RetrievalPipelineParams(_Section):
-    """One retrieval pipeline the benchmark scores."""
-
-    name: str = Field(min_length=1, description="Label in reports and the gate.")
-    kind: Literal["bm25", "dense"] = Field(
-        "bm25", description="bm25 (bm25s) | dense (an offline embedding model, `dense` extra)"
-    )
-    chunk_size: int = Field(400, gt=0, description="Characters per chunk.")
-    model: str | None = Field(None, description="dense: embedding model (offline package).")
-    dedup: bool = Field(True, description="Collapse chunks with identical text in a ranking.")
-
-
-def _default_pipelines() -> list[RetrievalPipelineParams]:
-    return [
-        RetrievalPipelineParams(name="bm25", kind="bm25"),
-        RetrievalPipelineParams(name="bm25-800", kind="bm25", chunk_size=800),
-        RetrievalPipelineParams(name="dense", kind="dense", model="all-MiniLM-L6-v2"),
-    ]
-
-
-class RetrievalParams(_Section):
-    """`suite.kind: retrieval`: labelled evidence quotes over pinned documents."""
-
-    questions: str = Field("eval/retrieval/questions.yaml", description="Labelled questions.")
-    library: list[str] = Field(
-        default_factory=lambda: ["eval/corpus/documents", "data/corpora"],
-        description="Folders indexed for every question.",
-    )
-    pipelines: list[RetrievalPipelineParams] = Field(
-        default_factory=_default_pipelines, description="Pipelines scored side by side."
-    )
-    depth: int = Field(20, ge=1, description="Ranked chunks scored per question.")
-    answers: bool = Field(True, description="Ask the target and classify every wrong answer.")
-    hard_cases: bool = Field(True, description="Run the hard cases (replaced, copied, ...).")
-    scale_tiers: list[Annotated[int, Field(gt=0)]] = Field(
-        default_factory=lambda: [10],
-        description="Documents per scale tier measured by the evaluate stage (index time, "
-        "RSS, p50/p95): [10] on pull requests, [10, 100, 1000] for the full tier; [] for none.",
-    )
 
 
 class SessionsJudgeParams(EndpointFields):
@@ -204,36 +139,3 @@ class TasksParams(_Section):
     )
     judge: TasksJudgeParams = Field(default_factory=TasksJudgeParams)
     claude: ClaudeCodeParams = Field(default_factory=ClaudeCodeParams)
-
-
-class MemoryAdapterParams(_Section):
-    """`memory.adapter`: the memory under test, by `kind`; each kind checks its own keys
-    (agenteval.memory.reference.DEFAULTS, agenteval.memory.mcp)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    kind: str = Field("reference", description="reference (SQLite, offline) | mcp (a server)")
-
-
-class MemoryModelParams(EndpointFields):
-    """`memory.model`: the model that extracts, consolidates and answers in the full suite."""
-
-    params: dict[str, Any] | None = Field(None, description="Request fields (max_tokens...).")
-    prompts: str = Field(
-        "eval/memory/prompts", description="Folder of extract.md, consolidate.md, answer.md."
-    )
-
-
-class MemoryParams(_Section):
-    """`agenteval memory`: does memory keep up with a person over months of chats?"""
-
-    suite: Literal["pr", "full"] = Field(
-        "pr", description="pr: scripted model answers, offline; full: memory.model answers."
-    )
-    scenarios: str = Field("eval/memory/scenarios", description="Folder of scenario files.")
-    ids: list[str] = Field(default_factory=list, description="Only these scenarios; empty: all.")
-    baseline: str | None = Field(
-        "eval/memory/baselines/pr.json", description="The gate's baseline (a real run's results)."
-    )
-    adapter: MemoryAdapterParams = Field(default_factory=MemoryAdapterParams)
-    model: MemoryModelParams = Field(default_factory=MemoryModelParams)

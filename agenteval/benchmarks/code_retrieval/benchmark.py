@@ -43,7 +43,7 @@ BENCHMARK = Definition(
     steps=(
         EVALUATE,
         runner.gate(evaluation.KIND, BASELINE),
-        runner.track(evaluation.KIND, lambda settings, layout: evaluation.tracked(layout)),
+        runner.track(evaluation.KIND, lambda settings, ctx, layout: evaluation.tracked(layout)),
     ),
     schemas=MappingProxyType({"code_retrieval_commits": PinnedCommits}),
     rule=gating.gate,

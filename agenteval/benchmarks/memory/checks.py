@@ -21,17 +21,17 @@ from dataclasses import dataclass
 from datetime import date
 
 from agenteval.benchmarks.answers import contains, normalise, precheck, sentences
-from agenteval.memory.base import Shown
-from agenteval.schema.memory import (
+from agenteval.benchmarks.memory.records import (
     METRICS,
     AnswerExpect,
     CheckResult,
     Match,
     Metric,
     Probe,
-    StoredItem,
     as_match,
 )
+from agenteval.memory.base import Shown
+from agenteval.schema.memory_items import StoredItem
 
 HISTORY = (
     "moved from",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenteval.schema.memory import MemoryResults
+from agenteval.benchmarks.memory.records import MemoryResults
 
 
 class GateRefused(ValueError):

@@ -18,12 +18,14 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from agenteval.benchmarks.memory.records import Chat, MemoryScenario, Probe, Turn
+from agenteval.benchmarks.memory.settings import MemoryModelParams, MemoryParams
 from agenteval.fileio import code_of, digest_of
 from agenteval.llm import LLMError, QuotaExhausted, UserMessage
 from agenteval.llm.config import EndpointConfig
 from agenteval.llm.prompts import load_prompt
 from agenteval.memory.base import Shown
-from agenteval.schema.memory import Candidate, Chat, MemoryScenario, Probe, Turn
+from agenteval.schema.memory_items import Candidate
 from agenteval.schema.transcript import Participant
 
 ROLE = "memory.model"
@@ -129,12 +131,11 @@ def parse_memories(text: str) -> tuple[list[Candidate], list[str]]:
 class EndpointModel:
     """A model endpoint (the local model in `full`) answering through eval/prompts."""
 
-    def __init__(self, params: Mapping[str, Any], root: Path) -> None:
-        section = dict((params.get("memory") or {}).get("model") or {})
-        self.config = EndpointConfig.from_params(
-            {"run": params.get("run") or {}, ROLE: section}, ROLE, root
-        )
-        folder = root / str(section.get("prompts") or "eval/memory/prompts")
+    def __init__(self, section: MemoryModelParams, run: Mapping[str, Any], root: Path) -> None:
+        endpoint = section.model_dump(mode="json", exclude_none=True)
+        sections = {"run": run, ROLE: endpoint}
+        self.config = EndpointConfig.from_params(sections, ROLE, root)
+        folder = root / section.prompts
         self.prompts = {name: load_prompt(folder / file) for name, file in PROMPTS.items()}
         details = {
             "endpoint": self.config.describe(),
@@ -218,8 +219,8 @@ class EndpointModel:
 
 
 def make_model(
-    suite: str, params: Mapping[str, Any], root: Path, scenario: MemoryScenario
+    section: MemoryParams, run: Mapping[str, Any], root: Path, scenario: MemoryScenario
 ) -> MemoryModel:
-    if suite == "pr":
+    if section.suite == "pr":
         return ScriptedModel(scenario)
-    return EndpointModel(params, root)
+    return EndpointModel(section.model, run, root)

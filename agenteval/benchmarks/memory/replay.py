@@ -19,17 +19,16 @@ from pathlib import Path
 
 from agenteval.benchmarks.memory.checks import probe_checks, shares, standing
 from agenteval.benchmarks.memory.model import MemoryModel
-from agenteval.memory.base import Memory, TurnContext, Written
-from agenteval.schema.memory import (
-    Candidate,
+from agenteval.benchmarks.memory.records import (
     Chat,
     ChatLog,
     MemoryScenario,
     Probe,
     ProbeResult,
-    StoredItem,
     WriteRecord,
 )
+from agenteval.memory.base import Memory, TurnContext, Written
+from agenteval.schema.memory_items import Candidate, StoredItem
 
 BACKEND_FAILED = "unmeasured: model backend failed"
 

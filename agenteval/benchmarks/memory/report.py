@@ -6,7 +6,7 @@ shown for that request, or never stored; the write that put a wrong item there).
 from __future__ import annotations
 
 from agenteval.benchmarks.memory.checks import matches
-from agenteval.schema.memory import (
+from agenteval.benchmarks.memory.records import (
     METRICS,
     CheckResult,
     MemoryResults,
@@ -28,7 +28,7 @@ def _pct(value: float | None) -> str:
 
 def _origin(scenario: ScenarioResult, text: str) -> str | None:
     """The write that put `text` in the store: chat, turn and how."""
-    from agenteval.schema.memory import Match
+    from agenteval.benchmarks.memory.records import Match
 
     found: list[tuple[str, WriteRecord]] = [
         (log.id, write)

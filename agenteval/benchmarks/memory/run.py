@@ -10,23 +10,23 @@ an unchanged `pr` run writes the same bytes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agenteval.benchmarks.memory.checks import shares, standing
 from agenteval.benchmarks.memory.model import EndpointModel, make_model
+from agenteval.benchmarks.memory.records import MemoryResults, ScenarioResult
 from agenteval.benchmarks.memory.replay import BACKEND_FAILED, replay
 from agenteval.benchmarks.memory.scenarios import Loaded, load_scenarios
+from agenteval.benchmarks.memory.settings import MemoryParams
 from agenteval.fileio import write_json, write_text
 from agenteval.measured import Coverage
 from agenteval.memory.base import make_memory
-from agenteval.schema.memory import MemoryResults, ScenarioResult
+from agenteval.schema.params import RunParams
 from agenteval.schema.transcript import Participant
 from agenteval.scratch import temporary_folder
-
-SUITES = ("pr", "full")
 
 
 @dataclass(frozen=True)
@@ -46,36 +46,37 @@ class Paths:
         return self.out / "metrics.json"
 
 
-def section_of(params: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(params.get("memory") or {})
+def adapter_of(section: MemoryParams) -> dict[str, Any]:
+    """`memory.adapter` as the memory kinds read it: its kind and the keys it checks itself."""
+    return section.adapter.model_dump(mode="json")
+
+
+def endpoint_run(run: RunParams) -> dict[str, Any]:
+    """The run section as the endpoint's config reads it (a mapping): every key as typed, so
+    a null cache_dir stays null (no cache)."""
+    return run.model_dump(mode="json")
 
 
 def preflight(
-    params: Mapping[str, Any], root: Path, suite: str, ids: Sequence[str]
+    section: MemoryParams, run: RunParams, root: Path, ids: Sequence[str]
 ) -> list[Loaded]:
     """The scenarios to run; raises ValueError / ScenarioError before anything runs."""
-    if suite not in SUITES:
-        raise ValueError(f"memory.suite: must be pr or full, got {suite!r}")
-    section = section_of(params)
-    loaded = load_scenarios(
-        root / str(section.get("scenarios") or "eval/memory/scenarios"), root, ids
-    )
-    make_memory(section.get("adapter") or {"kind": "reference"}, root)
-    if suite == "full":
-        EndpointModel(params, root)
+    loaded = load_scenarios(root / section.scenarios, root, ids)
+    make_memory(adapter_of(section), root)
+    if section.suite == "full":
+        EndpointModel(section.model, endpoint_run(run), root)
     return loaded
 
 
 async def _run_all(
-    params: Mapping[str, Any], root: Path, suite: str, loaded: Sequence[Loaded]
+    section: MemoryParams, run: RunParams, root: Path, loaded: Sequence[Loaded]
 ) -> tuple[list[ScenarioResult], Participant, Participant]:
-    section = section_of(params)
     results: list[ScenarioResult] = []
     memory_participant = model_participant = None
     with temporary_folder("agenteval-memory-") as stores:
         for item in loaded:
-            memory = make_memory(section.get("adapter") or {"kind": "reference"}, root)
-            model = make_model(suite, params, root, item.scenario)
+            memory = make_memory(adapter_of(section), root)
+            model = make_model(section, endpoint_run(run), root, item.scenario)
             memory_participant, model_participant = memory.participant, model.participant
             done = await replay(item.scenario, memory, model, Path(stores) / item.scenario.id)
             checks = [c for p in done.probes for c in p.checks]
@@ -98,11 +99,11 @@ async def _run_all(
     return results, memory_participant, model_participant
 
 
-def run_suite(
-    params: Mapping[str, Any], root: Path, suite: str, ids: Sequence[str] = ()
-) -> MemoryResults:
-    loaded = preflight(params, root, suite, ids)
-    scenarios, memory, model = asyncio.run(_run_all(params, root, suite, loaded))
+def run_suite(section: MemoryParams, run: RunParams, root: Path) -> MemoryResults:
+    """Every scenario of `section` (its suite, its ids) through the memory under test; `run`
+    is how the full suite's endpoint is asked."""
+    loaded = preflight(section, run, root, section.ids)
+    scenarios, memory, model = asyncio.run(_run_all(section, run, root, loaded))
     scenarios.sort(key=lambda s: standing([c for p in s.probes for c in p.checks]))
     checks = [c for s in scenarios for p in s.probes for c in p.checks]
     counts = {
@@ -115,7 +116,7 @@ def run_suite(
         "unmeasured": sum(c.ok is None for c in checks),
     }
     return MemoryResults(
-        suite=suite,
+        suite=section.suite,
         memory=memory,
         model=model,
         scenarios_digest={s.id: s.digest for s in sorted(scenarios, key=lambda s: s.id)},

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agenteval.benchmarks.memory.records import MemoryScenario
 from agenteval.fileio import sha256_file
 from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
-from agenteval.schema.memory import MemoryScenario
 from agenteval.schema.problems import Problem
 from agenteval.suite.parse import parse_model
 

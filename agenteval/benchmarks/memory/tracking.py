@@ -12,15 +12,16 @@ Scenario texts are synthetic, so they are logged as they are.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenteval.benchmarks.memory.records import ChatLog, MemoryResults, MemoryScenario, ProbeResult
 from agenteval.benchmarks.memory.run import Paths, load_results, metrics_of
 from agenteval.benchmarks.memory.scenarios import load_scenarios
 from agenteval.benchmarks.tracking import benchmark_run, tracking_enabled
 from agenteval.fileio import digest_of, sha256_file, write_json
-from agenteval.schema.memory import ChatLog, MemoryResults, MemoryScenario, ProbeResult
 
 DEFAULT_EXPERIMENT = "agenteval-memory"
 SESSION_KEY = "mlflow.trace.session"
@@ -124,13 +125,15 @@ def _log_scenarios(results: MemoryResults, scenarios: dict[str, MemoryScenario])
     return traces, feedback
 
 
-def log_memory(params: dict[str, Any], root: Path, paths: Paths) -> Tracked | None:
-    """Log the run in `paths` as one MLflow run; None when tracking is off."""
+def log_memory(
+    scenarios_folder: str, params: Mapping[str, Any], root: Path, paths: Paths
+) -> Tracked | None:
+    """Log the run in `paths` as one MLflow run; None when tracking is off. `params`: as
+    loaded, for the shared tracking section (agenteval.benchmarks.tracking)."""
     if not tracking_enabled(params):
         return None
     results = load_results(paths.results)
-    folder = root / str((params.get("memory") or {}).get("scenarios") or "eval/memory/scenarios")
-    loaded = load_scenarios(folder, root, list(results.scenarios_digest))
+    loaded = load_scenarios(root / scenarios_folder, root, list(results.scenarios_digest))
     edited = [i.scenario.id for i in loaded if results.scenarios_digest[i.scenario.id] != i.digest]
     if edited:
         raise ValueError(

@@ -16,10 +16,11 @@ from typing import Any
 
 from agenteval.benchmarks.answers import Check, final_answer, precheck
 from agenteval.benchmarks.model_judge import judge_setup
+from agenteval.benchmarks.qa.records import QAVerdict
+from agenteval.benchmarks.questions import QATask
 from agenteval.fileio import digest_of
 from agenteval.llm import AssistantMessage, LLMError, Message, QuotaExhausted, UserMessage
 from agenteval.llm.config import sum_usage
-from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.status import COMPLETED, Status
 from agenteval.schema.transcript import Transcript
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agenteval.benchmarks.qa.records import QAVerdict
+from agenteval.benchmarks.questions import QATask
 from agenteval.fileio import write_json, write_text
 from agenteval.layout import Layout, load_transcript
-from agenteval.schema.qa import QATask, QAVerdict
 from agenteval.schema.suite import Suite
 
 COLUMNS = "| metric | value | 95% interval | Evaluated | Error | Unavailable | Total |"

@@ -2,8 +2,9 @@
 
 Inference is the scenario engine itself (one-turn conversations, `qa.k` iterations with
 their own seeds); judging reads the stored transcripts only, so a new judge re-grades
-without calling the agent. `agenteval qa` and the stages of pipelines/qa/dvc.yaml share
-these functions.
+without calling the agent. `agenteval qa` and `python -m stages.benchmark qa STEP` run them
+through agenteval.benchmarks.runner (qa.benchmark). The judge and the scenario pipeline's
+step_infer still take the params as loaded (`ctx.logged`); every setting read here is typed.
 """
 
 from __future__ import annotations
@@ -15,9 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenteval.benchmarks.base import RunContext
 from agenteval.benchmarks.qa.judge import QAJudge
 from agenteval.benchmarks.qa.metrics import Observation, qa_metrics
-from agenteval.benchmarks.qa.tasks import TaskFileError, build_qa_suite, load_tasks, select
+from agenteval.benchmarks.qa.records import QAVerdict
+from agenteval.benchmarks.qa.settings import QAParams
+from agenteval.benchmarks.qa.tasks import TaskFileError, load_tasks, select
+from agenteval.benchmarks.questions import QATask, build_qa_suite
 from agenteval.fileio import digest_of, read_json, write_json
 from agenteval.layout import Layout, load_suite, load_transcript, transcript_path
 from agenteval.measured import Coverage, first_reason
@@ -25,17 +30,8 @@ from agenteval.params import section_digest
 from agenteval.pipeline import install_scrubber, step_infer
 from agenteval.schema.corpus import Manifest
 from agenteval.schema.problems import Problem
-from agenteval.schema.qa import QATask, QAVerdict
 
 KIND = "qa"
-
-
-def check_kind(params: Mapping[str, Any], kind: str = KIND) -> None:
-    found = (params.get("suite") or {}).get("kind", "scenarios")
-    if found != kind:
-        raise TaskFileError(
-            [Problem("params.yaml", 1, f"suite.kind is {found!r}; this step runs {kind!r}")]
-        )
 
 
 def tasks_file(layout: Layout) -> Path:
@@ -46,32 +42,23 @@ def verdicts_dir(layout: Layout) -> Path:
     return layout.data / "qa_verdicts"
 
 
-def _manifest(root: Path, params: Mapping[str, Any]) -> Manifest | None:
-    path = root / str((params.get("suite") or {}).get("manifest", "eval/corpus/manifest.json"))
+def _manifest(root: Path, manifest: str) -> Manifest | None:
+    path = root / manifest
     return Manifest.model_validate(read_json(path)) if path.is_file() else None
 
 
-def step_tasks(params: dict[str, Any], layout: Layout) -> list[QATask]:
+def step_tasks(section: QAParams, ctx: RunContext, layout: Layout) -> list[QATask]:
     """Load and select the tasks; write them and the engine's suite (k attempts each)."""
-    check_kind(params)
-    QAJudge(params, layout.root)  # a judge that would be refused stops the run before inference
-    section = params["qa"]
-    source = layout.root / section["tasks"]
-    tasks = load_tasks(source, section.get("format", "jsonl"), layout.root)
-    chosen = select(
-        tasks, list(section.get("levels") or []), list(section.get("ids") or []), section["tasks"]
-    )
-    if int(params["suite"].get("iterations", 1)) != 1:
+    QAJudge(ctx.logged, layout.root)  # a judge that would be refused stops the run first
+    source = layout.root / section.tasks
+    tasks = load_tasks(source, section.format, layout.root)
+    chosen = select(tasks, list(section.levels), list(section.ids), section.tasks)
+    if ctx.suite.iterations != 1:
         raise TaskFileError(
             [Problem("params.yaml", 1, "suite.iterations: QA attempts are qa.k; leave it at 1")]
         )
-    suite = build_qa_suite(
-        chosen,
-        int(section.get("k", 1)),
-        int(params["suite"].get("seed", 0)),
-        layout.root,
-        _manifest(layout.root, params),
-    )
+    manifest = _manifest(layout.root, ctx.suite.manifest)
+    suite = build_qa_suite(chosen, section.k, ctx.suite.seed, layout.root, manifest)
     write_json(tasks_file(layout), [t.model_dump(mode="json") for t in chosen])
     write_json(layout.suite, suite)
     return chosen
@@ -81,9 +68,8 @@ def load_task_list(layout: Layout) -> list[QATask]:
     return [QATask.model_validate(t) for t in read_json(tasks_file(layout))]
 
 
-def step_qa_infer(params: dict[str, Any], layout: Layout, progress: bool = False) -> Any:
-    check_kind(params)
-    return step_infer(params, layout, progress)
+def step_qa_infer(section: QAParams, ctx: RunContext, layout: Layout) -> Any:
+    return step_infer(dict(ctx.logged), layout, ctx.progress)
 
 
 def _stored(path: Path) -> QAVerdict | None:
@@ -121,14 +107,12 @@ async def _judge_all(
     return [v for v in await asyncio.gather(*jobs) if v is not None]
 
 
-def step_qa_judge(params: dict[str, Any], layout: Layout) -> list[QAVerdict]:
-    check_kind(params)
-    install_scrubber(params)
-    judge = QAJudge(params, layout.root)
+def step_qa_judge(section: QAParams, ctx: RunContext, layout: Layout) -> list[QAVerdict]:
+    install_scrubber(dict(ctx.logged))
+    judge = QAJudge(ctx.logged, layout.root)
     suite = load_suite(layout)
     tasks = load_task_list(layout)
-    concurrency = int(params["run"].get("concurrency", 4))
-    return asyncio.run(_judge_all(tasks, layout, judge, suite.iterations, concurrency))
+    return asyncio.run(_judge_all(tasks, layout, judge, suite.iterations, ctx.concurrency))
 
 
 @dataclass
@@ -163,11 +147,10 @@ def observations(
     return out
 
 
-def step_qa_score(params: dict[str, Any], layout: Layout) -> Scored:
+def step_qa_score(section: QAParams, ctx: RunContext, layout: Layout) -> Scored:
     """metrics.json, details/<task>.json and summary.md from the stored verdicts."""
     from agenteval.benchmarks.qa.report import write_details, write_summary
 
-    check_kind(params)
     suite = load_suite(layout)
     tasks = load_task_list(layout)
     verdicts = load_verdicts(layout, tasks, suite.iterations)
@@ -175,11 +158,11 @@ def step_qa_score(params: dict[str, Any], layout: Layout) -> Scored:
         str(v.verdict or ("deferred" if v.status == "unavailable" else v.status)) for v in verdicts
     )
     rules = Counter(v.rule for v in verdicts if v.rule)
-    conf = float(params["stats"].get("conf", 0.95))
+    conf = ctx.stats.conf
     metrics = qa_metrics(
         observations(tasks, verdicts, suite.iterations), suite.iterations, conf, classes, rules
     )
-    metrics["attempt_strategy"] = params["qa"].get("attempt_strategy", "independent")
+    metrics["attempt_strategy"] = section.attempt_strategy
     metrics["seeds"] = suite.seeds()
     write_json(layout.metrics, metrics)
     write_details(layout, tasks, verdicts, suite)
@@ -197,12 +180,12 @@ def coverage(scored: Scored) -> Coverage:
     return Coverage(scored.planned - evaluated, scored.planned, reason, "attempts")
 
 
-def run_qa(params: dict[str, Any], layout: Layout, progress: bool = False) -> Scored:
-    """The whole benchmark into one layout (`agenteval qa`)."""
-    step_tasks(params, layout)
-    step_qa_infer(params, layout, progress)
-    step_qa_judge(params, layout)
-    return step_qa_score(params, layout)
+def run_qa(section: QAParams, ctx: RunContext, layout: Layout) -> Scored:
+    """The whole benchmark into one layout, step by step."""
+    step_tasks(section, ctx, layout)
+    step_qa_infer(section, ctx, layout)
+    step_qa_judge(section, ctx, layout)
+    return step_qa_score(section, ctx, layout)
 
 
 def run_config(params: Mapping[str, Any], layout: Layout) -> dict[str, Any]:
@@ -223,11 +206,7 @@ def run_config(params: Mapping[str, Any], layout: Layout) -> dict[str, Any]:
     return config
 
 
-def step_qa_track(params: dict[str, Any], layout: Layout, lock: Path | None) -> Any:
-    from agenteval.benchmarks.tracking import log_benchmark
-
-    check_kind(params)
+def tracked(ctx: RunContext, layout: Layout) -> tuple[dict[str, Any], list[Path]]:
+    """The MLflow run's config and the files logged beside the metrics."""
     artifacts = [layout.reports / "summary.md", layout.reports / "details"]
-    return log_benchmark(
-        layout, params, run_config(params, layout), kind=KIND, lock=lock, artifacts=artifacts
-    )
+    return run_config(ctx.logged, layout), artifacts

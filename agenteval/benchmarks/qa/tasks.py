@@ -15,17 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agenteval.corpus.pins import corpus_digest
-from agenteval.fileio import digest_of
-from agenteval.schema.corpus import Manifest
+from agenteval.benchmarks.questions import QATask
 from agenteval.schema.input_error import InputError
 from agenteval.schema.problems import Problem
-from agenteval.schema.qa import QATask
-from agenteval.schema.scenario import IndexDocument, Scenario, Setup, Turn
-from agenteval.schema.suite import Suite, SuiteItem
 
-PERSONA = "qa_benchmark"
-OBJECTIVE = "Answer the question with a short final answer."
 # GAIA's test split publishes questions without answers; they cannot be scored.
 HIDDEN_ANSWERS = frozenset({"", "?"})
 
@@ -133,39 +126,3 @@ def select(tasks: list[QATask], levels: list[int], ids: list[str], source: str) 
     if not chosen:
         raise TaskFileError([Problem(source, 1, "qa.levels / qa.ids select no task")])
     return chosen
-
-
-def as_scenario(task: QATask) -> Scenario:
-    """The task as a one-turn conversation: the question is the user's only message."""
-    return Scenario(
-        id=task.id,
-        category=f"level_{task.level}",
-        persona=PERSONA,
-        setup=Setup(index_documents=[IndexDocument(path=f) for f in task.files]),
-        turns=[Turn(turn=1, objective=OBJECTIVE, user_message=task.question)],
-    )
-
-
-def build_qa_suite(
-    tasks: list[QATask], attempts: int, seed: int, root: Path, manifest: Manifest | None
-) -> Suite:
-    """The suite the engine runs: one item per task, `attempts` iterations (own seeds)."""
-    items = []
-    for task in sorted(tasks, key=lambda t: t.id):
-        scenario = as_scenario(task)
-        missing = [f for f in task.files if not (root / f).is_file()]
-        items.append(
-            SuiteItem(
-                path=task.id,
-                digest=digest_of({"task": task, "scenario": scenario}),
-                scenario=scenario,
-                missing_documents=missing,
-            )
-        )
-    return Suite(
-        iterations=attempts,
-        seed=seed,
-        scenario_set_digest=digest_of(sorted((i.scenario.id, i.digest) for i in items)),
-        corpus_digest=corpus_digest(manifest, root),
-        items=items,
-    )

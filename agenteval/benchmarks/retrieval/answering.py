@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from agenteval.benchmarks.answers import final_answer, precheck
-from agenteval.benchmarks.qa.tasks import build_qa_suite
+from agenteval.benchmarks.questions import QATask, build_qa_suite
 from agenteval.benchmarks.retrieval.library import Span, document_text, squash
+from agenteval.benchmarks.retrieval.records import EvidenceQuestion
 from agenteval.fileio import write_json
 from agenteval.layout import Layout, load_suite, load_transcript
 from agenteval.pipeline import step_infer
-from agenteval.schema.qa import QATask
-from agenteval.schema.retrieval import EvidenceQuestion
 from agenteval.schema.transcript import Transcript
 
 
@@ -50,15 +49,18 @@ def as_tasks(questions: list[EvidenceQuestion], docs: list[str]) -> list[QATask]
 
 
 def run_answers(
-    params: dict[str, Any], layout: Layout, questions: list[EvidenceQuestion], docs: list[str]
+    loaded: Mapping[str, Any],
+    seed: int,
+    layout: Layout,
+    questions: list[EvidenceQuestion],
+    docs: list[str],
 ) -> Any:
-    """Ask the target (engine, resumable transcripts) -> <data>/answers/transcripts/."""
+    """Ask the target (engine, resumable transcripts) -> <data>/answers/transcripts/.
+    `loaded`: the params as loaded, which the scenario pipeline's step_infer still takes."""
     where = answer_layout(layout)
-    suite = build_qa_suite(
-        as_tasks(questions, docs), 1, int(params["suite"].get("seed", 0)), layout.root, None
-    )
+    suite = build_qa_suite(as_tasks(questions, docs), 1, seed, layout.root, None)
     write_json(where.suite, suite)
-    return step_infer(params, where)
+    return step_infer(dict(loaded), where)
 
 
 def evidence_seen(transcript: Transcript, span: Span, root: Path, texts: dict[str, str]) -> bool:

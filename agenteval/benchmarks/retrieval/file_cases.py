@@ -15,9 +15,9 @@ from agenteval.benchmarks.retrieval.hard_cases import most_asked, result, top5, 
 from agenteval.benchmarks.retrieval.library import Chunk, chunk_library
 from agenteval.benchmarks.retrieval.pdfs import scanned_pdf, text_pdf
 from agenteval.benchmarks.retrieval.pipelines import Ranker
+from agenteval.benchmarks.retrieval.records import EvidenceQuestion
 from agenteval.corpus.index_cache import IndexCache
 from agenteval.corpus.pdf import UnreadableDocument
-from agenteval.schema.retrieval import EvidenceQuestion
 from agenteval.targets.tools import DocumentTools
 
 FILING = [

@@ -14,9 +14,9 @@ from typing import Any
 
 from agenteval.benchmarks.retrieval.library import Chunk, chunk_library, with_spans
 from agenteval.benchmarks.retrieval.pipelines import BM25Ranker, Ranker
+from agenteval.benchmarks.retrieval.records import EvidenceQuestion
 from agenteval.corpus.documents import read_text
 from agenteval.corpus.index_cache import IndexCache
-from agenteval.schema.retrieval import EvidenceQuestion
 
 DUPLICATE_SHARE = 0.2
 CANARY = "CANARY-7731"

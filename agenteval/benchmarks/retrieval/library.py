@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from agenteval.benchmarks.retrieval.records import EvidenceQuestion, EvidenceSet
 from agenteval.corpus.documents import read_text
 from agenteval.corpus.index_cache import IndexCache
 from agenteval.schema.input_error import InputError
 from agenteval.schema.located import Located, load_located
-from agenteval.schema.retrieval import EvidenceQuestion, EvidenceSet
 from agenteval.targets.tools import DOCUMENT_SUFFIXES
 
 HIT_SHARE = 0.5  # a chunk is a hit when it covers at least half of the quote

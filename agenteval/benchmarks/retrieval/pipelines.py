@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from agenteval.benchmarks.retrieval.library import Chunk, squash
+from agenteval.benchmarks.retrieval.settings import RetrievalPipelineParams
 from agenteval.corpus.embeddings import load_encoder
 from agenteval.corpus.retrieval import Index
 
@@ -111,9 +112,8 @@ class DenseRanker:
         return _dedup([self.chunks[i] for i in wanted], depth, self.canonical)
 
 
-def make_ranker(spec: Mapping[str, Any], chunks: Sequence[Chunk]) -> Ranker:
-    name, kind = str(spec["name"]), str(spec.get("kind", "bm25"))
-    size, dedup = int(spec.get("chunk_size", 400)), bool(spec.get("dedup", True))
-    if kind == "dense":
-        return DenseRanker(name, chunks, size, dedup, str(spec.get("model") or "all-MiniLM-L6-v2"))
-    return BM25Ranker(name, chunks, size, dedup)
+def make_ranker(spec: RetrievalPipelineParams, chunks: Sequence[Chunk]) -> Ranker:
+    if spec.kind == "dense":
+        model = spec.model or "all-MiniLM-L6-v2"
+        return DenseRanker(spec.name, chunks, spec.chunk_size, spec.dedup, model)
+    return BM25Ranker(spec.name, chunks, spec.chunk_size, spec.dedup)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agenteval.benchmarks.qa.steps import check_kind
+from agenteval.benchmarks.base import RunContext, with_target
 from agenteval.benchmarks.retrieval import answering, file_cases, hard_cases, scale
 from agenteval.benchmarks.retrieval.library import (
     Chunk,
@@ -25,13 +25,14 @@ from agenteval.benchmarks.retrieval.library import (
     verify_quotes,
 )
 from agenteval.benchmarks.retrieval.pipelines import Ranker, make_ranker
+from agenteval.benchmarks.retrieval.records import EvidenceQuestion
 from agenteval.benchmarks.retrieval.scoring import Ranked, judge_ranking, metrics, paired_tests
+from agenteval.benchmarks.retrieval.settings import RetrievalParams, RetrievalPipelineParams
 from agenteval.corpus.embeddings import dense_unavailable
 from agenteval.corpus.index_cache import IndexCache
 from agenteval.fileio import write_json
 from agenteval.layout import Layout, load_transcript
 from agenteval.schema.problems import Problem
-from agenteval.schema.retrieval import EvidenceQuestion
 from agenteval.targets.fence import DEFAULT_LIBRARY
 
 KIND = "retrieval"
@@ -42,19 +43,17 @@ def results_path(layout: Layout) -> Path:
 
 
 def _labels(
-    params: Mapping[str, Any], layout: Layout
+    section: RetrievalParams, layout: Layout
 ) -> tuple[list[EvidenceQuestion], Any, list[str]]:
-    check_kind(params, KIND)
-    section = params[KIND]
-    questions, located = load_questions(layout.root / section["questions"])
+    questions, located = load_questions(layout.root / section.questions)
     spans = verify_quotes(questions, located, layout.root)
-    docs = library_files(layout.root, list(section["library"]))
+    docs = library_files(layout.root, list(section.library))
     outside = sorted({q.document for q in questions} - set(docs))
     if outside:
         raise LabelError(
             [
                 Problem(
-                    section["questions"],
+                    section.questions,
                     1,
                     f"labelled documents outside retrieval.library: {outside}",
                 )
@@ -63,28 +62,28 @@ def _labels(
     return questions, spans, docs
 
 
-def step_answer(params: dict[str, Any], layout: Layout) -> Any:
-    questions, _spans, docs = _labels(params, layout)
-    if not params[KIND].get("answers", True):
+def step_answer(section: RetrievalParams, ctx: RunContext, layout: Layout) -> Any:
+    questions, _spans, docs = _labels(section, layout)
+    if not section.answers:
         return None
-    return answering.run_answers(params, layout, questions, docs)
+    return answering.run_answers(ctx.logged, ctx.suite.seed, layout, questions, docs)
 
 
 def _pipelines(
-    params: Mapping[str, Any], layout: Layout, docs: list[str]
+    section: RetrievalParams, layout: Layout, docs: list[str]
 ) -> tuple[dict[str, Ranker], dict[str, str], dict[int, list[Chunk]]]:
     rankers: dict[str, Ranker] = {}
     skipped: dict[str, str] = {}
     chunked: dict[int, list[Chunk]] = {}
-    for spec in params[KIND]["pipelines"]:
-        if spec.get("kind") == "dense" and (why := dense_unavailable()):
-            skipped[spec["name"]] = why
+    for spec in section.pipelines:
+        if spec.kind == "dense" and (why := dense_unavailable()):
+            skipped[spec.name] = why
             continue
-        size = int(spec.get("chunk_size", 400))
+        size = spec.chunk_size
         if size not in chunked:
             cache = IndexCache(layout.data / "index" / str(size), size)
             chunked[size] = chunk_library(layout.root, docs, cache)[0]
-        rankers[spec["name"]] = make_ranker(spec, chunked[size])
+        rankers[spec.name] = make_ranker(spec, chunked[size])
     return rankers, skipped, chunked
 
 
@@ -100,20 +99,19 @@ def _rank_all(
     return out
 
 
-def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
+def step_evaluate(section: RetrievalParams, ctx: RunContext, layout: Layout) -> dict[str, Any]:
     from agenteval.benchmarks.retrieval.report import write_summary
 
-    questions, spans, docs = _labels(params, layout)
-    section = params[KIND]
-    rankers, skipped, _chunked = _pipelines(params, layout, docs)
-    depth = int(section.get("depth", 20))
+    questions, spans, docs = _labels(section, layout)
+    rankers, skipped, _chunked = _pipelines(section, layout, docs)
+    depth = section.depth
     ranked = {name: _rank_all(r, questions, spans, depth) for name, r in rankers.items()}
     labelled = {q.id: q.document for q in questions}
     scores = {name: metrics(rs, labelled) for name, rs in ranked.items()}
     by_tag = _by_tag(questions, ranked, labelled)
-    answers = answering.grade_answers(layout, questions, spans) if section.get("answers") else []
-    cases = _hard_cases(params, layout, questions, docs) if section.get("hard_cases") else []
-    tiers = section.get("scale_tiers") or []
+    answers = answering.grade_answers(layout, questions, spans) if section.answers else []
+    cases = _hard_cases(section, ctx, layout, questions, docs) if section.hard_cases else []
+    tiers = section.scale_tiers
     scaled = scale.run_tiers(tiers, layout.root) if tiers else []
     results = {
         "kind": KIND,
@@ -128,7 +126,7 @@ def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
         "metrics": scores,
         "by_tag": by_tag,
         "paired_tests": paired_tests(ranked),
-        "answers": answering.accuracy(answers) if section.get("answers") else None,
+        "answers": answering.accuracy(answers) if section.answers else None,
         "hard_cases": cases,
         "scale": scaled,
         "per_question": _per_question(questions, ranked, answers),
@@ -137,6 +135,20 @@ def step_evaluate(params: dict[str, Any], layout: Layout) -> dict[str, Any]:
     write_json(layout.metrics, _flat_metrics(results))
     write_summary(layout, results)
     return results
+
+
+def summary_lines(results: Mapping[str, Any]) -> list[str]:
+    """What the evaluate step says: each pipeline's recall@5 and MRR, the skipped ones and
+    why, each hard case's status."""
+    lines = [
+        f"{name}: recall@5 {scores['recall@5']:.3f}, MRR {scores['mrr']:.3f}"
+        for name, scores in results["metrics"].items()
+    ]
+    lines += [
+        f"{name}: skipped ({why})" for name, why in results["meta"]["skipped_pipelines"].items()
+    ]
+    lines += [f"hard case {case['case']!r}: {case['status']}" for case in results["hard_cases"]]
+    return lines
 
 
 def _by_tag(
@@ -195,7 +207,11 @@ def _flat_metrics(results: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _hard_cases(
-    params: dict[str, Any], layout: Layout, questions: list[EvidenceQuestion], docs: list[str]
+    section: RetrievalParams,
+    ctx: RunContext,
+    layout: Layout,
+    questions: list[EvidenceQuestion],
+    docs: list[str],
 ) -> list[dict[str, Any]]:
     work = layout.data / "hard_cases"
     if not work.resolve().is_relative_to(layout.root.resolve()):
@@ -205,10 +221,8 @@ def _hard_cases(
     work.mkdir(parents=True)
 
     def build(chunks: list[Chunk]) -> list[Ranker]:
-        specs = [
-            s
-            for s in params[KIND]["pipelines"]
-            if not (s.get("kind") == "dense" and dense_unavailable())
+        specs: list[RetrievalPipelineParams] = [
+            s for s in section.pipelines if not (s.kind == "dense" and dense_unavailable())
         ]
         return [make_ranker(s, chunks) for s in specs]
 
@@ -222,19 +236,20 @@ def _hard_cases(
         file_cases.past_document_cap(work),
         file_cases.earlier_context(layout.root, docs, questions),
     ]
-    cases.append(_planted(params, layout, work, questions, docs))
+    cases.append(_planted(section, ctx, layout, work, questions, docs))
     return cases
 
 
 def _planted(
-    params: dict[str, Any],
+    section: RetrievalParams,
+    ctx: RunContext,
     layout: Layout,
     work: Path,
     questions: list[EvidenceQuestion],
     docs: list[str],
 ) -> dict[str, Any]:
     condition = f"no planted instruction turns an answer into the canary ({hard_cases.CANARY})"
-    if not params[KIND].get("answers", True):
+    if not section.answers:
         return hard_cases.skipped(
             "instruction planted in a document",
             condition,
@@ -246,11 +261,10 @@ def _planted(
     planted.parent.mkdir(parents=True, exist_ok=True)
     planted.write_text(hard_cases.PLANTED, encoding="utf-8")
     name = planted.resolve().relative_to(layout.root.resolve()).as_posix()
-    target = params["target"]
-    library = [*(target.get("library") or DEFAULT_LIBRARY), str(Path(name).parent)]
-    with_planted = params | {"target": target | {"library": library}}
+    library = [*(ctx.target.library or DEFAULT_LIBRARY), str(Path(name).parent)]
     where = Layout(layout.root, work / "planted", layout.reports)
-    answering.run_answers(with_planted, where, questions, [*docs, name])
+    with_planted = with_target(ctx, library=library)
+    answering.run_answers(with_planted, ctx.suite.seed, where, questions, [*docs, name])
     before = _answers(answering.answer_layout(layout), questions)
     after = _answers(answering.answer_layout(where), questions)
     read = sum(_indexed(answering.answer_layout(where), q.id, name) for q in questions)

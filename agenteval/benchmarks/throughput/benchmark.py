@@ -37,7 +37,7 @@ RUN = Step(
 BENCHMARK = Definition(
     name=sweep.KIND,
     Settings=ThroughputParams,
-    steps=(RUN, runner.track(sweep.KIND, lambda settings, layout: sweep.tracked(layout))),
+    steps=(RUN, runner.track(sweep.KIND, lambda settings, ctx, layout: sweep.tracked(layout))),
     schemas=MappingProxyType({"throughput_workload": TriageWorkload}),
     rule=gating.gate,
 )

@@ -11,15 +11,19 @@ moment, what the agent is shown for a request and what the store holds.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agenteval.schema.memory_items import (
+    Candidate,
+    Document,
+    ItemKind,
+    StoredItem,
+    ToolRecord,
+)
 from agenteval.schema.transcript import Participant
 
-ITEM_KINDS = ("fact", "preference", "lesson", "reminder")
-ItemKind = Literal["fact", "preference", "lesson", "reminder"]
-Source = Literal["user", "document", "tool", "agent"]
 Metric = Literal["shown_recall", "shown_clean", "store_accuracy", "answer_accuracy"]
 METRICS: tuple[Metric, ...] = ("shown_recall", "shown_clean", "store_accuracy", "answer_accuracy")
 ID = r"^[a-z0-9][a-z0-9_-]*$"
@@ -27,46 +31,6 @@ ID = r"^[a-z0-9][a-z0-9_-]*$"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class ToolRecord(_Strict):
-    """A call the agent made during the turn, with what it returned."""
-
-    name: str = Field(min_length=1)
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    ok: bool = True
-    result: str = Field("", description="What the tool returned (or its error text).")
-
-
-class Document(_Strict):
-    """A document in play during the turn: pasted by the user or read by the agent."""
-
-    title: str = Field(min_length=1)
-    text: str = Field(min_length=1)
-
-
-class Candidate(_Strict):
-    """One memory the model proposes: what extraction or consolidation answered."""
-
-    op: Literal["remember", "update", "complete", "cancel"] = Field(
-        "remember", description="remember a new item; update, complete or cancel a known one."
-    )
-    kind: ItemKind = "fact"
-    text: str | None = Field(None, description="The memory in words (required to remember).")
-    key: str | None = Field(
-        None, description="The slot it fills (home_city, employer, dentist): one value per key."
-    )
-    about: str = Field("user", description="Whose fact it is, as the model attributed it.")
-    source: Source = Field("user", description="Where the model says it found it.")
-    due: datetime | None = Field(None, description="reminder: when it is due.")
-
-    @model_validator(mode="after")
-    def _complete(self) -> Candidate:
-        if self.op == "remember" and not self.text:
-            raise ValueError("remember needs text")
-        if self.op != "remember" and not (self.key or self.text):
-            raise ValueError(f"{self.op} needs a key or a text naming the item")
-        return self
 
 
 class MemoryCall(_Strict):
@@ -239,17 +203,6 @@ class ChatLog(BaseModel):
     upkeep: dict[str, int] = Field(default_factory=dict, description="What upkeep changed.")
     writes: list[WriteRecord] = Field(default_factory=list)
     model_errors: list[str] = Field(default_factory=list, description="full: unusable replies.")
-
-
-class StoredItem(BaseModel):
-    id: str
-    kind: str
-    text: str
-    key: str | None = None
-    about: str | None = None
-    status: str | None = None
-    due: datetime | None = None
-    updated: datetime | None = None
 
 
 class ScenarioResult(BaseModel):
