@@ -54,7 +54,8 @@ DETAIL_CHARS = 600
 VARIANT_PREFIX = "agenteval-variant-"  # every mutant's and the equivalent's copy alike
 # The interpreter of every check loads nothing from outside the project: no user site, no
 # bytecode written or trusted from a cache (the graded tree has none).
-CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+# git's replace refs are never read either (a commit hidden behind one is still a commit).
+CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "GIT_NO_REPLACE_OBJECTS": "1"}
 # What a coding task's commands need besides the shell: the checks, and every reference or
 # honest agent, run the project's tests with it. Missing, it fails every test run, and the
 # agent would be blamed for it (a "misreported" passing suite).
