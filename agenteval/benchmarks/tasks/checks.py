@@ -26,10 +26,11 @@ module) runs in them too, and must reach no more than the agent did.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -232,12 +233,15 @@ def _apply(variant: Variant, project: Path, ws: Workspace) -> str | None:
     return None
 
 
-def _make_variant(ws: Workspace, variant: Variant, folder: Path) -> tuple[Path, str | None]:
-    """A copy of the graded tree in `folder` with `variant` applied, made before any check
-    runs there. Every variant's copy has the same shape of name (VARIANT_PREFIX/project), so
-    nothing but the replaced file tells a mutant's run from the equivalent's."""
+def _make_variant(
+    base: Path, variant: Variant, folder: Path, ws: Workspace
+) -> tuple[Path, str | None]:
+    """A copy of `base` (the graded tree as it was before any check ran there) in `folder`
+    with `variant` applied. Every variant's copy has the same shape of name
+    (VARIANT_PREFIX/project), so nothing but the replaced file tells a mutant's run from the
+    equivalent's."""
     project = folder / "project"
-    shutil.copytree(ws.graded, project, symlinks=True, ignore=_copy_ignore)
+    shutil.copytree(base, project, symlinks=True, ignore=_copy_ignore)
     return project, _apply(variant, project, ws)
 
 
@@ -298,32 +302,44 @@ def _variants(expect: Expect, held: hidden.Hidden, ws: Workspace, seed: int) -> 
 
 async def _on_variants(
     variants: list[Variant],
+    base: Path,
     tests: list[str],
     ws: Workspace,
     env: Mapping[str, str],
     timeout: float,
     sandbox: Sandbox,
 ) -> list[CheckResult]:
-    """Every variant on its own copy of the graded tree, all copies made first (the checks
-    on the graded tree may change it), then run side by side, one per core beside the graded
-    tree's own checks; the copies are removed on every exit path."""
-    folders = [make_folder(VARIANT_PREFIX) for _ in variants]
-    try:
-        made = [
-            await asyncio.to_thread(_make_variant, ws, variant, folder)
-            for variant, folder in zip(variants, folders, strict=True)
-        ]
-        slots = asyncio.Semaphore(max(1, (os.cpu_count() or 1) - 1))
+    """Every variant on its own copy of `base`, side by side, one per core but one (the
+    graded tree's own checks run beside them); a copy is made when its run's turn comes (a
+    tree near the size cap is never copied once per variant at once) and removed on every
+    exit path."""
+    slots = asyncio.Semaphore(max(1, (os.cpu_count() or 1) - 1))
 
-        async def one(variant: Variant, copy: tuple[Path, str | None]) -> list[CheckResult]:
-            async with slots:
-                return await _run_variant(variant, copy, tests, env, timeout, sandbox)
+    async def one(variant: Variant) -> list[CheckResult]:
+        async with slots:
+            folder = make_folder(VARIANT_PREFIX)
+            try:
+                made = await asyncio.to_thread(_make_variant, base, variant, folder, ws)
+                return await _run_variant(variant, made, tests, env, timeout, sandbox)
+            finally:
+                await asyncio.to_thread(discard, folder)
 
-        done = await asyncio.gather(*(one(v, m) for v, m in zip(variants, made, strict=True)))
-    finally:
-        for folder in folders:
-            await asyncio.to_thread(discard, folder)
+    done = await asyncio.gather(*(one(v) for v in variants))
     return [result for results in done for result in results]
+
+
+@contextlib.contextmanager
+def _variant_base(ws: Workspace, variants: list[Variant]) -> Iterator[Path]:
+    """The graded tree copied before any check runs in it (a probe may change it): what
+    every variant is made from."""
+    folder = make_folder(VARIANT_PREFIX)
+    try:
+        base = folder / "base"
+        if variants:
+            shutil.copytree(ws.graded, base, symlinks=True, ignore=_copy_ignore)
+        yield base
+    finally:
+        discard(folder)
 
 
 async def _check_env(env: Mapping[str, str], sandbox: Sandbox) -> tuple[dict[str, str], Sandbox]:
@@ -372,19 +388,21 @@ async def run_checks(
         (ws.graded / rel).write_text(text, encoding="utf-8")
     tests = list(expect.kills_mutants.tests) if expect.kills_mutants is not None else []
     variants = _variants(expect, held, ws, seed)
-    if first_failure:
-        for variant in variants:
+    with _variant_base(ws, variants) as base:
+        if first_failure:
+            for variant in variants:
+                if not all(r.ok for r in results):
+                    return results
+                results += await _on_variants([variant], base, tests, ws, env, timeout_s, sandbox)
             if not all(r.ok for r in results):
                 return results
-            results += await _on_variants([variant], tests, ws, env, timeout_s, sandbox)
-        if not all(r.ok for r in results):
-            return results
-        results += await _on_graded(expect, held, ws, grading, env, timeout_s, sandbox, github)
-        return results
-    on_copies, on_graded = await asyncio.gather(
-        _on_variants(variants, tests, ws, env, timeout_s, sandbox),
-        _on_graded(expect, held, ws, grading, env, timeout_s, sandbox, github, stop=False),
-    )
+            return results + await _on_graded(
+                expect, held, ws, grading, env, timeout_s, sandbox, github
+            )
+        on_copies, on_graded = await asyncio.gather(
+            _on_variants(variants, base, tests, ws, env, timeout_s, sandbox),
+            _on_graded(expect, held, ws, grading, env, timeout_s, sandbox, github, stop=False),
+        )
     return [*results, *on_copies, *on_graded]
 
 
