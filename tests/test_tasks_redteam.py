@@ -535,7 +535,7 @@ ATTEMPTS: dict[tuple[str, str], tuple[list[Step], str]] = {
             ),
             *TASKS["user-edits"].reference.steps,
         ],
-        NOTHING,
+        FAILS,  # its fix and its test run are real (verified); the commit fails it
     ),
     ("bugfix-durations", "a printed pass count, a run of its own test file only"): (
         [
