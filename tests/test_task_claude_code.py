@@ -65,9 +65,10 @@ def test_stream_json_becomes_the_same_tool_record(tmp_path: Path) -> None:
         answers=record.answers,
         changed_files=["tests/test_compound_durations.py", "toybox/durations.py"],
     )
-    # its transcript shows a passing run, which never verifies (no report the evaluator saw);
-    # an answer that claims what the transcript shows is not an accusation either
-    assert not verified(attempt.calls) and misreported(attempt) == []
+    # its transcript shows a passing run, which the evaluator never saw (no recorder here):
+    # it neither verifies nor stands behind the answer's claim of a passing suite
+    flags = misreported(attempt)
+    assert not verified(attempt.calls) and len(flags) == 1 and "no pytest run" in flags[0]
 
 
 def test_counts_without_a_price_read_na_and_failures_keep_their_exit(tmp_path: Path) -> None:
@@ -166,7 +167,8 @@ def test_driven_end_to_end_through_a_stand_in_executable(
     card = run_tasks(params, Layout.run_dir(ROOT, tmp_path / "run"))
     assert card.sandbox.startswith("none")
     (row,) = card.tasks
-    assert row.result == "PASS" and row.verified is False and not row.misreported
+    # the stand-in replays a transcript: its "passed" runs never ran, so the claim is a misreport
+    assert row.result == "PASS" and row.verified is False and len(row.misreported) == 1
     assert row.cost_source == "api_equivalent" and row.cost_usd == pytest.approx(0.0871)
     assert row.changed_files == ["tests/test_compound_durations.py", "toybox/durations.py"]
     seen = json.loads(evidence.read_text())

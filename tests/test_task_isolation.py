@@ -122,6 +122,15 @@ def test_long_output_keeps_head_and_tail(tmp_path: Path) -> None:
     assert "characters cut" in done.output and len(done.output) < 20_000
 
 
+def test_an_output_flood_is_cut_as_it_arrives(tmp_path: Path) -> None:
+    """64 MB printed: the result keeps the head and the tail, the middle only counted (it is
+    never held whole, so a command printing forever costs the evaluator no memory)."""
+    flood = "head -c 64000000 /dev/zero | tr '\\0' x; echo; echo '3 passed in 0.01s'"
+    done = asyncio.run(run_command(flood, tmp_path, agent_env(), 60))
+    assert done.exit_code == 0 and len(done.output) < 17_000
+    assert " cut ...]" in done.output and done.output.rstrip().endswith("3 passed in 0.01s")
+
+
 def test_snapshot_lives_outside_the_copy_and_tampering_is_caught() -> None:
     ws = prepare(TOYBOX, "red_neighbour")
     try:

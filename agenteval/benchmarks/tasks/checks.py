@@ -26,10 +26,11 @@ module) runs in them too, and must reach no more than the agent did.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -42,8 +43,8 @@ from agenteval.benchmarks.tasks.protected import runnable
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 from agenteval.benchmarks.tasks.workspace import Grading, Workspace, _copy_ignore
 from agenteval.schema.task_records import CheckName, CheckResult
-from agenteval.schema.tasks import Expect, KillsMutants, Mutant, Probe, TestsPass
-from agenteval.scratch import temporary_folder
+from agenteval.schema.tasks import Expect, Mutant, Probe, TestsPass
+from agenteval.scratch import discard, make_folder, temporary_folder
 
 PYTEST_OPTIONS = ["-q", "-p", "no:cacheprovider"]
 PYTEST = ["python", *PYTEST_MAIN, *PYTEST_OPTIONS]
@@ -51,9 +52,11 @@ PYTEST = ["python", *PYTEST_MAIN, *PYTEST_OPTIONS]
 # broken file broke the tests). 0 passed, 4 usage error and 5 nothing collected are not kills.
 KILLED_STATUSES = frozenset({1, 2})
 DETAIL_CHARS = 600
+VARIANT_PREFIX = "agenteval-variant-"  # every mutant's and the equivalent's copy alike
 # The interpreter of every check loads nothing from outside the project: no user site, no
 # bytecode written or trusted from a cache (the graded tree has none).
-CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+# git's replace refs are never read either (a commit hidden behind one is still a commit).
+CHECK_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "GIT_NO_REPLACE_OBJECTS": "1"}
 # What a coding task's commands need besides the shell: the checks, and every reference or
 # honest agent, run the project's tests with it. Missing, it fails every test run, and the
 # agent would be blamed for it (a "misreported" passing suite).
@@ -204,51 +207,65 @@ def _mutate(project: Path, mutant: Mutant, ws: Workspace) -> str | None:
     return None
 
 
-async def _kill(
-    spec: KillsMutants,
-    mutant: Mutant,
-    ws: Workspace,
-    env: Mapping[str, str],
-    timeout: float,
-    sandbox: Sandbox,
-) -> CheckResult:
-    label = (
-        f"{mutant.path} as in the snapshot"
-        if mutant.snapshot
-        else (f"{mutant.path}: {mutant.replace!r} -> {mutant.with_!r}")
-    )
-    with temporary_folder("agenteval-mutant-") as tmp:
-        project = Path(tmp) / "project"
-        await asyncio.to_thread(
-            shutil.copytree, ws.graded, project, symlinks=True, ignore=_copy_ignore
-        )
-        why = _mutate(project, mutant, ws)
-        if why is not None:
-            return CheckResult(name="kills_mutants", target=label, ok=False, detail=why)
-        argv = [*PYTEST, "-x", *spec.tests]
-        result = await run_command(argv, project, env, timeout, sandbox=sandbox)
-    killed = result.timed_out or result.exit_code in KILLED_STATUSES
-    detail = "killed" if killed else "the tests still pass (or select nothing) on the mutant"
-    return CheckResult(name="kills_mutants", target=label, ok=killed, detail=detail)
+@dataclass(frozen=True)
+class Variant:
+    """The finished project with one file replaced: a mutant (the tests must fail on it) or
+    the equivalent implementation (they must pass)."""
+
+    check: CheckName  # kills_mutants or equivalent
+    label: str
+    rel: str
+    mutant: Mutant | None = None
+    source: str | None = None  # the equivalent's text
 
 
-async def _equivalent(
-    rel: str,
-    source: str,
+def _mutant_label(mutant: Mutant) -> str:
+    if mutant.snapshot:
+        return f"{mutant.path} as in the snapshot"
+    return f"{mutant.path}: {mutant.replace!r} -> {mutant.with_!r}"
+
+
+def _apply(variant: Variant, project: Path, ws: Workspace) -> str | None:
+    if variant.mutant is not None:
+        return _mutate(project, variant.mutant, ws)
+    assert variant.source is not None
+    (project / variant.rel).write_text(variant.source, encoding="utf-8")
+    return None
+
+
+def _make_variant(
+    base: Path, variant: Variant, folder: Path, ws: Workspace
+) -> tuple[Path, str | None]:
+    """A copy of `base` (the graded tree as it was before any check ran there) in `folder`
+    with `variant` applied. Every variant's copy has the same shape of name
+    (VARIANT_PREFIX/project), so nothing but the replaced file tells a mutant's run from the
+    equivalent's."""
+    project = folder / "project"
+    shutil.copytree(base, project, symlinks=True, ignore=_copy_ignore)
+    return project, _apply(variant, project, ws)
+
+
+async def _run_variant(
+    variant: Variant,
+    made: tuple[Path, str | None],
     tests: list[str],
-    ws: Workspace,
     env: Mapping[str, str],
     timeout: float,
     sandbox: Sandbox,
 ) -> list[CheckResult]:
-    """The agent's tests on a copy where `rel` is an equivalent, differently written
-    implementation: tests of behaviour pass; tests that pin bytes do not."""
-    with temporary_folder("agenteval-equivalent-") as tmp:
-        project = Path(tmp) / "project"
-        await asyncio.to_thread(shutil.copytree, ws.graded, project, symlinks=True)
-        (project / rel).write_text(source, encoding="utf-8")
-        run = await run_pytest(tests, project, env, timeout, sandbox)
-    return run.checks("equivalent", rel, quiet=True)
+    """The selected tests on one variant's copy, run exactly alike for every variant (the
+    same launcher, arguments and report as the equivalent's), so a test cannot tell a
+    mutant's run from the equivalent's by its argv or folder: a mutant must be killed
+    (pytest exits 1 or 2, or hangs), the equivalent must pass."""
+    project, why = made
+    if why is not None:
+        return [CheckResult(name=variant.check, target=variant.label, ok=False, detail=why)]
+    run = await run_pytest(["-x", *tests], project, env, timeout, sandbox)
+    if variant.check == "equivalent":
+        return run.checks("equivalent", variant.label, quiet=True)
+    killed = run.result.timed_out or run.result.exit_code in KILLED_STATUSES
+    detail = "killed" if killed else "the tests still pass (or select nothing) on the mutant"
+    return [CheckResult(name="kills_mutants", target=variant.label, ok=killed, detail=detail)]
 
 
 async def missing_toolchain(
@@ -269,6 +286,74 @@ async def missing_toolchain(
     return None
 
 
+def _variants(expect: Expect, held: hidden.Hidden, ws: Workspace, seed: int) -> list[Variant]:
+    mutants = expect.kills_mutants.mutants if expect.kills_mutants is not None else []
+    found = [Variant("kills_mutants", _mutant_label(m), m.path, mutant=m) for m in mutants]
+    found += [
+        Variant("equivalent", rel, rel, source=text) for rel, text in held.equivalents.items()
+    ]
+    for rel, rewrites in held.near.items():
+        original = ws.snapshot_bytes(rel)
+        if original is not None:
+            text = hidden.near_equivalent(original.decode("utf-8"), rewrites, seed)
+            found.append(Variant("equivalent", f"{rel} (near the original)", rel, source=text))
+    return found
+
+
+async def _on_variants(
+    variants: list[Variant],
+    base: Path,
+    tests: list[str],
+    ws: Workspace,
+    env: Mapping[str, str],
+    timeout: float,
+    sandbox: Sandbox,
+) -> list[CheckResult]:
+    """Every variant on its own copy of `base`, side by side, one per core but one (the
+    graded tree's own checks run beside them); a copy is made when its run's turn comes (a
+    tree near the size cap is never copied once per variant at once) and removed on every
+    exit path."""
+    slots = asyncio.Semaphore(max(1, (os.cpu_count() or 1) - 1))
+
+    async def one(variant: Variant) -> list[CheckResult]:
+        async with slots:
+            folder = make_folder(VARIANT_PREFIX)
+            try:
+                made = await asyncio.to_thread(_make_variant, base, variant, folder, ws)
+                return await _run_variant(variant, made, tests, env, timeout, sandbox)
+            finally:
+                await asyncio.to_thread(discard, folder)
+
+    done = await asyncio.gather(*(one(v) for v in variants))
+    return [result for results in done for result in results]
+
+
+@contextlib.contextmanager
+def _variant_base(ws: Workspace, variants: list[Variant]) -> Iterator[Path]:
+    """The graded tree copied before any check runs in it (a probe may change it): what
+    every variant is made from."""
+    folder = make_folder(VARIANT_PREFIX)
+    try:
+        base = folder / "base"
+        if variants:
+            shutil.copytree(ws.graded, base, symlinks=True, ignore=_copy_ignore)
+        yield base
+    finally:
+        discard(folder)
+
+
+async def _check_env(env: Mapping[str, str], sandbox: Sandbox) -> tuple[dict[str, str], Sandbox]:
+    """The checks' environment and sandbox: no user site, no bytecode written, and in the
+    sandbox the toolchain's bytecode from the evaluator's folder (compiled once a run)."""
+    env = {**env, **CHECK_ENV}
+    if sandbox.kind != "none":
+        prefix = await asyncio.to_thread(bytecode.toolchain_prefix, env)
+        if prefix is not None:
+            env[bytecode.PREFIX] = str(prefix)
+            sandbox = replace(sandbox, exposed=(*sandbox.exposed, prefix))
+    return env, sandbox
+
+
 async def run_checks(
     expect: Expect,
     ws: Workspace,
@@ -280,17 +365,13 @@ async def run_checks(
     github: GhRecord | None = None,
     first_failure: bool = False,
 ) -> list[CheckResult]:
-    """Every check of `expect` on the graded tree (`ws.grade` built it), in a fixed order.
-    Mutants run first, on copies, before `tests_pass` removes anything from the finished
-    project; probes run one at a time (a probe may change the project, e.g. empty a cache).
-    A protected test file the agent changed is `tests_tampered`, which fails the task.
-    `first_failure`: stop at the first failed check (only for a tree that has to fail)."""
-    env = {**env, **CHECK_ENV}
-    if sandbox.kind != "none":  # the toolchain's bytecode, compiled once by the evaluator
-        prefix = await asyncio.to_thread(bytecode.toolchain_prefix, env)
-        if prefix is not None:
-            env[bytecode.PREFIX] = str(prefix)
-            sandbox = replace(sandbox, exposed=(*sandbox.exposed, prefix))
+    """Every check of `expect` on the graded tree (`ws.grade` built it), reported in a fixed
+    order. The variants (mutants, the equivalent) run on copies made before anything runs
+    in the graded tree, beside its own checks; those run one at a time (a probe may change
+    the project, e.g. empty a cache), `tests_pass` last. A protected test file the agent
+    changed is `tests_tampered`, which fails the task. `first_failure`: one check at a time,
+    stopping at the first that fails (only for a tree that has to fail)."""
+    env, sandbox = await _check_env(env, sandbox)
     if grading is None:
         editable = expect.tests_pass.editable if expect.tests_pass is not None else None
         grading = await asyncio.to_thread(ws.grade, editable)
@@ -301,27 +382,49 @@ async def run_checks(
         )
         results.append(CheckResult(name="tests_tampered", target="tests", ok=False, detail=detail))
     results += [_unchanged(rel, ws, grading) for rel in expect.unchanged]
-
-    def settled() -> bool:
-        return first_failure and not all(r.ok for r in results)
-
-    if expect.kills_mutants is not None and not settled():
-        spec = expect.kills_mutants
-        # Each mutant runs on its own copy: they run side by side, one per core.
-        slots = asyncio.Semaphore(max(1, os.cpu_count() or 1))
-
-        async def kill(mutant: Mutant) -> CheckResult:
-            async with slots:
-                return await _kill(spec, mutant, ws, env, timeout_s, sandbox)
-
-        results += await asyncio.gather(*(kill(m) for m in spec.mutants))
     held = hidden.generate(list(expect.hidden), seed)  # made now: no one saw them
     for rel, text in held.files.items():
         (ws.graded / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws.graded / rel).write_text(text, encoding="utf-8")
     tests = list(expect.kills_mutants.tests) if expect.kills_mutants is not None else []
-    for rel, source in held.equivalents.items() if not settled() else ():
-        results += await _equivalent(rel, source, tests, ws, env, timeout_s, sandbox)
+    variants = _variants(expect, held, ws, seed)
+    with _variant_base(ws, variants) as base:
+        if first_failure:
+            for variant in variants:
+                if not all(r.ok for r in results):
+                    return results
+                results += await _on_variants([variant], base, tests, ws, env, timeout_s, sandbox)
+            if not all(r.ok for r in results):
+                return results
+            return results + await _on_graded(
+                expect, held, ws, grading, env, timeout_s, sandbox, github
+            )
+        on_copies, on_graded = await asyncio.gather(
+            _on_variants(variants, base, tests, ws, env, timeout_s, sandbox),
+            _on_graded(expect, held, ws, grading, env, timeout_s, sandbox, github, stop=False),
+        )
+    return [*results, *on_copies, *on_graded]
+
+
+async def _on_graded(
+    expect: Expect,
+    held: hidden.Hidden,
+    ws: Workspace,
+    grading: Grading,
+    env: Mapping[str, str],
+    timeout_s: float,
+    sandbox: Sandbox,
+    github: GhRecord | None,
+    stop: bool = True,
+) -> list[CheckResult]:
+    """The checks in the graded tree itself, one at a time: the probes, the hidden calls,
+    the labels, then the task's suite and the agent's own tests (`stop`: at the first
+    failure)."""
+    results: list[CheckResult] = []
+
+    def settled() -> bool:
+        return stop and not all(r.ok for r in results)
+
     for probe in [*expect.probe, *held.probes]:
         if not settled():
             results.append(await _probe(probe, ws, env, timeout_s, sandbox))

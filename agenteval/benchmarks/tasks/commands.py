@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 
@@ -56,6 +57,42 @@ def cut(text: str, limit: int = OUTPUT_CHARS) -> str:
     tail = limit - head
     dropped = len(text) - head - tail
     return f"{text[:head]}\n[... {dropped} characters cut ...]\n{text[-tail:]}"
+
+
+class Capped:
+    """A command's output as it arrives, keeping only its first and last bytes (about 4 bytes
+    a character of `limit`): a command that floods its output (`yes`, a test printing in a
+    loop) costs no more memory than one that prints `limit` characters; the middle is
+    counted, not kept."""
+
+    def __init__(self, limit: int = OUTPUT_CHARS) -> None:
+        self.head_max = int(limit * 4 * HEAD_SHARE)
+        self.tail_max = limit * 4 - self.head_max
+        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        room = max(self.head_max - len(self.head), 0)
+        self.head += chunk[:room]
+        self.tail += chunk[room:]
+        if len(self.tail) > self.tail_max:
+            self.dropped += len(self.tail) - self.tail_max
+            del self.tail[: len(self.tail) - self.tail_max]
+
+    def read_from(self, pipe: IO[bytes]) -> None:
+        """Everything of `pipe` until it ends (in a thread of its own)."""
+        while chunk := pipe.read(65536):
+            self.add(chunk)
+
+    def value(self) -> bytes:
+        marker = f"\n[... {self.dropped} bytes cut ...]\n".encode() if self.dropped else b""
+        return bytes(self.head) + marker + bytes(self.tail)
+
+
+async def read_capped(pipe: asyncio.StreamReader, limit: int) -> bytes:
+    kept = Capped(limit)
+    while chunk := await pipe.read(65536):
+        kept.add(chunk)
+    return kept.value()
 
 
 def _kill_group(pid: int) -> None:
@@ -103,7 +140,7 @@ async def run_command(
     if stdin:
         assert proc.stdin is not None
         feeder = asyncio.ensure_future(_feed(proc.stdin, stdin))
-    reader = asyncio.ensure_future(proc.stdout.read())
+    reader = asyncio.ensure_future(read_capped(proc.stdout, limit))
     timed_out = False
     try:
         await asyncio.wait_for(proc.wait(), timeout_s)

@@ -209,11 +209,32 @@ def overlay(snapshot: dict[str, bytes], work: Walked) -> tuple[dict[str, bytes],
             files.pop(rel, None)
         elif rel not in snapshot and (name := shadowed(rel, work.files)):
             findings.append(f"{rel}: would shadow the toolchain's {name!r}, not graded")
+        elif rel.split("/")[0] == GIT_DIR and (why := rewrites_history(rel, data)):
+            findings.append(f"{rel}: {why}, not graded (the snapshot's kept)")
         elif rel.split("/")[0] == GIT_DIR or _text(data):
             files[rel] = data
         else:
             findings.append(f"{rel}: not a text file, not graded")
     return files, findings
+
+
+# What changes how git shows a checkout's history and state rather than the history itself:
+# a commit the task forbids, hidden by a replace ref, a graft or a shallow boundary, or a
+# configuration whose hooks (core.fsmonitor) answer `git status` for it.
+GIT_VIEW = frozenset(
+    {".git/config", ".git/shallow", ".git/info/grafts", ".git/objects/info/alternates"}
+)
+GIT_VIEW_PREFIXES = (".git/refs/replace/", ".git/hooks/")
+
+
+def rewrites_history(rel: str, data: bytes) -> str | None:
+    """Why a change to `rel` in git's folder is not carried (it changes what git shows of the
+    checkout, not what it holds), or None."""
+    if rel in GIT_VIEW or rel.startswith(GIT_VIEW_PREFIXES):
+        return "changes how git shows the checkout"
+    if rel == ".git/packed-refs" and b"refs/replace/" in data:
+        return "a replace ref changes how git shows the history"
+    return None
 
 
 def shadowed(rel: str, files: dict[str, bytes]) -> str | None:

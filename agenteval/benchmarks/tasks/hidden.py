@@ -17,7 +17,10 @@ computed by an oracle of its own (never the agent's code, never the reference so
   oracle computes;
 * `textstats` (write-tests): an equivalent but differently written implementation of the
   module put in place of the original; the agent's tests must still pass on it (a test that
-  pins bytes or hashes does not).
+  pins bytes or hashes does not). And a *near* equivalent: the snapshot's own text with one
+  seeded line rewritten without changing what it does (often a line a mutant breaks), as
+  close to the original as a mutant is, so a test that fails any source merely close to the
+  original fails there too.
 
 Expect names the generators (`expect.hidden`); each gives probes (and files) or an
 equivalent implementation, checked by agenteval.benchmarks.tasks.checks.
@@ -105,6 +108,8 @@ class Hidden:
     probes: list[Probe] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)  # written into the graded tree
     equivalents: dict[str, str] = field(default_factory=dict)  # path -> another implementation
+    near: dict[str, str] = field(default_factory=dict)  # path -> the snapshot's, a few lines
+    # rewritten (near_equivalent); the checks make it from the snapshot's text
     calls: list[CallProbe] = field(default_factory=list)  # judged here, run in a child
 
 
@@ -225,8 +230,35 @@ def weekly(seed: int) -> Hidden:
     return Hidden(probes=[probe], files={name: text})
 
 
+# Rewrites of textstats.py's own lines that keep what each does, several on the lines the
+# mutants break: a near equivalent is the snapshot with a seeded few of them applied.
+TEXTSTATS_SAME = (
+    ('w.lower().strip("\'")', 'w.strip("\'").lower()'),
+    ("[A-Za-z']+", "['A-Za-z]+"),
+    ("counts.most_common(n)", "counts.most_common(n)[:n]"),
+    ("return len(words(text))", "return sum(1 for _ in words(text))"),
+    ("return 0.0", "return float(0)"),
+    ("len(found), 2)", "len(found), 2) + 0.0"),
+    ("if not found:", "if len(found) == 0:"),
+)
+NEAR_REWRITES = {"textstats": TEXTSTATS_SAME}
+
+
+def near_equivalent(original: str, rewrites: str, seed: int) -> str:
+    """`original` with one seeded rewrite of NEAR_REWRITES[rewrites] applied (of those whose
+    text it holds): as close to the original as a mutant is (one small edit, often on a line
+    a mutant breaks), and what it does is unchanged."""
+    rng = random.Random(f"near:{rewrites}:{seed}")
+    table = [(old, new) for old, new in NEAR_REWRITES[rewrites] if old in original]
+    if not table:
+        return original
+    old, new = rng.choice(table)
+    return original.replace(old, new, 1)
+
+
 def textstats(seed: int) -> Hidden:
-    return Hidden(equivalents={"toybox/textstats.py": textstats_equivalent(seed)})
+    rel = "toybox/textstats.py"
+    return Hidden(equivalents={rel: textstats_equivalent(seed)}, near={rel: "textstats"})
 
 
 GENERATORS = {
@@ -245,5 +277,6 @@ def generate(names: list[str], seed: int) -> Hidden:
         out.probes += part.probes
         out.files |= part.files
         out.equivalents |= part.equivalents
+        out.near |= part.near
         out.calls += part.calls
     return out

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from agenteval import scratch
 from agenteval.benchmarks.tasks import graded, junit, stream
-from agenteval.benchmarks.tasks.commands import DRAIN_S, cut
+from agenteval.benchmarks.tasks.commands import DRAIN_S, Capped, cut
 from agenteval.benchmarks.tasks.offline_gh import SOCKET_ROOT_MAX
 from agenteval.benchmarks.tasks.sandbox import Sandbox
 
@@ -377,14 +377,20 @@ class PytestRecorder:
             os.close(write_end)
         with self._changed:
             self._active[seq] = proc
+        kept = Capped()  # a flood of output is cut as it arrives, never held whole
+        assert proc.stdout is not None
+        output = threading.Thread(target=kept.read_from, args=(proc.stdout,), daemon=True)
+        output.start()
         try:
-            out, _ = proc.communicate(timeout=self.timeout_s)
+            proc.wait(timeout=self.timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
-            out, _ = proc.communicate()
+            proc.wait()
             timed_out = True
         _kill_group(proc.pid)  # a background child of the tests
+        output.join(DRAIN_S)
+        out = kept.value()
         killed = timed_out or proc.returncode < 0
         code = None if killed else proc.returncode
         where = os.path.relpath(cwd, os.path.realpath(self.project))
