@@ -87,7 +87,10 @@ class PrivateScrubber:
             self.users.add(folder_form)  # ngozi.okafor in C--Users-ngozi-okafor-etl
         self._done.clear()  # texts scrubbed before the name was known keep it
         words = "|".join(re.escape(u) for u in sorted(self.users, key=len, reverse=True))
-        self._user_words = re.compile(rf"(?<![A-Za-z0-9])(?:{words})(?![A-Za-z0-9])", re.I)
+        # `%2Fname` too: a URL-encoded path's separator ends in a letter or digit.
+        self._user_words = re.compile(
+            rf"(?:(?<![A-Za-z0-9])|(?<=%2F)|(?<=%5C))(?:{words})(?![A-Za-z0-9])", re.I
+        )
 
     def learn(self, text: str) -> None:
         """The user names of every home folder in `text`, before anything is scrubbed."""
@@ -140,6 +143,10 @@ class PrivateScrubber:
             if HOME_HINT.search(view):  # the scrubber turns home folders to `~`: names first
                 self.learn(view)
         text = self.secrets.scrub_text(text)
+        for view in views:  # a home folder a URL encodes: `%2FUsers%2Fnadia%2Fwork`
+            for match in HOME.finditer(view):
+                for form in sorted(encoded_forms(match.group(0)), key=len, reverse=True):
+                    text = text.replace(form, "~")
         for view in views:  # an address a URL or a JSON string encodes: `j.doe%40mail.com`
             for match in EMAIL.finditer(view) if "@" in view else ():
                 fixture = self._email(match)

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from agenteval.llm.credential_forms import CREDENTIAL_HINT, credential_rules
 from agenteval.llm.detectors import personal_in, secrets_in
 from agenteval.llm.personal import HOME_HINT, PERSONAL_PREFILTER, home_rules, personal_rules
+from agenteval.llm.public_ids import blank_public
 from agenteval.llm.secret_rules import (
     DIGEST_HEX_LENGTHS,
     REDACTED,
@@ -232,7 +233,11 @@ class Scrubber:
             text = SET_ASIDE.sub(set_aside, text)
         if shaped:
             text = self._rules_pass(text, self._rules, hits, values)
-            text = self._detected(text, secrets_in(text), "detect_secrets", hits, values)
+            found = list(secrets_in(text))
+            if found:  # a DOI, an ETag, a cache key's digest: public wherever they stand
+                public = blank_public(text)
+                found = [(kind, value) for kind, value in found if value in public]
+            text = self._detected(text, found, "detect_secrets", hits, values)
         if homes:
             text = self._rules_pass(text, self._home_rules, hits, values)
         if personal:

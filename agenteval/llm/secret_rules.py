@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from agenteval.llm.provider_keys import PREFIX_HINT, PROVIDER_KEYS
+from agenteval.llm.public_ids import named_public
 
 REDACTED = "[REDACTED]"
 
@@ -145,6 +146,8 @@ def _named_value(match: re.Match[str]) -> str | None:
     value, after = match.group("value"), match.string[match.end() : match.end() + 1]
     if after in ("(", "[") or not plausible_secret(value):
         return None
+    if named_public(match.string, match.start("value")):
+        return None  # "cache key: <digest>", "request id: req_...": ids, not credentials
     # Lowercase words after a lowercase name are code, prose or a YAML key's name
     # (`key=lambda`, "the --password flag", `key: home_city`); after an upper-case name
     # (`SMTP_PASS=mypassword`) they are a value.
@@ -199,6 +202,8 @@ def random_looking(token: str) -> bool:
 
 
 def _random_token(match: re.Match[str]) -> str | None:
+    if named_public(match.string, match.start()):
+        return None  # a digest its name says it is: "cache key: <43 base64url>"
     return REDACTED if random_looking(match.group(0)) else None
 
 
@@ -213,6 +218,8 @@ def _assigned_random(match: re.Match[str]) -> str | None:
     value = match.group("value").rstrip(".")
     if _HEX.fullmatch(value) or _UUID.fullmatch(value) or _segmented(value):
         return None  # digests, ids, versions and slugs
+    if named_public(match.string, match.start("value")):
+        return None  # a digest or an id its name says it is: "cache key: <base64url>"
     classes = sum((any(c.isupper() for c in value), any(c.islower() for c in value))) + any(
         c.isdigit() for c in value
     )
