@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agenteval.llm.people import redact_people
 from agenteval.llm.personal import (
     EMAIL,
     FIXTURE_EMAIL,
@@ -32,6 +33,7 @@ from agenteval.llm.personal import (
     home_user,
 )
 from agenteval.llm.personal import HOME_FOLDER as HOME
+from agenteval.llm.records import private_columns
 from agenteval.llm.residue import redact_looks_private
 from agenteval.llm.scrub import (
     MIN_SECRET_LEN,
@@ -127,9 +129,12 @@ class PrivateScrubber:
             # value with it wherever it stands in the unit (`llm.residue`): what stays
             # costs the unit at the gate.
             self._emails_found = set()
-            clean, looked = redact_looks_private(self._scrub_text(text))
+            # A table's personal columns first: a name in a cell looks like nothing.
+            tabled, cells = private_columns(text)
+            tabled, people = redact_people(tabled)
+            clean, looked = redact_looks_private(self._scrub_text(tabled))
             emails = frozenset(self._emails_found)
-            done = (clean, self.secrets.redacted_values(text) | looked | emails)
+            done = (clean, self.secrets.redacted_values(tabled) | looked | emails | cells | people)
             if len(self._done) >= MEMO_TEXTS:
                 self._done.clear()
             self._done[text] = done

@@ -117,6 +117,7 @@ _ID_TOKEN = re.compile(
 _CRED_TOKEN = re.compile(r"(?<![\w\-/.$%{@])[\w!#$%*+\-.?^~]{8,}(?![\w/@])")
 _NEAR = 40  # characters between the naming word and the token
 _CODE_WORD = re.compile(
+    r"[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+|"  # an HTTP header's name: X-Api-Key
     r"[a-z]+(?:[A-Z][a-z]+)+\d*|[A-Z]*(?:[A-Z][a-z]+)+\d*|[a-z]+(?:[-_.][a-z]+)+[-_]?\d*"
     r"|[A-Za-z]+\d{1,3}|[A-Za-z]+(?:-[A-Za-z]+)*-v?\d+(?:[-.]\d+)*|[A-Z_]+|[a-z_]+|\d+"
 )

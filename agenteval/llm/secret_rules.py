@@ -142,12 +142,21 @@ def plausible_secret(value: str) -> bool:
     return not _CODE_VALUE.fullmatch(value)
 
 
+# A value field right after (other fields between): the field before held a NAME.
+_VALUE_FIELD_FOLLOWS = re.compile(
+    r"[\"']?\s*,\s*(?:\"\w+\"\s*:\s*(?:\"[^\"\n]*\"|true|false|null|-?\d+)\s*,\s*){0,4}"
+    r"[\"']?(?i:value|val|default|current_?value|initial_?value)[\"']?\s*:"
+)
+
+
 def _named_value(match: re.Match[str]) -> str | None:
     value, after = match.group("value"), match.string[match.end() : match.end() + 1]
     if after in ("(", "[") or not plausible_secret(value):
         return None
     if named_public(match.string, match.start("value")):
         return None  # "cache key: <digest>", "request id: req_...": ids, not credentials
+    if _VALUE_FIELD_FOLLOWS.match(match.string, match.end()):
+        return None  # `"key": "algoliaAdminKey", "value": ...`: a name (llm.records)
     # Lowercase words after a lowercase name are code, prose or a YAML key's name
     # (`key=lambda`, "the --password flag", `key: home_city`); after an upper-case name
     # (`SMTP_PASS=mypassword`) they are a value.

@@ -1,0 +1,119 @@
+"""Secrets a sibling field names (API tool exports), personal columns of tables with a header
+row, and names a label or a title announces (`llm.records`, `llm.people`), through the
+scrubber sessions and the response cache use. Values are the project's own, written here."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenteval.llm.private import PrivateScrubber
+from agenteval.llm.records import private_columns
+from agenteval.llm.residue import residue
+
+KEY = "7c1e9a4f2b8d6035e1f7a9c3b5d2e8f4"
+
+
+@pytest.fixture
+def scrubber() -> PrivateScrubber:
+    return PrivateScrubber(env={})
+
+
+SIBLING = [
+    # Postman: a header and a collection variable (the name in "key", the value beside it)
+    f'{{"key": "X-Typesense-Api-Key", "value": "{KEY}", "type": "text"}}',
+    f'{{\n  "key": "searchAdminKey",\n  "value": "{KEY}"\n}}',
+    f'{{"value": "{KEY}", "key": "meili_master_key", "enabled": true}}',
+    # HAR / Insomnia: a header by name
+    f'{{"name": "Authorization", "value": "Bearer {KEY}"}}',
+    f'{{"name": "X-Auth-Token", "description": "", "value": "{KEY}"}}',
+    # a Kubernetes env entry and Maven's XML
+    f"env:\n  - name: REDIS_PASSWORD\n    value: {KEY}\n",
+    f"<name>repoToken</name>\n<value>{KEY}</value>",
+]
+
+
+@pytest.mark.parametrize("text", SIBLING)
+def test_a_value_whose_sibling_field_names_a_secret_is_redacted(
+    scrubber: PrivateScrubber, text: str
+) -> None:
+    clean = scrubber.scrub(text)
+    assert KEY not in clean and "[REDACTED]" in clean
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"key": "baseUrl", "value": "https://shop.example.com/api"}',
+        '{"key": "X-Api-Key", "value": "{{typesenseKey}}"}',
+        '{"name": "Content-Type", "value": "application/json"}',
+        "  - name: LOG_LEVEL\n    value: debug\n",
+    ],
+)
+def test_names_placeholders_and_other_fields_stay(scrubber: PrivateScrubber, text: str) -> None:
+    assert scrubber.scrub(text) == text
+
+
+def test_a_field_holding_a_secrets_name_is_kept_as_a_name(scrubber: PrivateScrubber) -> None:
+    clean = scrubber.scrub(f'{{"key": "searchAdminKey", "value": "{KEY}"}}')
+    assert '"searchAdminKey"' in clean and KEY not in clean
+
+
+PEOPLE_CSV = (
+    "ref,given_name,family_name,mobile,date_of_birth,plan\n"
+    "A-17,Radka,Hlaváčková,+420 601 555 019,1969-10-02,gold\n"
+    "A-18,Obinna,Eze-Nwosu,+234 803 555 0147,1991-03-27,basic\n"
+)
+
+
+def test_every_cell_of_a_personal_column_is_redacted_and_said_again_too(
+    scrubber: PrivateScrubber,
+) -> None:
+    unit = {"request": PEOPLE_CSV, "answer": "Row A-18 (Obinna Eze-Nwosu) has a bad plan."}
+    clean = scrubber.scrub(unit)
+    text = repr(clean)
+    for private in ("Radka", "Hlaváčková", "Eze-Nwosu", "1969-10-02", "601 555 019"):
+        assert private not in text, private
+    assert "A-17" in text and "gold" in text and "plan" in text
+
+
+def test_tables_of_things_and_markdown_tables_of_people() -> None:
+    packages = "name,version,license\nhttpx,0.27.0,BSD-3-Clause\n"
+    assert private_columns(packages) == (packages, frozenset())
+    ward = "| Patient | DOB | Bed |\n|---|---|---|\n| Ilse Brandtner | 1948-05-30 | 7 |\n"
+    clean, values = private_columns(ward)
+    assert "Ilse Brandtner" not in clean and "1948-05-30" not in clean and "| 7 |" in clean
+    assert values == {"Ilse Brandtner", "1948-05-30"}
+
+
+NAMED = [
+    ("Paciente: Remedios Olaizola Urrutia, alergia a penicilina", "Olaizola Urrutia"),
+    ("segundo paciente (Portugal): Joaquim Seixas Amaral", "Seixas Amaral"),
+    ("Patientin Frau Hannelore Quast, Zimmer 12", "Hannelore Quast"),
+    ("Employee: Dariusz Wróblewski was moved to payroll group C", "Wróblewski"),
+    ("Mitarbeiter: Kai-Uwe Brennecke", "Brennecke"),
+    ("Mme Solène Carpentier a rappelé", "Carpentier"),
+    ("el Sr. Ibarrola y la Sra. Etxeberria firmaron", "Etxeberria"),
+    ("Defendant: Pieter van Wijngaarden", "Wijngaarden"),
+    ("Name: Chidinma Okonkwo-Bello", "Okonkwo-Bello"),
+]
+
+
+@pytest.mark.parametrize(("text", "surname"), NAMED)
+def test_a_name_after_a_label_or_a_title_is_redacted(
+    scrubber: PrivateScrubber, text: str, surname: str
+) -> None:
+    clean = scrubber.scrub({"note": text, "reply": f"I wrote to {surname} about it."})
+    assert surname not in repr(clean), clean
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- name: Checkout code\n  uses: actions/checkout@v4",
+        "The Patient Portal returns 404 on /records",
+        "Name: Build",
+        "the client: a thin wrapper over httpx",
+    ],
+)
+def test_labels_of_code_and_prose_are_no_names(scrubber: PrivateScrubber, text: str) -> None:
+    assert scrubber.scrub(text) == text and residue(text) == []
