@@ -117,3 +117,52 @@ def test_a_name_after_a_label_or_a_title_is_redacted(
 )
 def test_labels_of_code_and_prose_are_no_names(scrubber: PrivateScrubber, text: str) -> None:
     assert scrubber.scrub(text) == text and residue(text) == []
+
+
+RECORDS = [
+    (
+        "BEGIN:VCARD\nVERSION:3.0\nFN:Wilhelmina Oyelaran-Brooks\nN:Oyelaran-Brooks;Wilhelmina;;;\n"
+        "TEL;TYPE=cell:+44 7911 123987\nBDAY:1979-08-14\nEND:VCARD",
+        ["Oyelaran-Brooks", "Wilhelmina", "1979-08-14"],
+    ),
+    (
+        '{"resourceType": "Patient", "name": [{"family": "Szymanowska", "given": ["Bożena"]}],'
+        ' "birthDate": "1958-12-03"}',
+        ["Szymanowska", "Bożena"],
+    ),
+    (
+        "PID|1||483920^^^HOSP^MR||Kettleborough^Ambrose^J||19620317|M|||12 Fenwick Lane",
+        ["Kettleborough", "Ambrose"],
+    ),
+    ('[{"full_name": "Yusuf Demirtaş", "date_of_birth": "1990-02-28"}]', ["Demirtaş"]),
+    ("dn: uid=mk,ou=people\ncn: Melike Karaca\nsn: Karaca\ngivenName: Melike", ["Karaca"]),
+    ("From: Ottilie Hargreaves-Finch <o.hf@fastmail.co.uk>", ["Hargreaves-Finch"]),
+    ("employees:\n  - name: Bartholomew Quaye\n    birthday: 1984-06-22", ["Quaye"]),
+    (
+        "P<GBRHARGREAVES<<OTTILIE<MAY<<<<<<<<<<<<<<<<\n5391827460GBR7902148F3011255<<<<<<<<<<<<<<02",
+        ["HARGREAVES", "5391827460"],
+    ),
+    ("Anselm Griesbach,1977-09-30,Berlin", ["Griesbach"]),
+    ("Patiënt: mevr. Annelies Brouwer", ["Brouwer"]),
+]
+
+
+@pytest.mark.parametrize(("text", "private"), RECORDS)
+def test_a_person_in_a_record_of_any_format_is_redacted(
+    scrubber: PrivateScrubber, text: str, private: list[str]
+) -> None:
+    clean = scrubber.scrub(text)
+    assert not [value for value in private if value in clean], clean
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "agenteval", "version": "0.4.1", "private": true}',
+        '{"displayName": "Settings", "icon": "gear"}',
+        "Release Train,2026-11-30,done",
+        "cn: build-agents\nobjectClass: groupOfNames",
+    ],
+)
+def test_records_of_things_stay(scrubber: PrivateScrubber, text: str) -> None:
+    assert scrubber.scrub(text) == text

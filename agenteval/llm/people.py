@@ -27,7 +27,7 @@ _ENGLISH_TITLES = r"Mr|Mrs|Ms|Mx|Miss|Dr|Prof"
 _TITLES = (
     r"Herr|Frau|Hr|Fr|Monsieur|Madame|Mademoiselle|Mme|Mlle|M"
     r"|Sr|Sra|Srta|Señor|Señora|Don|Doña|Dña|Sig|Sig\.ra|Signor|Signora|Dott|Dott\.ssa"
-    r"|Dona|Senhor|Senhora|Dhr|Mevr|Mevrouw|Pan|Pani"
+    r"|Dona|Senhor|Senhora|Dhr|Mevr|Mevrouw|dhr|mevr|mw|Pan|Pani"
 )
 # A name: capitalised words (a title is none: `Sr. García y Sra. López` is two names).
 _NAME_WORD = rf"(?!(?:{_TITLES})\b){_WORD}"
@@ -73,10 +73,80 @@ def _found(match: re.Match[str]) -> str | None:
     return " ".join(words)
 
 
+# -- people in records: a field whose name says it holds a person's name or birth date ---
+_NAME_KEYS = (
+    r"first[_\-]?name|firstName|last[_\-]?name|lastName|surname|given[_\-]?name|givenName"
+    r"|family[_\-]?name|familyName|full[_\-]?name|fullName|middle[_\-]?name|maiden[_\-]?name"
+    r"|(?:patient|employee|customer|contact|legal|member|holder)[_\-]?[Nn]ame"
+    r"|birth[_\-]?[Dd]ate|birthDate|date[_\-]?of[_\-]?birth|dob|DOB|birthday|BDAY"
+    r"|FN|N|cn|sn|ssn|SSN|name|given|family|displayName|display[_\-]name|nombre|apellidos?"
+    r"|vorname|nachname|pr[ée]nom|cognome"
+)
+# A record's field (JSON, YAML, LDIF, vCard `TEL;TYPE=cell:`): the value to the line's end,
+# or a JSON string, or a JSON list of strings (FHIR's `"given": ["Bożena"]`).
+_PERSON_FIELD = re.compile(
+    rf"(?m)(?:\"(?:{_NAME_KEYS})\"\s*:\s*(?:\"(?P<json>[^\"\n]{{2,80}})\""
+    rf"|\[\s*\"(?P<list>[^\]\n]{{2,120}})\"\s*\])"
+    rf"|^[ \t]*-?[ \t]*(?:{_NAME_KEYS})(?:;[\w=,\-]+)*[ \t]*[:=][ \t]*(?P<line>[^\n]{{2,80}}))"
+)
+# A bare `name`/`given`/`family` key counts only in a record of a person: one with such a
+# field beside it (`"birthDate"`, `dob:`, vCard's BDAY, a Patient resource).
+_PERSON_RECORD = re.compile(
+    r"(?i:birth|\bdob\b|\bbday\b|\bssn\b|resourceType\"\s*:\s*\"(?:Patient|Practitioner"
+    r"|RelatedPerson|Person)|BEGIN:VCARD|objectClass:\s*(?:inetOrgPerson|person))"
+)
+_WEAK_KEYS = re.compile(
+    r"[\"\s\-]*(?:name|given|family|displayName|display[_\-]name|N|cn|nombre)\b"
+)
+# A display name before an e-mail address (`From: Ottilie Finch <o.f@mail.example>`).
+_DISPLAY_NAME = re.compile(
+    rf"(?P<name>{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+)?{_WORD}){{1,3}})[ \t]*<[^<>@\s]+@[^<>\s]+>"
+)
+# A passport's machine-readable zone, and an HL7 message's segments about a person.
+_MRZ = re.compile(r"(?<![A-Z0-9<])(?=[A-Z0-9<]*<<)[A-Z0-9<]{30,44}(?![A-Z0-9<])")
+# A row of a table without a header: a name in one cell, a birth year's date in another.
+_OLD_DATE = r"(?:19\d\d|200\d)[\-./]\d\d[\-./]\d\d|\d\d[./\-]\d\d[./\-](?:19\d\d|200\d)"
+_ROW_WITH_BIRTH = re.compile(
+    rf"(?m)^(?=[^\n]*[,;\t|])(?=[^\n]*(?<![\d\-./])(?:{_OLD_DATE})(?![\d]))[^\n]+"
+)
+_NAME_CELL = re.compile(
+    rf"(?:^|(?<=[,;\t|]))[ \t]*\"?(?P<name>{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+)?{_WORD}){{1,3}})"
+    r"\"?[ \t]*(?=[,;\t|]|$)"
+)
+_HL7 = re.compile(r"(?m)^(?:PID|NK1|GT1|IN1|IN2|PV1)\|[^|\n]*\|(?P<rest>[^\n]+)")
+
+
+def _record_values(text: str) -> set[str]:
+    found: set[str] = set()
+    person = _PERSON_RECORD.search(text) is not None
+    for match in _PERSON_FIELD.finditer(text):
+        key_text = match.group(0)[: match.start(match.lastgroup or 0) - match.start()]
+        if not person and _WEAK_KEYS.match(key_text.lstrip(" \t-")):
+            continue
+        raw = match.group(match.lastgroup or 0).strip().rstrip(",")
+        parts = [p.strip(' "') for p in re.split(r"\"\s*,\s*\"|;", raw)]
+        found |= {p for p in parts if len(p) >= MIN_NAME and not _placeholder(p)}
+    found |= {m.group("name") for m in _DISPLAY_NAME.finditer(text) if _found(m)}
+    found |= {m.group(0) for m in _MRZ.finditer(text)}
+    found |= {m.group("rest") for m in _HL7.finditer(text)}
+    for row in _ROW_WITH_BIRTH.finditer(text):
+        found |= {m.group("name") for m in _NAME_CELL.finditer(row.group(0)) if _found(m)}
+    return found
+
+
+_PLACEHOLDER = re.compile(r"\[REDACTED\]|person\d+@example\.com|[<{$%].*|null|none|true|false")
+
+
+def _placeholder(value: str) -> bool:
+    return bool(
+        re.fullmatch(r"\[REDACTED\]|person\d+@example\.com|[<{$%].*|null|none|true|false", value)
+    )
+
+
 def redact_people(text: str) -> tuple[str, frozenset[str]]:
     """`text` with each name a label or a title announces redacted, and the names (each
     also without its first word: a surname said again alone)."""
-    names: set[str] = set()
+    names = _record_values(text)
     for pattern in (_LABELLED, _BARE, _TITLED):
         for match in pattern.finditer(text):
             name = _found(match)
