@@ -105,6 +105,19 @@ PUBLIC = [
     ("hex address", "0x7ffd5c8e2a10", "segfault at {v}"),
     ("seed", "seed 918273645", "reproduce with {v}"),
     ("order", "order 7730192845", "refund {v} please"),
+    ("isbn", "9780262046824", "bibtex: isbn = {{v}}"),
+    ("ean", "4006381333931", "EAN {v} on the box"),
+    ("s10", "AB123456789GB", "Royal Mail tracking number: {v}"),
+    ("request id", "x7Ck3n9vB2qLmZ0pW4rT8yS6dF1gH5jK_aQ==", "CloudFront request ID: {v}"),
+    ("cf-ray", "8a1b2c3d4e5f6a7b-FRA", "cf-ray: {v}"),
+    ("ksuid", "0ujtsYcgvSTl8PAuAdqWYSMnLOv", "ksuid {v}"),
+    ("pid", "sshd[2983117]", "May 17 14:03:22 web01 {v}: Accepted publickey"),
+    ("xid", "xid 58210394", "Postgres LSN 16/B374D848, {v}"),
+    (
+        "version id",
+        "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nr8X8gdRQBpUMLUo",
+        "S3 version id {v}",
+    ),
 ]
 
 
@@ -143,6 +156,7 @@ PRIVATE_BESIDE_PUBLIC_WORDS = [
     "personnummer 19740205-6163",
     "cache key: Xk29PqLm7-pass-Rt4Vw8Nz3Bc6Hd1QQ",  # not a digest's length: a value
     "DOB 1974-02-05, patient in bed 4",
+    "wire it to account 48213097 EUR",  # no amount: an ungrouped account number
 ]
 
 

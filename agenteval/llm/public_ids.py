@@ -29,15 +29,20 @@ _ID_QUALIFIER = (
     r"|revision|ray|file|asset|chunk|cluster|instance|container|pod|transaction|txn|order"
     r"|invoice|tracking|shipment|snapshot|volume|workflow|artifact|pipeline|task|execution"
     r"|operation|sequence|channel|guild|tweet|status|thread|comment|post|video|playlist"
-    r"|product|sku|item|batch|bucket|query"
+    r"|product|sku|item|batch|bucket|query|version|upload|download|cloudfront|lambda|execution"
 )
+# Names whose value is an id whatever its shape (a request id is nobody's secret); a key,
+# hash or digest must have a digest's shape as well (see `public_shape`).
+_ANY_SHAPE = re.compile(r"(?i:(?:ids?|ray|ksuid|ulid|uuid|guid|snowflake)\W*$|^x-|^cf-)")
 PUBLIC_NAME = re.compile(
     rf"(?i:\b(?:{_ID_QUALIFIER})[\s_\-.]?(?:id|ids|hash|digest|sha|sum|checksum|fingerprint"
     r"|etag)s?\b"
     r"|\b(?:cache|content|object|partition|sort|primary|foreign|lookup|index|row|idempotency"
     r"|dedup|s3|storage\s+object)[\s_\-.]?keys?\b"
     r"|\b(?:page|pagination|continuation|next|sync|cursor|idempotency)[\s_\-]?tokens?\b"
-    r"|\bx-(?:request|correlation|trace|amzn-trace|cache|b3-trace|b3-span)[\w\-]*)"
+    r"|\bx-(?:request|correlation|trace|amzn-trace|cache|b3-trace|b3-span|amz-cf-id"
+    r"|amz-request-id|amz-id-2|goog-request|github-request|runtime)[\w\-]*|\bcf-ray"
+    r"|\b(?:ksuid|ulid|uuid|guid|snowflake)s?\b)"
 )
 # A public id or digest after the name saying so: "cache key: 9f86...", "request id
 # req_8XkE...", "x-amzn-trace-id: Root=1-...": blanked when its shape is an id's or a digest's.
@@ -69,9 +74,14 @@ def public_shape(value: str) -> bool:
     return True
 
 
+def _public_value(match: re.Match[str]) -> bool:
+    name = match.group(0)[: match.start("value") - match.start()].strip(" \t\"':=")
+    return public_shape(match.group("value")) or bool(_ANY_SHAPE.search(name))
+
+
 def _named_public(match: re.Match[str]) -> str:
     value, whole = match.group("value"), match.group(0)
-    return whole.replace(value, " " * len(value)) if public_shape(value) else whole
+    return whole.replace(value, " " * len(value)) if _public_value(match) else whole
 
 
 # A carrier's name and/or a tracking word, then the number: "UPS tracking number 1Z...",
@@ -83,13 +93,13 @@ _CARRIER = (
     r"|\b(?:fedex|usps|dhl|ups|postnl|dpd|gls)\b)"
     r"(?:[\s\-]?(?:number|no\.?|nr\.?|code|id|#|nummer|num[ée]ro|n[úu]mero))?[\s:#=\-]{0,4})"
 )
-# Units a number is measured in (no unit that is also a short English word: "in", "m").
+# Units a number is measured in (no unit that is also a short English word: "in", "m"; no
+# currency: `account 12345678 EUR` is an account's number, money has its own form below).
 _UNITS = (
     r"(?i:bytes?|[kmgtp]i?b(?:/s)?|b/s|bps|ms|us|µs|ns|s|sec|secs|seconds?|mins?|minutes?"
     r"|hrs?|hours?|tokens?|rows?|lines?|records?|items?|files?|requests?|req/s|rps"
     r"|qps|ops(?:/s)?|events?|steps?|%|px|dpi|x|hz|khz|mhz|ghz|mm|cm|km"
-    r"|kg|mg|lbs?|ml|°c|°f|kwh|wh|kw|mw|mah|ppm|usd|eur|gbp|jpy|chf|cad"
-    r"|aud|inr|cny|brl|sek|nok|dkk|pln|czk|sats|btc|eth|gwei|wei)(?![A-Za-z])"
+    r"|kg|mg|lbs?|ml|°c|°f|kwh|wh|kw|mw|mah|ppm|sats|gwei|wei)(?![A-Za-z])"
 )
 
 # -- known-safe spans, blanked before any shape is looked for -------------------------------
@@ -129,7 +139,8 @@ SAFE_FORMS = re.compile(
             r"(?![\w:])",
             # published works: DOI, ISBN, ISSN, arXiv, PubMed, RFC; advisories: CVE, GHSA
             r"\b10\.\d{4,9}/[\w.;()/:\-]+",
-            r"(?i:\bISBN(?:-1[03])?:?\s*)[\dX][\d\- X]{8,16}[\dX]\b"
+            r"(?i:\bISBN(?:-1[03])?[\s:=#{\"']*)[\dX][\d\- X]{8,16}[\dX]\b"
+            r"|(?i:\b(?:EAN|GTIN|UPC|barcode)(?:-?1[234])?[\s:=#]*)\d{8,14}\b"
             r"|\b97[89][- ]\d{1,5}[- ]\d{1,7}[- ]\d{1,7}[- ][\dX]\b",
             r"(?i:\be?ISSN:?\s*)\d{4}-?\d{3}[\dX]\b",
             r"(?i:\barxiv[:/\s]*(?:abs/|pdf/)?)\d{4}\.\d{4,5}(?:v\d+)?|\b\d{4}\.\d{4,5}v\d+\b",
@@ -142,11 +153,17 @@ SAFE_FORMS = re.compile(
             # ticket, issue and PR references: SHOP-8017, GH-1234, #4821, !312
             r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b|(?<![\w&])[#!]\d{1,7}\b",
             # a parcel: UPS 1Z..., and digits or letters right after a carrier's word
-            r"\b1Z[0-9A-Z]{16}\b",
+            r"\b1Z[0-9A-Z]{16}\b|"
+            + _CARRIER
+            + r"[A-Z]{2}\d{9}[A-Z]{2}\b",  # UPU S10: RR123456785GB
+            # a process's id in a log line: sshd[2983117]
+            r"(?<=[a-z\-_])\[\d{1,10}\]",
             _CARRIER + r"[A-Z]{0,4}\d[\d ]{8,34}\d[A-Z]{0,2}\b",
             # money: $1,234,567.89, €12.500,00, 1 234 567 EUR
-            r"[$€£¥₹]\s?(?:\d{1,3}(?:[,.' ]\d{3})+|\d+)(?:[.,]\d{1,2})?(?![\d,.])"
-            r"|\b(?:\d{1,3}(?:[,.' ]\d{3})+|\d+)(?:[.,]\d{1,2})?\s?(?i:usd|eur|gbp|jpy|chf|€|\$|£)"
+            # (an ungrouped run of more than six digits is no amount: an account's number)
+            r"[$€£¥₹]\s?(?:\d{1,3}(?:[,.' ]\d{3})+|\d{1,6})(?:[.,]\d{1,2})?(?![\d,.])"
+            r"|\b(?:\d{1,3}(?:[,.' ]\d{3})+|\d{1,6})(?:[.,]\d{1,2})?\s?"
+            r"(?i:usd|eur|gbp|jpy|chf|€|\$|£)"
             r"(?!\w)",
             # a measurement: 1,048,576 bytes, 12 345 ms, 3.2 GHz
             r"\b(?:\d{1,3}(?:[,. ]\d{3})+|\d+)(?:[.,]\d+)?\s?" + _UNITS,
@@ -169,7 +186,7 @@ def named_public(text: str, at: int) -> bool:
     ("cache key: <43 base64url>"), so no rule reads it as a credential."""
     for match in _NAMED_VALUE.finditer(text, max(0, at - 48)):
         if match.start("value") <= at < match.end("value"):
-            return public_shape(match.group("value"))
+            return _public_value(match)
     return False
 
 
@@ -188,7 +205,8 @@ _UNIT_AFTER = re.compile(r"\s?" + _UNITS)
 NUMBER_NAME = re.compile(
     r"(?i:commit|rev(?:ision)?|sha|build|run|job|pipeline|pr|issue|ticket|order|pid|port|line"
     r"|row|offset|size|seed|step|epoch|version|release|isbn|issn|pmid|doi|rfc|cve|arxiv"
-    r"|snowflake|resourceversion|generation|sequence|seq|nonce|#)\W{0,3}(?:\w+\W{1,3})?$"
+    r"|snowflake|resourceversion|generation|sequence|seq|nonce|xid|txid|lsn|gen|#)"
+    r"\W{0,3}(?:\w+\W{1,3})?$"
 )
 _TIMESTAMP_KEY = re.compile(r"(?i:time|stamp|date|created|updated|_at\b|epoch|ts\b|clock)")
 # Snowflake ids (Twitter/X, Discord): a 64-bit number whose top 42 bits are milliseconds
