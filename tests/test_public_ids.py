@@ -157,6 +157,7 @@ PRIVATE_BESIDE_PUBLIC_WORDS = [
     "cache key: Xk29PqLm7-pass-Rt4Vw8Nz3Bc6Hd1QQ",  # not a digest's length: a value
     "DOB 1974-02-05, patient in bed 4",
     "wire it to account 48213097 EUR",  # no amount: an ungrouped account number
+    "HEROKU_API_KEY=3f9c2a7e-1b4d-4e8f-a6c2-9d0b1e4f7a35",  # a UUID may be the key itself
 ]
 
 
@@ -171,3 +172,32 @@ def test_private_values_beside_public_words_still_cost_their_case(
 def test_a_dropped_case_names_the_family_that_dropped_it(scrubber: PrivateScrubber) -> None:
     reason = _drop_reason(["ring me on 0171 4839 2210 after five"], scrubber)
     assert reason == f"{LOOKS_PRIVATE}: long digit run"
+
+
+def test_an_env_listing_keeps_its_public_values_and_loses_its_secrets(
+    scrubber: PrivateScrubber,
+) -> None:
+    secret = "Lq8Zr2mX5vK1pW7tNc4Hd9Sb"
+    listing = "\n".join(
+        [
+            f"SENTRY_AUTH_TOKEN={secret}",
+            "DEPLOY_ID=5b2e9f0c-1d7a-4c3e-8f6b-2a9d0e7c4b18",  # not the token's wrapped tail
+            "HEAD_SHA=9c4e1b7a2f0d8e6c3b5a9f1e7d2c4b8a0e6f3d1c",
+            "SSH_DEPLOY_KEY_PUB=ssh-ed25519 "
+            "AAAAC3NzaC1lZDI1NTE5AAAAIHk3mQ9vX2pL7rT4wN8cB1dF6gJ0sA5eK9uY2oI3zR7q ci@build",
+            "STRIPE_PK=pk_test_51HxQ2mLk8vR3tN7pW4cZ9bY6dF1gJ0sA5eK",
+            "OPENAI_API_KEY_SAMPLE=sk-...your-key-here...",
+        ]
+    )
+    clean = scrubber.scrub(listing)
+    assert secret not in clean
+    for kept in listing.splitlines()[1:]:
+        assert kept in clean, kept
+
+
+def test_a_wrapped_tail_is_still_a_tail_when_no_variable_begins_it(
+    scrubber: PrivateScrubber,
+) -> None:
+    tail = "Qm9vYmFyQmF6cXV4MTIz4aB="
+    clean = scrubber.scrub(f"GITLAB_TOKEN=glpat-Zq8Wm2Xr5Tn7Kp3Lv9Bc\n{tail}\n")
+    assert tail not in clean

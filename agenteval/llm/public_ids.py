@@ -129,6 +129,8 @@ SAFE_FORMS = re.compile(
             r"[\s\S]*?-----END [A-Z ]+-----",
             r"data:[\w/+.\-]+;base64,[A-Za-z0-9+/=\s]+",
             r"(?:iVBORw0KGgo|/9j/|R0lGOD|UklGR)[A-Za-z0-9+/=]{16,}",
+            # keys public by design: Stripe's publishable keys (pk_live_..., pk_test_...)
+            r"\bpk_(?:live|test)_[A-Za-z0-9]{16,}",
             r"\b(?:sha(?:1|256|384|512)[-:]|h1:|SHA256:|md5:)[A-Za-z0-9+/=_\-]+",
             # an ARN's account, an ETag, a model id's date
             r"\barn:aws[\w\-]*:\S+",
@@ -170,6 +172,25 @@ SAFE_FORMS = re.compile(
         ]
     )
 )
+
+
+# Values public by design even after a secret's name (`SSH_HOST_KEY_PUB=ssh-ed25519 AAAA...`,
+# `STRIPE_PUBLISHABLE_KEY=pk_live_...`, `LOCKFILE_INTEGRITY=sha512-...`). A UUID or a hex
+# digest is none here: after a secret's name it may be the key (Heroku's are UUIDs).
+PUBLIC_BY_DESIGN = re.compile(
+    r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)"
+    r"\s+AAAA[A-Za-z0-9+/=]+"
+    r"|-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK|CERTIFICATE REQUEST)-----"
+    r"|\bpk_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|\b(?:sha(?:256|384|512)-|h1:)[A-Za-z0-9+/=]{20,}"
+    r"|data:[\w/+.\-]+;base64,"
+)
+
+
+def public_at(text: str, at: int) -> bool:
+    """Whether a value starting at `at` of `text` is public by design (a public key, a
+    publishable key, an integrity hash), whatever name it stands after."""
+    return PUBLIC_BY_DESIGN.match(text, at) is not None
 
 
 def blank_public(text: str) -> str:

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from agenteval.llm.provider_keys import PREFIX_HINT, PROVIDER_KEYS
-from agenteval.llm.public_ids import named_public
+from agenteval.llm.public_ids import named_public, public_at
 
 REDACTED = "[REDACTED]"
 
@@ -42,6 +42,8 @@ _PLACEHOLDER = re.compile(
     r"(?i)^(?:[$%<{*]|\[redacted|x{3,}|\.{3}|none$|null$|nil$|true$|false$|undefined$"
     r"|empty$|required$|optional$|string$|str$|bytes$|secret$|password$|changeme$|example$"
     r"|your[_-]|my[_-]?(?:key|token|password|secret)$|env\b|os\.|process\.env|getenv|self\.)"
+    # a documentation key: `sk-...your-key-here...`
+    r"|^[\w\-]{0,8}\.{3}.*(?:your|here|example).*$"
 )
 # Code, not a value: `request.form`, `SecretStr`, `OPENAI_API_KEY` (a variable's name).
 _CODE_VALUE = re.compile(
@@ -137,6 +139,8 @@ def plausible_secret(value: str) -> bool:
     value = value.strip("\"'`")
     if len(value) < 4 or _PLACEHOLDER.search(value) or _NUMBER.fullmatch(value):
         return False
+    if "\x00" in value:  # what the scrubber set aside (a public key): see SET_ASIDE
+        return False
     if len(set(value)) <= 2:  # "****", "xxxx", "----"
         return False
     return not _CODE_VALUE.fullmatch(value)
@@ -153,8 +157,10 @@ def _named_value(match: re.Match[str]) -> str | None:
     value, after = match.group("value"), match.string[match.end() : match.end() + 1]
     if after in ("(", "[") or not plausible_secret(value):
         return None
-    if named_public(match.string, match.start("value")):
-        return None  # "cache key: <digest>", "request id: req_...": ids, not credentials
+    if named_public(match.string, match.start("value")) or public_at(
+        match.string, match.start("value")
+    ):
+        return None  # "cache key: <digest>", a publishable key: public, not credentials
     if _VALUE_FIELD_FOLLOWS.match(match.string, match.end()):
         return None  # `"key": "algoliaAdminKey", "value": ...`: a name (llm.records)
     # Lowercase words after a lowercase name are code, prose or a YAML key's name
@@ -185,8 +191,9 @@ def _token_user(match: re.Match[str]) -> str | None:
 
 
 def _keep_plausible(match: re.Match[str]) -> str | None:
-    """The text before the value kept, the value redacted unless it is a placeholder."""
-    if not plausible_secret(match.group("value")):
+    """The text before the value kept, the value redacted unless it is a placeholder or
+    public by design (an SSH public key, an integrity hash, a publishable key)."""
+    if not plausible_secret(match.group("value")) or public_at(match.string, match.start("value")):
         return None
     return match.group(0)[: match.start("value") - match.start()] + REDACTED
 
@@ -227,8 +234,10 @@ def _assigned_random(match: re.Match[str]) -> str | None:
     value = match.group("value").rstrip(".")
     if _HEX.fullmatch(value) or _UUID.fullmatch(value) or _segmented(value):
         return None  # digests, ids, versions and slugs
-    if named_public(match.string, match.start("value")):
-        return None  # a digest or an id its name says it is: "cache key: <base64url>"
+    if named_public(match.string, match.start("value")) or public_at(
+        match.string, match.start("value")
+    ):
+        return None  # a digest or an id its name says it is, a key public by design
     classes = sum((any(c.isupper() for c in value), any(c.islower() for c in value))) + any(
         c.isdigit() for c in value
     )
