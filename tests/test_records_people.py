@@ -166,3 +166,16 @@ def test_a_person_in_a_record_of_any_format_is_redacted(
 )
 def test_records_of_things_stay(scrubber: PrivateScrubber, text: str) -> None:
     assert scrubber.scrub(text) == text
+
+
+def test_a_password_stated_in_a_sentence_goes_and_prose_about_it_stays(
+    scrubber: PrivateScrubber,
+) -> None:
+    stated = scrubber.scrub("the guest wifi password is lantern-walrus-77, tell nobody")
+    assert "lantern-walrus-77" not in stated
+    for prose in (
+        "the password is required for 2FA setups",
+        "Passwort ist zu kurz (min. 12 Zeichen)",
+        "password is $DB_PASS in CI",
+    ):
+        assert scrubber.scrub(prose) == prose and residue(prose) == []

@@ -147,7 +147,11 @@ def _code_path(token: str) -> bool:
 _PHRASE = re.compile(
     r"(?i:pass\s?phrase|password|passwort|mot\s+de\s+passe|contrase[ñn]a|senha|seed|mnemonic"
     r"|recovery\s+(?:phrase|words))[^\n\"'`]{0,24}?(?:[\"'`](?P<quoted>[^\"'`\n]{8,80})[\"'`]"
-    r"|[:=]?\s*(?P<words>(?:[a-z]{3,8}\s+){11,23}[a-z]{3,8}\b))"
+    r"|[:=]?\s*(?P<words>(?:[a-z]{3,8}\s+){11,23}[a-z]{3,8}\b)"
+    # stated in a sentence: "the wifi password is tangerine-otter-42" (a digit or a symbol
+    # in it: "the password is required" is prose)
+    r"|(?<=\s)(?i:is|was|lautet|ist|war|est|es|era|è|é|=)\s+"
+    r"(?P<stated>(?=[^\s\"'`,;]*[\d!@#%^&*+?~])[^\s\"'`,;]{8,64}))"
 )
 # Coordinates precise to a house (5+ decimals: a city's 4 are public) beside a word
 # saying whose place they are.
@@ -159,7 +163,7 @@ def _phrase(text: str) -> str | None:
     match = _PHRASE.search(text)
     if match is None:
         return None
-    value = match.group("quoted") or match.group("words")
+    value = (match.group("quoted") or match.group("words") or match.group("stated")).rstrip(".!?")
     return None if value == REDACTED or REDACTED in value or value.startswith("$") else value
 
 
