@@ -113,6 +113,7 @@ def test_a_name_after_a_label_or_a_title_is_redacted(
         "The Patient Portal returns 404 on /records",
         "Name: Build",
         "the client: a thin wrapper over httpx",
+        "Sr. Software Engineer, Platform team",
     ],
 )
 def test_labels_of_code_and_prose_are_no_names(scrubber: PrivateScrubber, text: str) -> None:

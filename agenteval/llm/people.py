@@ -58,7 +58,11 @@ _BARE = re.compile(rf"(?<![\w])(?:{_BARE_LABELS})[ \t]*[:：][ \t]*" + _NAME.for
 _NOT_NAMES = frozenset(
     "The A An This That These Those None Null Unknown Yes No True False Portal Record Records"
     " Data Id ID Name Number Status Service Services Management Module Api API Table Form"
-    " Dashboard Admin Support Care Safety List Details Info Information New Test Example".split()
+    " Dashboard Admin Support Care Safety List Details Info Information New Test Example"
+    # job titles after an abbreviation that is also a title: `Sr. Software Engineer`
+    " Software Engineer Engineering Developer Manager Director Analyst Designer Consultant"
+    " Architect Scientist Staff Principal Product Backend Frontend Vice President Associate"
+    " Series Edition Version Chip Team Group Department".split()
 )
 MIN_NAME = 3
 
