@@ -171,7 +171,7 @@ def test_private_values_beside_public_words_still_cost_their_case(
 
 def test_a_dropped_case_names_the_family_that_dropped_it(scrubber: PrivateScrubber) -> None:
     reason = _drop_reason(["ring me on 0171 4839 2210 after five"], scrubber)
-    assert reason == f"{LOOKS_PRIVATE}: long digit run"
+    assert reason == f"{LOOKS_PRIVATE} (long digit run)"
 
 
 def test_an_env_listing_keeps_its_public_values_and_loses_its_secrets(

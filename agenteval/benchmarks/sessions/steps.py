@@ -161,11 +161,11 @@ def private_cases(
 
 def _drop_reason(strings: list[str], scrubber: SessionScrubber) -> str | None:
     """Why a scrubbed case is dropped, naming the family that dropped it ("looks private
-    after scrubbing: long digit run"), so a user sees why; None when it is kept."""
+    after scrubbing (long digit run)"), so a user sees why; None when it is kept."""
     for gate, kinds_of in ((RESIDUE, scrubber.leaks), (LOOKS_PRIVATE, residue)):
         kinds = sorted({kind for text in strings for kind in kinds_of(text)})
         if kinds:
-            return f"{gate}: {', '.join(kinds)}"
+            return f"{gate} ({', '.join(kinds)})"
     return None
 
 
