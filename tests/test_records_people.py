@@ -180,3 +180,32 @@ def test_a_password_stated_in_a_sentence_goes_and_prose_about_it_stays(
         "password is $DB_PASS in CI",
     ):
         assert scrubber.scrub(prose) == prose and residue(prose) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "private"),
+    [
+        ("Pacjent: Zbigniew Wróbel, oddział 3", "Wróbel"),
+        ("Pt. name: Harriet Oduya-Mensah, bed 12", "Oduya-Mensah"),
+        ("patient Eleanor Vance-Whitby was seen at 14:00", "Vance-Whitby"),
+        (
+            '{"patient": {"first": "Caetano", "last": "Figueiredo", "dob": "1966-04-18"}}',
+            "Figueiredo",
+        ),
+        (
+            "INSERT INTO users (name, email, birth_date) VALUES ('Radovan Kostelecký', "
+            "'rk@seznam.cz', '1970-01-30');",
+            "Kostelecký",
+        ),
+        ("- **Name:** Tobiasz Jankowski\n- **DOB:** 1985-03-02", "Jankowski"),
+    ],
+)
+def test_names_in_notes_json_sql_and_markdown(
+    scrubber: PrivateScrubber, text: str, private: str
+) -> None:
+    assert private not in scrubber.scrub(text)
+
+
+def test_an_insert_of_things_stays(scrubber: PrivateScrubber) -> None:
+    text = "INSERT INTO plans (name, price_cents) VALUES ('Gold Tier', 4900);"
+    assert scrubber.scrub(text) == text

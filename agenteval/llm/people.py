@@ -43,6 +43,7 @@ _LABELS = (
     r"|A|B(?:in)?|W|Z(?:e|in)|T|R"
     r"|B(?:in)?|S(?:in)?|A[oa]|É|B"
     r"|I|[Vv]ersicherte[rn]?|[Aa]segurad[oa]|[Aa]ssuré|D|[Vv]erstorbene[rn]?"
+    r"|[Pp]acjent(?:ka)?|[Pp]racownik|[Pp]t\.?(?:[ \t]+name)?|[Cc]li[ëe]nt"
     r"|[Ee]mployee name|[Pp]atient name|[Nn]ame des Patienten|[Nn]ombre del paciente"
     r"|[Nn]om du patient|[Nn]ome del paziente|[Ff]ull name|[Ll]egal name"
 )
@@ -50,10 +51,12 @@ _BARE_LABELS = r"Name|NAME|Nombre|Nom|Nome|Naam|Vorname und Name|Nombre y apelli
 
 _TITLED = re.compile(rf"(?<![\w.])(?:{_TITLES})\.?[ \t]+" + _NAME.format(min=0) + r"(?![\w@.]\w)")
 _LABELLED = re.compile(
-    rf"(?<![\w])(?:{_LABELS})(?:[ \t]*\([^)\n]{{1,24}}\))?[ \t]*[:：\-–][ \t]*"
+    rf"(?<![\w])(?:{_LABELS})(?:[ \t]*\([^)\n]{{1,24}}\))?[*_]*[ \t]*[:：\-–][*_]*[ \t]*"
     rf"(?:(?:{_TITLES}|{_ENGLISH_TITLES})\.?[ \t]+)?" + _NAME.format(min=0)
 )
-_BARE = re.compile(rf"(?<![\w])(?:{_BARE_LABELS})[ \t]*[:：][ \t]*" + _NAME.format(min=1))
+_BARE = re.compile(rf"(?<![\w])(?:{_BARE_LABELS})[*_]*[ \t]*[:：][*_]*[ \t]*" + _NAME.format(min=1))
+# A label right before two or more capitalised words, no colon: `patient Eleanor Vance`.
+_LABEL_BEFORE = re.compile(rf"(?<![\w])(?:{_LABELS})[ \t]+" + _NAME.format(min=1))
 # Capitalised words that follow such a word but are no name: `Patient Portal`, `Dr. Who`.
 _NOT_NAMES = frozenset(
     "The A An This That These Those None Null Unknown Yes No True False Portal Record Records"
@@ -83,7 +86,7 @@ _NAME_KEYS = (
     r"|family[_\-]?name|familyName|full[_\-]?name|fullName|middle[_\-]?name|maiden[_\-]?name"
     r"|(?:patient|employee|customer|contact|legal|member|holder)[_\-]?[Nn]ame"
     r"|birth[_\-]?[Dd]ate|birthDate|date[_\-]?of[_\-]?birth|dob|DOB|birthday|BDAY"
-    r"|FN|N|cn|sn|ssn|SSN|name|given|family|displayName|display[_\-]name|nombre|apellidos?"
+    r"|FN|N|cn|sn|ssn|SSN|name|first|last|given|family|displayName|display[_\-]name|nombre|apellidos?"
     r"|vorname|nachname|pr[ée]nom|cognome"
 )
 # A record's field (JSON, YAML, LDIF, vCard `TEL;TYPE=cell:`): the value to the line's end,
@@ -100,7 +103,7 @@ _PERSON_RECORD = re.compile(
     r"|RelatedPerson|Person)|BEGIN:VCARD|objectClass:\s*(?:inetOrgPerson|person))"
 )
 _WEAK_KEYS = re.compile(
-    r"[\"\s\-]*(?:name|given|family|displayName|display[_\-]name|N|cn|nombre)\b"
+    r"[\"\s\-]*(?:name|first|last|given|family|displayName|display[_\-]name|N|cn|nombre)\b"
 )
 # A display name before an e-mail address (`From: Ottilie Finch <o.f@mail.example>`).
 _DISPLAY_NAME = re.compile(
@@ -151,7 +154,7 @@ def redact_people(text: str) -> tuple[str, frozenset[str]]:
     """`text` with each name a label or a title announces redacted, and the names (each
     also without its first word: a surname said again alone)."""
     names = _record_values(text)
-    for pattern in (_LABELLED, _BARE, _TITLED):
+    for pattern in (_LABELLED, _BARE, _LABEL_BEFORE, _TITLED):
         for match in pattern.finditer(text):
             name = _found(match)
             if name is not None:

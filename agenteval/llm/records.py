@@ -152,13 +152,39 @@ def _redact_row(line: str, table: Table, values: set[str]) -> str:
     return line
 
 
+# An SQL insert names its columns: `INSERT INTO users (name, birth_date) VALUES ('...', ...)`.
+_SQL_INSERT = re.compile(
+    r"(?is)\binsert\s+into\s+[\w.\"`\[\]]+\s*\((?P<columns>[^()]{1,400})\)\s*values\s*"
+    r"(?P<rows>(?:\((?:[^()']|'(?:[^']|'')*')*\)\s*,?\s*){1,50})"
+)
+_SQL_ROW = re.compile(r"\(((?:[^()']|'(?:[^']|'')*')*)\)")
+
+
+def _sql_values(text: str) -> set[str]:
+    """The personal columns' values of each SQL insert in `text`."""
+    found: set[str] = set()
+    for insert in _SQL_INSERT.finditer(text):
+        columns = [c.strip(' "`[]\n') for c in insert.group("columns").split(",")]
+        if not any(_PERSON_COLUMN.match(c) for c in columns):
+            continue
+        personal = {
+            i for i, c in enumerate(columns) if _PERSON_COLUMN.match(c) or _PERSON_TOO.match(c)
+        }
+        for row in _SQL_ROW.finditer(insert.group("rows")):
+            cells = next(csv.reader([row.group(1)], quotechar="'", skipinitialspace=True), [])
+            found |= {c.strip() for i, c in enumerate(cells) if i in personal}
+    return {v for v in found if len(v) >= MIN_CELL and not _NO_CELL.fullmatch(v) and v != "NULL"}
+
+
 def private_columns(text: str) -> tuple[str, frozenset[str]]:
     """`text` with every cell of a personal column of each table redacted (a table runs
     from its header row while rows have its delimiter), and those cells' values."""
+    values = _sql_values(text) if "values" in text.lower() else set()
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
     if "\n" not in text:
-        return text, frozenset()
+        return text, frozenset(values)
     lines = text.split("\n")
-    values: set[str] = set()
     table: Table | None = None
     for number, line in enumerate(lines):
         if table is not None and len(_cells(line, table[0])) == table[2]:
