@@ -191,6 +191,12 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
         r"key=\"(?:DbPassword|SmtpPass)\" value=\"[A-Za-z0-9]{4,8}\"",
         r"(?:the )?(?:password|passphrase|token|secret) (?:is )?[A-Za-z]{3}[0-9!]{3}",
         r"pw: [A-Za-z0-9]{6,8}",
+        # llm.records: a value whose sibling field names a secret, in JSON, YAML and XML
+        r"\{\"(?:key|name)\": \"[A-Za-z]{0,4}(?:token|secret|password)\", "
+        r"\"value\": \"[A-Za-z0-9]{6,10}\"\}",
+        r"\{\"value\": \"[A-Za-z0-9]{6,10}\", \"key\": \"(?:api_key|secret)\"\}",
+        r"- name: [A-Z]{0,4}_?(?:PASSWORD|TOKEN)\n  value: [A-Za-z0-9]{6,10}",
+        r"<name>(?:token|secret)</name><value>[A-Za-z0-9]{6,10}</value>",
     ]  # fmt: skip
     # Every provider format, generated from its own pattern (word boundaries aside).
     cores += [pattern.replace(r"\b", "") for pattern in PROVIDER_KEYS.values()]

@@ -164,7 +164,7 @@ def test_residue_costs_its_case_and_home_folders_of_anyone_become_tilde(tmp_path
             return super().leaks(text) + (["planted"] if "PLANTED-RESIDUE" in text else [])
 
     kept, dropped = private_cases([f.case for f in found.cases], Planted(env={}))
-    assert dropped == {RESIDUE: 1} and len(kept) == 2
+    assert dropped == {f"{RESIDUE} (planted)": 1} and len(kept) == 2
     text = json.dumps([c.model_dump(mode="json") for c in kept])
     for private in ("carol", "/Users/", "/home/deploy", "Users\\\\bob", "bob"):
         assert private not in text, private

@@ -45,8 +45,8 @@ HOME_FOLDER = re.compile(
 # An e-mail address (sessions and drafts put a stable fixture in its place, FIXTURE_EMAIL).
 EMAIL = re.compile(
     r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
-    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)+"
-)
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)*\.[A-Za-z][A-Za-z\-]*[A-Za-z](?![\w\-])"
+)  # a top-level domain has letters only: `lodash@4.17.21` is a package's version
 FIXTURE_EMAIL = re.compile(r"person\d+@example\.com")
 # The domains reserved for documentation (RFC 2606): an address there is nobody's. (The
 # `.example` and `.test` top-level names stand in for real ones in tests: replaced.)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agenteval.llm.people import redact_people
 from agenteval.llm.personal import (
     EMAIL,
     FIXTURE_EMAIL,
@@ -32,6 +33,7 @@ from agenteval.llm.personal import (
     home_user,
 )
 from agenteval.llm.personal import HOME_FOLDER as HOME
+from agenteval.llm.records import private_columns
 from agenteval.llm.residue import redact_looks_private
 from agenteval.llm.scrub import (
     MIN_SECRET_LEN,
@@ -87,7 +89,10 @@ class PrivateScrubber:
             self.users.add(folder_form)  # ngozi.okafor in C--Users-ngozi-okafor-etl
         self._done.clear()  # texts scrubbed before the name was known keep it
         words = "|".join(re.escape(u) for u in sorted(self.users, key=len, reverse=True))
-        self._user_words = re.compile(rf"(?<![A-Za-z0-9])(?:{words})(?![A-Za-z0-9])", re.I)
+        # `%2Fname` too: a URL-encoded path's separator ends in a letter or digit.
+        self._user_words = re.compile(
+            rf"(?:(?<![A-Za-z0-9])|(?<=%2F)|(?<=%5C))(?:{words})(?![A-Za-z0-9])", re.I
+        )
 
     def learn(self, text: str) -> None:
         """The user names of every home folder in `text`, before anything is scrubbed."""
@@ -124,9 +129,12 @@ class PrivateScrubber:
             # value with it wherever it stands in the unit (`llm.residue`): what stays
             # costs the unit at the gate.
             self._emails_found = set()
-            clean, looked = redact_looks_private(self._scrub_text(text))
+            # A table's personal columns first: a name in a cell looks like nothing.
+            tabled, cells = private_columns(text)
+            tabled, people = redact_people(tabled)
+            clean, looked = redact_looks_private(self._scrub_text(tabled))
             emails = frozenset(self._emails_found)
-            done = (clean, self.secrets.redacted_values(text) | looked | emails)
+            done = (clean, self.secrets.redacted_values(tabled) | looked | emails | cells | people)
             if len(self._done) >= MEMO_TEXTS:
                 self._done.clear()
             self._done[text] = done
@@ -140,6 +148,10 @@ class PrivateScrubber:
             if HOME_HINT.search(view):  # the scrubber turns home folders to `~`: names first
                 self.learn(view)
         text = self.secrets.scrub_text(text)
+        for view in views:  # a home folder a URL encodes: `%2FUsers%2Fnadia%2Fwork`
+            for match in HOME.finditer(view):
+                for form in sorted(encoded_forms(match.group(0)), key=len, reverse=True):
+                    text = text.replace(form, "~")
         for view in views:  # an address a URL or a JSON string encodes: `j.doe%40mail.com`
             for match in EMAIL.finditer(view) if "@" in view else ():
                 fixture = self._email(match)

@@ -21,6 +21,8 @@ output. The shapes, each a family rather than a kind:
   known-safe form (hex digests, UUIDs, ULIDs, public keys, certificates, base64 images,
   subresource-integrity and go.sum hashes); a base64 run that decodes to text is read as text.
 
+Public identifiers and numbers (DOIs, tracking numbers, versions, times, cache keys and
+other ids a name says are public ...) are blanked first: `llm.public_ids` is their one home.
 It reads the text as given and as decoded (`llm.views`). It never says what the value was.
 """
 
@@ -35,39 +37,9 @@ from functools import lru_cache
 from typing import Any
 
 from agenteval.llm.personal import FIXTURE_EMAIL, RESERVED_EMAIL
+from agenteval.llm.public_ids import NUMBER_NAME, blank_public, public_named, safe_number
 from agenteval.llm.secret_rules import REDACTED
 from agenteval.llm.views import decoded_views
-
-# -- known-safe spans, blanked before any shape is looked for -------------------------------
-_SAFE_FORMS = re.compile(
-    "|".join(
-        [
-            r"\[REDACTED\]",
-            # dates and times: 2026-12-07T10:00:00.123+01:00, 07.12.2026, 12/07/2026, 10:00:00
-            r"\b\d{4}-\d{2}-\d{2}"
-            r"(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+\-]\d{2}:?\d{2})?)?",
-            r"\b\d{4}/\d{1,2}/\d{1,2}\b|\b\d{1,2}[./]\d{1,2}[./]\d{4}\b",
-            r"\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b",
-            # UUIDs, ULIDs, hex digests and ids (git SHAs, ObjectIds, container ids)
-            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
-            r"\b[0-7][0-9A-HJKMNP-TV-Z]{25}\b",
-            r"\b0x[0-9a-fA-F]+\b",
-            # public keys, certificates, base64 images, integrity hashes
-            r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)"
-            r"\s+AAAA[A-Za-z0-9+/=]+",
-            r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK|CERTIFICATE REQUEST)-----"
-            r"[\s\S]*?-----END [A-Z ]+-----",
-            r"data:[\w/+.\-]+;base64,[A-Za-z0-9+/=\s]+",
-            r"(?:iVBORw0KGgo|/9j/|R0lGOD|UklGR)[A-Za-z0-9+/=]{16,}",
-            r"\b(?:sha(?:1|256|384|512)[-:]|h1:|SHA256:|md5:)[A-Za-z0-9+/=_\-]+",
-            # an ARN's account, an ETag, a model id's date
-            r"\barn:aws[\w\-]*:\S+",
-            r"(?i:etag)[\"':\s]*(?:W/)?\"[^\"\s]{1,80}\"|\bW/\"[^\"\s]{1,80}\"",
-            # IPv4 (with a port)
-            r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?::\d+)?\b",
-        ]
-    )
-)
 
 # What the credential rule still reads (it sees hex: a key may be hex): placeholders, ids.
 _KEEP = re.compile(
@@ -87,44 +59,10 @@ _DIGIT_RUN = re.compile(
     r"\+?\(?\d+\)?(?:(?:[ \-./]|\s?-\s?)\(?\d+\)?)*(?![A-Za-z0-9_])"
 )
 MIN_DIGITS = 7
-_VERSION = re.compile(r"v?(?:0|[1-9]\d*)(?:\.(?:0|[1-9]\d*)){1,3}")
-_DECIMAL = re.compile(r"-?\d+\.\d+")
-_ROUND = re.compile(r"[1-9]\d{0,2}0{4,}")
-_UNIT_AFTER = re.compile(
-    r"\s?(?i:bytes?|[kmgt]i?b\b|ms\b|us\b|ns\b|s\b|sec|seconds?|tokens?|rows?|lines?|records?"
-    r"|items?|files?|requests?|ops|events?|steps?|%|px\b|x\b)"
-)
-# A number its word says is no person's: a commit, a build, an order, a process, a line.
-_NUMBER_NAME = re.compile(
-    r"(?i:commit|rev(?:ision)?|sha|build|run|job|pipeline|pr|issue|ticket|order|pid|port|line"
-    r"|row|offset|size|seed|step|epoch|version|release|isbn|#)\W{0,3}(?:\w+\W{1,3})?$"
-)
-_TIMESTAMP_KEY = re.compile(r"(?i:time|stamp|date|created|updated|_at\b|epoch|ts\b|clock)")
 
 
 def _safe_number(text: str, match: re.Match[str], named: bool = False) -> bool:
-    """Whether a digit run is a known-safe form; `named` (a word beside it names a
-    document or a phone) makes a counting run (1234567) no placeholder."""
-    run = match.group(0)
-    digits = re.sub(r"\D", "", run)
-    if len(digits) < MIN_DIGITS or len(set(digits)) == 1:
-        return True  # short, or a placeholder: 9999 9999 9999
-    if not named and digits in "01234567890123456789":
-        return True  # 1234567: a placeholder too, unless its word says whose it is
-    tokens = run.split()
-    if len(tokens) > 1 and any(_DECIMAL.fullmatch(t) for t in tokens):
-        return True  # a list of measurements: 0.25 0.25 0.5
-    if _VERSION.fullmatch(run) or _DECIMAL.fullmatch(run) or _ROUND.fullmatch(run):
-        return True
-    if run.isdigit() and len(run) in (10, 13):  # an epoch in seconds or milliseconds
-        seconds = int(run[:10])
-        if 1_000_000_000 <= seconds <= 2_200_000_000:
-            return True
-    if _NUMBER_NAME.search(text[max(0, match.start() - 16) : match.start()]):
-        return True
-    if run.isdigit() and _TIMESTAMP_KEY.search(text[max(0, match.start() - 24) : match.start()]):
-        return True
-    return bool(_UNIT_AFTER.match(text, match.end()))
+    return safe_number(text, match, MIN_DIGITS, named)
 
 
 def _digit_runs(text: str) -> str | None:
@@ -179,6 +117,7 @@ _ID_TOKEN = re.compile(
 _CRED_TOKEN = re.compile(r"(?<![\w\-/.$%{@])[\w!#$%*+\-.?^~]{8,}(?![\w/@])")
 _NEAR = 40  # characters between the naming word and the token
 _CODE_WORD = re.compile(
+    r"[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+|"  # an HTTP header's name: X-Api-Key
     r"[a-z]+(?:[A-Z][a-z]+)+\d*|[A-Z]*(?:[A-Z][a-z]+)+\d*|[a-z]+(?:[-_.][a-z]+)+[-_]?\d*"
     r"|[A-Za-z]+\d{1,3}|[A-Za-z]+(?:-[A-Za-z]+)*-v?\d+(?:[-.]\d+)*|[A-Z_]+|[a-z_]+|\d+"
 )
@@ -208,7 +147,11 @@ def _code_path(token: str) -> bool:
 _PHRASE = re.compile(
     r"(?i:pass\s?phrase|password|passwort|mot\s+de\s+passe|contrase[ñn]a|senha|seed|mnemonic"
     r"|recovery\s+(?:phrase|words))[^\n\"'`]{0,24}?(?:[\"'`](?P<quoted>[^\"'`\n]{8,80})[\"'`]"
-    r"|[:=]?\s*(?P<words>(?:[a-z]{3,8}\s+){11,23}[a-z]{3,8}\b))"
+    r"|[:=]?\s*(?P<words>(?:[a-z]{3,8}\s+){11,23}[a-z]{3,8}\b)"
+    # stated in a sentence: "the wifi password is tangerine-otter-42" (a digit or a symbol
+    # in it: "the password is required" is prose)
+    r"|(?<=\s)(?i:is|was|lautet|ist|war|est|es|era|è|é|=)\s+"
+    r"(?P<stated>(?=[^\s\"'`,;]*[\d!@#%^&*+?~])[^\s\"'`,;]{8,64}))"
 )
 # Coordinates precise to a house (5+ decimals: a city's 4 are public) beside a word
 # saying whose place they are.
@@ -220,7 +163,7 @@ def _phrase(text: str) -> str | None:
     match = _PHRASE.search(text)
     if match is None:
         return None
-    value = match.group("quoted") or match.group("words")
+    value = (match.group("quoted") or match.group("words") or match.group("stated")).rstrip(".!?")
     return None if value == REDACTED or REDACTED in value or value.startswith("$") else value
 
 
@@ -242,9 +185,9 @@ def _credential_value(text: str) -> str | None:
             r"[\w.\-]+\.(?:py|js|ts|json|ya?ml|toml|md|txt|sh|cfg|ini|conf|env)", token
         ):
             continue  # a file name
-        before = text[max(0, match.start() - _NEAR) : match.start()]
+        before = public_named(text[max(0, match.start() - _NEAR) : match.start()])
         if re.fullmatch(r"[0-9a-f]+", token):  # a digest unless its name stands right before
-            before = "" if _NUMBER_NAME.search(before[:-2]) else before[-16:]
+            before = "" if NUMBER_NAME.search(before[:-2]) else before[-16:]
         if _CREDENTIAL.search(before):
             return token
     return None
@@ -402,7 +345,7 @@ def _entropy_token(text: str, depth: int) -> tuple[str, str] | None:
 
 
 def _spans(text: str, depth: int = 0) -> list[tuple[str, str]]:
-    forms_kept = _SAFE_FORMS.sub(" ", text)
+    forms_kept = blank_public(text)
     blanked = _HEX.sub(" ", forms_kept)
     found = [
         ("long digit run", _digit_runs(blanked)),
@@ -425,7 +368,7 @@ def _redactable(text: str) -> str | None:
     beside its name, a birth date, an obfuscated e-mail, an address, a number a word names,
     a base64 run whose text looks private. A bare long number or a random-looking token
     stays the gate's: its extent is sure, whether it is private is not."""
-    forms_kept = _SAFE_FORMS.sub(" ", text)
+    forms_kept = blank_public(text)
     blanked = _HEX.sub(" ", forms_kept)
     address = _ADDRESS.search(blanked)
     encoded = _entropy_token(blanked, 0)

@@ -30,6 +30,8 @@ from typing import Any, NamedTuple
 from agenteval.llm.credential_forms import CREDENTIAL_HINT, credential_rules
 from agenteval.llm.detectors import personal_in, secrets_in
 from agenteval.llm.personal import HOME_HINT, PERSONAL_PREFILTER, home_rules, personal_rules
+from agenteval.llm.public_ids import blank_public
+from agenteval.llm.records import RECORD_HINT, sibling_rules
 from agenteval.llm.secret_rules import (
     DIGEST_HEX_LENGTHS,
     REDACTED,
@@ -73,7 +75,7 @@ MEMO_STRINGS = 8192  # scrubbed strings remembered per Scrubber
 _SCALARS = frozenset({int, float, bool, type(None)})  # values no rule can apply to
 _STASH = "\x00stash{}\x00"
 # A text no secret rule can match is left after this one scan (see secret_rules.SHAPE_HINT).
-SHAPE_PREFILTER = re.compile(SHAPE_HINT + "|" + CREDENTIAL_HINT)
+SHAPE_PREFILTER = re.compile(SHAPE_HINT + "|" + CREDENTIAL_HINT + "|" + RECORD_HINT)
 
 
 def _random_looking(match: re.Match[str]) -> str | None:
@@ -82,7 +84,7 @@ def _random_looking(match: re.Match[str]) -> str | None:
 
 def _shape_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
     """The forms programs take credentials in first, then the secret shapes."""
-    return [*credential_rules(), *shape_rules(exempt_hex)]
+    return [*credential_rules(), *sibling_rules(), *shape_rules(exempt_hex)]
 
 
 class Scrubbed(NamedTuple):
@@ -232,7 +234,11 @@ class Scrubber:
             text = SET_ASIDE.sub(set_aside, text)
         if shaped:
             text = self._rules_pass(text, self._rules, hits, values)
-            text = self._detected(text, secrets_in(text), "detect_secrets", hits, values)
+            found = list(secrets_in(text))
+            if found:  # a DOI, an ETag, a cache key's digest: public wherever they stand
+                public = blank_public(text)
+                found = [(kind, value) for kind, value in found if value in public]
+            text = self._detected(text, found, "detect_secrets", hits, values)
         if homes:
             text = self._rules_pass(text, self._home_rules, hits, values)
         if personal:

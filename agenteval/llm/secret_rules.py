@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from agenteval.llm.provider_keys import PREFIX_HINT, PROVIDER_KEYS
+from agenteval.llm.public_ids import named_public, public_at
 
 REDACTED = "[REDACTED]"
 
@@ -41,6 +42,8 @@ _PLACEHOLDER = re.compile(
     r"(?i)^(?:[$%<{*]|\[redacted|x{3,}|\.{3}|none$|null$|nil$|true$|false$|undefined$"
     r"|empty$|required$|optional$|string$|str$|bytes$|secret$|password$|changeme$|example$"
     r"|your[_-]|my[_-]?(?:key|token|password|secret)$|env\b|os\.|process\.env|getenv|self\.)"
+    # a documentation key: `sk-...your-key-here...`
+    r"|^[\w\-]{0,8}\.{3}.*(?:your|here|example).*$"
 )
 # Code, not a value: `request.form`, `SecretStr`, `OPENAI_API_KEY` (a variable's name).
 _CODE_VALUE = re.compile(
@@ -136,15 +139,30 @@ def plausible_secret(value: str) -> bool:
     value = value.strip("\"'`")
     if len(value) < 4 or _PLACEHOLDER.search(value) or _NUMBER.fullmatch(value):
         return False
+    if "\x00" in value:  # what the scrubber set aside (a public key): see SET_ASIDE
+        return False
     if len(set(value)) <= 2:  # "****", "xxxx", "----"
         return False
     return not _CODE_VALUE.fullmatch(value)
+
+
+# A value field right after (other fields between): the field before held a NAME.
+_VALUE_FIELD_FOLLOWS = re.compile(
+    r"[\"']?\s*,\s*(?:\"\w+\"\s*:\s*(?:\"[^\"\n]*\"|true|false|null|-?\d+)\s*,\s*){0,4}"
+    r"[\"']?(?i:value|val|default|current_?value|initial_?value)[\"']?\s*:"
+)
 
 
 def _named_value(match: re.Match[str]) -> str | None:
     value, after = match.group("value"), match.string[match.end() : match.end() + 1]
     if after in ("(", "[") or not plausible_secret(value):
         return None
+    if named_public(match.string, match.start("value")) or public_at(
+        match.string, match.start("value")
+    ):
+        return None  # "cache key: <digest>", a publishable key: public, not credentials
+    if _VALUE_FIELD_FOLLOWS.match(match.string, match.end()):
+        return None  # `"key": "algoliaAdminKey", "value": ...`: a name (llm.records)
     # Lowercase words after a lowercase name are code, prose or a YAML key's name
     # (`key=lambda`, "the --password flag", `key: home_city`); after an upper-case name
     # (`SMTP_PASS=mypassword`) they are a value.
@@ -173,8 +191,9 @@ def _token_user(match: re.Match[str]) -> str | None:
 
 
 def _keep_plausible(match: re.Match[str]) -> str | None:
-    """The text before the value kept, the value redacted unless it is a placeholder."""
-    if not plausible_secret(match.group("value")):
+    """The text before the value kept, the value redacted unless it is a placeholder or
+    public by design (an SSH public key, an integrity hash, a publishable key)."""
+    if not plausible_secret(match.group("value")) or public_at(match.string, match.start("value")):
         return None
     return match.group(0)[: match.start("value") - match.start()] + REDACTED
 
@@ -199,6 +218,8 @@ def random_looking(token: str) -> bool:
 
 
 def _random_token(match: re.Match[str]) -> str | None:
+    if named_public(match.string, match.start()):
+        return None  # a digest its name says it is: "cache key: <43 base64url>"
     return REDACTED if random_looking(match.group(0)) else None
 
 
@@ -213,6 +234,10 @@ def _assigned_random(match: re.Match[str]) -> str | None:
     value = match.group("value").rstrip(".")
     if _HEX.fullmatch(value) or _UUID.fullmatch(value) or _segmented(value):
         return None  # digests, ids, versions and slugs
+    if named_public(match.string, match.start("value")) or public_at(
+        match.string, match.start("value")
+    ):
+        return None  # a digest or an id its name says it is, a key public by design
     classes = sum((any(c.isupper() for c in value), any(c.islower() for c in value))) + any(
         c.isdigit() for c in value
     )

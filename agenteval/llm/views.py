@@ -132,9 +132,10 @@ _SEPARATOR_BEFORE = re.compile(SEPARATOR.pattern + r"\Z")
 
 # A key pasted from a chat that wrapped it: a line holding nothing but a key-shaped run (a
 # digit and both cases in it, 16+ characters), right after a line that ends in a redacted
-# value, is that value's tail; so is the line after it.
+# value, is that value's tail; so is the line after it. A line that begins another
+# variable (`BUILD_ID=<uuid>`, the next line of an env listing) is none.
 _WRAPPED_TAIL = re.compile(
-    r"(\[REDACTED\][\"']?[ \t]*\r?\n[ \t]*[\"']?)"
+    r"(\[REDACTED\][\"']?[ \t]*\r?\n[ \t]*[\"']?)(?![A-Za-z_][A-Za-z0-9_]*=[^=\s])"
     r"(?=[A-Za-z_\-+/=]*\d)(?=[\w\-+/=]*[a-z])(?=[\w\-+/=]*[A-Z])"
     r"([A-Za-z0-9_\-+/=]{16,})(?=[\"']?[ \t]*(?:\r?\n|$))"
 )

@@ -151,13 +151,22 @@ def private_cases(
         # context), and JSON quoting would show detect-secrets every field as a quoted string.
         clean = scrubber.scrub(value)
         strings = list(strings_of(clean))
-        if any(scrubber.leaks(text) for text in strings):
-            dropped[RESIDUE] = dropped.get(RESIDUE, 0) + 1
-        elif any(residue(text) for text in strings):
-            dropped[LOOKS_PRIVATE] = dropped.get(LOOKS_PRIVATE, 0) + 1
-        else:
+        reason = _drop_reason(strings, scrubber)
+        if reason is None:
             kept.append(SessionCase.model_validate(clean))
+        else:
+            dropped[reason] = dropped.get(reason, 0) + 1
     return kept, dropped
+
+
+def _drop_reason(strings: list[str], scrubber: SessionScrubber) -> str | None:
+    """Why a scrubbed case is dropped, naming the family that dropped it ("looks private
+    after scrubbing (long digit run)"), so a user sees why; None when it is kept."""
+    for gate, kinds_of in ((RESIDUE, scrubber.leaks), (LOOKS_PRIVATE, residue)):
+        kinds = sorted({kind for text in strings for kind in kinds_of(text)})
+        if kinds:
+            return f"{gate} ({', '.join(kinds)})"
+    return None
 
 
 def prepare(out: Path, root: Path) -> Paths:
