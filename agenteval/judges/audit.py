@@ -125,18 +125,19 @@ def _backed_figure(x: Quantity, text: str, values: tuple[tuple[str, float], ...]
     return operand(text, x.start, x.end) or _shown_result(text, x)
 
 
-_EXPRESSION = re.compile(r"([\d.,\s()+\-−×x*/÷]+?)\s*[=≈]\s*[$€£]?\s*$")
+_EXPRESSION = re.compile(r"([\d.,\s()+\-−×*/÷]+?)\s*[=≈]\s*[$€£]?\s*$")
 
 
 def _shown_result(text: str, x: Quantity) -> bool:
     """`x` follows '=' (or '≈') after working whose arithmetic gives it."""
     line_start = text.rfind("\n", 0, x.start) + 1
-    before = re.sub(r"[^\W\d_]+(?:/[^\W\d_]+)?|[$€£%]", " ", text[line_start : x.start])
+    # words (with any digits they hold: "SEV1s", "km/h") and currency marks are no terms
+    before = re.sub(r"(?<=\d)\s*x\s*(?=[$€£]?\d)", " × ", text[line_start : x.start])
+    before = re.sub(r"\w*[^\W\d_][\w/]*|[$€£%]", " ", before)
     m = _EXPRESSION.search(before)
-    if not m or not re.search(r"\d\s*[+\-−×x*/÷]\s*\(?\s*\d", m.group(1)):
+    if not m or not re.search(r"\d\s*[+\-−×*/÷]\s*\(?\s*\d", m.group(1)):
         return False
     expr = m.group(1).replace(",", "").replace("−", "-").replace("×", "*").replace("÷", "/")
-    expr = re.sub(r"(?<=\d)\s*x\s*(?=\d)", "*", expr)
     if not re.fullmatch(r"[\d.\s()+\-*/]+", expr):
         return False
     try:
