@@ -89,3 +89,26 @@ BUDGET = "What is the total budget of the platform migration project?"
 def test_an_abstention_taken_back_for_a_figure_fails(reply: str, want: str) -> None:
     got = grade_unknown(Question(BUDGET, None, True, True, documents=MINUTES), reply).score
     assert (None if got is None else "pass" if got == 10 else "fail") == want
+
+
+SALES = ["eval/corpus/documents/tidewater_sales_h1_2026.csv"]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected", "reply", "docs", "want"),
+    [
+        # a document's figure in a parenthesis of its own after another name: said of it
+        (HERON, "$2,690", "The Heron is $2,690; it sits between the Sparrow ($1,849) and the "
+         "Osprey ($3,375) in price.", BIKES, "pass"),
+        # ... but not after the asked name, nor as the answer
+        (HERON, "$2,690", "The Heron ($1,849) is cheaper than the Osprey.", BIKES, "fail"),
+        (HERON, "$2,690", "$2,690. Actually, Sparrow ($1,849).", BIKES, "fail"),
+        # a zero-padded figure is a code or a month, not an amount
+        ("What was the Coastal region's revenue in March 2026?", "$36,529",
+         "The `2026-03,Coastal` row has `revenue_usd = 36529`, so **$36,529**.", SALES, "pass"),
+    ],
+)  # fmt: skip
+def test_figures_said_of_other_things_are_no_rivals(
+    question: str, expected: str, reply: str, docs: list[str], want: str | None
+) -> None:
+    assert verdict(question, expected, reply, docs) == want

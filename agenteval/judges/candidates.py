@@ -158,6 +158,8 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
     for q in quantities(text, literal_spans(text)):
         if operand(text, q.start, q.end):
             continue  # "4 × 60 = 240 minutes": the working, not the answer
+        if re.match(r"\s*0\d", text[q.start : q.end]):
+            continue  # zero-padded ("2026-03", "row 07"): a code or a month, not an amount
         if _flipped(ctx, q, asked):
             q = Quantity(-q.high, -q.low, q.kind, (-q.raw[1], -q.raw[0]), q.start, q.end)
         deviation = expected.deviation(q)

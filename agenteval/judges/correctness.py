@@ -104,7 +104,7 @@ class Question:
 def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = None) -> Result:
     live = [c for c in cands if c.stance not in (NEGATED, REPORTED)]
     matches = [c for c in live if c.matches and c.level in (ASKED, WEAK)]
-    conflicts = [c for c in live if not c.matches and c.level == ASKED]
+    conflicts = [c for c in live if not c.matches and c.level == ASKED and not _of_named(ctx, c)]
     conflicts += [c for c in live if not c.matches and c.note.startswith("a different name")]
     if any(c.note == AMBIGUOUS_DATE for c in live) and not any(c.matches for c in live):
         return Result(None, f"a numeric date that reads as {what} only one way round")
@@ -172,6 +172,21 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
     if part is not None and _written_unread(part, ctx.text):
         return Result(None, f"{what} is written in the reply in words code did not read")
     return finding("absent", f"{what} absent")
+
+
+_NAMED_PAREN = re.compile(r"\b([A-Z][\w.-]*(?: [A-Z0-9][\w.-]*)*) ?\($")
+
+
+def _of_named(ctx: Context, c: Candidate) -> bool:
+    """The value stands in a parenthesis of its own right after a name of the documents the
+    question does not ask about ("between the Sparrow ($1,849) and the Osprey"): said of
+    that name, no rival answer. (The pass still needs the value backed: `judges.audit`.)"""
+    m = _NAMED_PAREN.search(ctx.text[max(0, c.start - 60) : c.start].rstrip(" "))
+    if not m or not ctx.text[c.end : c.end + 2].lstrip().startswith(")"):
+        return False
+    words = m.group(1).lower().split()
+    asked = ctx.question.lower()
+    return all(w in ctx.named for w in words) and not any(w in asked for w in words)
 
 
 def _written_unread(part: Part, text: str) -> bool:
