@@ -37,7 +37,9 @@ ONCALL = "Who was on call for INC-2291?"
         (ONCALL, "Rafaela Nwosu", "Rafaela Nwosu, per handover ticket OPS-4471.", LOG, "fail"),
         (ONCALL, "Rafaela Nwosu", "Rafaela Nwosu; she also led drill OPS-4471.", LOG, None),
         (ONCALL, "Rafaela Nwosu", "Rafaela Nwosu. She came over from Stripe last year.", LOG, None),
+        (ONCALL, "Rafaela Nwosu", "Rafaela Nwosu; she joined the rota on 3 March 2025.", LOG, None),
         # true extras, a conversion, shown working whose arithmetic is right
+        (ONCALL, "Rafaela Nwosu", "Rafaela Nwosu; INC-2291 was on 19 July 2026.", LOG, "pass"),
         (STIPEND, "$1,200", "$1,200 per calendar year; purchases over $300 need sign-off.",
          HANDBOOK, "pass"),
         (HERON, "$2,690", "$2,690, plus $79 delivery in the continental US.", BIKES, "pass"),

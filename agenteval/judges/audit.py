@@ -24,6 +24,7 @@ import operator
 import re
 from typing import NamedTuple
 
+from agenteval.judges import literals
 from agenteval.judges.candidates import Part, literal_spans, operand
 from agenteval.judges.commitment import RETRACTION_CUES
 from agenteval.judges.numbers import Quantity, misquoted, quantities
@@ -45,6 +46,7 @@ FORMAT_WORDS = frozenset(
 
 class Backing(NamedTuple):
     values: tuple[tuple[str, float], ...]  # (kind, figure) of the documents' other figures
+    dates: frozenset[object]  # the documents' dates (year, month, day) and years
     physical: frozenset[tuple[str, float]]  # (dimension, base value) of physical figures
     words: frozenset[str]
     lowered: str
@@ -68,7 +70,13 @@ def _backing(seen: str) -> Backing:
             values |= {(x.kind, v) for v in (x.low, x.high, *x.raw)}
     lowered = text.lower()
     words = re.findall(r"[^\W_][\w'’-]*", f"{lowered}\n{seen.lower()}")
-    return Backing(tuple(sorted(values)), frozenset(physical), frozenset(words), lowered)
+    dates = {d.key for d in literals.dates(text)} | {y.key for y in literals.years(text, [])}
+    dates |= {d.key[0] for d in literals.dates(text) if isinstance(d.key, tuple)}
+    # a CSV's months ("2026-03"): no date reader takes a year and month alone
+    dates |= {(int(y), int(m), None) for y, m in re.findall(r"\b(\d{4})-(\d{2})\b", text)}
+    return Backing(
+        tuple(sorted(values)), frozenset(dates), frozenset(physical), frozenset(words), lowered
+    )
 
 
 def _converted(x: Quantity, physical: frozenset[tuple[str, float]]) -> bool:
@@ -94,7 +102,7 @@ def unbacked(
     an expected figure (`answers`) is the answer the grade already read."""
     if not seen.strip():
         return None
-    values, physical, words, lowered = _backing(seen)
+    values, dates, physical, words, lowered = _backing(seen)
     text = normalize(reply)
     cues = list(RETRACTION_CUES.finditer(text))
     withdrawn = cues[-1].start() if cues else 0  # what a correction takes back is no claim
@@ -104,10 +112,26 @@ def unbacked(
         if any(a.deviation(x) <= AUTO_ZERO_DEVIATION and not misquoted(a, x) for a in answers):
             continue
         return f"states {text[x.start : x.end].strip()!r}, a figure no document holds"
+    for d in literals.dates(text):
+        if not _date_backed(d.key, dates):
+            return f"states {d.text!r}, a date no document holds"
+    for y in literals.years(text, [(d.start, d.end) for d in literals.dates(text)]):
+        if y.key not in dates:
+            return f"states {y.text!r}, a year no document holds"
     for m in re.finditer(r"\b[A-Z]{1,6}-\d+[A-Z]?\b", text):
         if m.group(0).lower() not in lowered:
             return f"names {m.group(0)!r}, an identifier no document has"
     return _unbacked_name(reply, words) if english else None
+
+
+def _date_backed(key: object, dates: frozenset[object]) -> bool:
+    """A date the documents hold, to the parts the reply writes ("March 2026" for 2026-03-…)."""
+    if not isinstance(key, tuple):
+        return key in dates
+    return any(
+        isinstance(d, tuple) and all(a is None or a == b for a, b in zip(key, d, strict=False))
+        for d in dates
+    )
 
 
 def _backed_figure(x: Quantity, text: str, values: tuple[tuple[str, float], ...]) -> bool:
