@@ -42,7 +42,8 @@ def answer_match(expected: str, reply: str, question: str = "What is it?") -> fl
     [
         ("$14.2 million", "Revenue was $14.2M.", 10),
         ("$14.2 million", "Revenue was $14,200,000.", 10),
-        ("$14.2 million", "Revenue was $14.5 million.", 8),  # 2.1% off
+        # 2.1% off, written to the same place: no rounding of $14.2 million, a misquote (defer)
+        ("$14.2 million", "Revenue was $14.5 million.", None),
         ("$14.2 million", "Revenue was $15.5 million.", 0),  # 9.2% off: automatic zero
         ("$14.2 million", "Revenue was $18 million.", 0),
         ("$14.2 million", "Revenue was strong.", 0),
@@ -50,8 +51,9 @@ def answer_match(expected: str, reply: str, question: str = "What is it?") -> fl
         ("23%", "Growth was twenty-three percent.", 10),
         ("$50K", "The threshold is $50,000.", 10),
         ("$1.3B", "The budget is 1.3 billion dollars.", 10),
-        ("15-18%", "We project 16% growth.", 10),  # inside the range
-        ("15-18%", "We project 18.5% growth.", 8),  # 2.8% from the nearest end (18)
+        # one figure for a range: a part of the answer, never a pass (defer)
+        ("15-18%", "We project 16% growth.", None),
+        ("15-18%", "We project 18.5% growth.", None),
         ("15-18%", "We project 19% growth.", 0),  # 5.6% from the nearest end
         ("15-18%", "Between 15% and 18%.", 10),
         ("99.62%", "Availability was between 99.5% and 99.7%.", 10),  # holds the figure

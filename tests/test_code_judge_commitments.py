@@ -71,9 +71,13 @@ def test_lakh_and_crore_are_scale_words() -> None:
 def test_a_near_figure_no_rounding_writes_is_deferred() -> None:
     # 0.1% off: the precision table's full marks, yet no rounding of $613,480 writes $613,840
     assert score(TOTAL, "$613,480", "The request totals $613,840.") is None
-    # a rounding of the expected figure keeps its full marks; a figure 3% off keeps the table's cap
-    assert score(TOTAL, "$613,480", "Roughly $613,000 all told.") == 10
-    assert score(TOTAL, "$613,480", "The request totals $631,480.") == 8
+    # a rounding of the expected figure keeps its full marks; a transposition 2.9% off, within
+    # the table's tolerance, is no rounding either (it never passes)
+    assert score(TOTAL, "$613,480", "The request totals $613,500.") == 10
+    assert score(TOTAL, "$613,480", "The request totals $631,480.") is None
+    # a word of approximation before a figure off the exact one: code cannot tell (defer)
+    assert score(TOTAL, "$613,480", "Roughly $613,000 all told.") is None
+    assert score(TOTAL, "$613,480", "Roughly $613,480 all told.") == 10
     (expected,) = quantities("$613,480")
     (rounded,) = quantities("$613.5K")
     assert not misquoted(expected, rounded)

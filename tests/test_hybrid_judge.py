@@ -158,13 +158,13 @@ def test_the_controls_command_shows_the_bound(tmp_path: Path) -> None:
              "--set", "run.cache_dir=null"],
             cwd=ROOT, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
-    # Issue 49: four wrong held replies are ones code defers (a figure in another row's words,
-    # two dates of which code cannot tell the asked one, a figure within 0.1% whose digits no
-    # rounding writes, a German abstention beside a figure no document holds; an invented row
-    # code could not look up fails since an invented source fails a deferred value): a
-    # lenient model passes them and misses the gate; on everything code settles it is held to
-    # code exactly.
-    assert done.returncode == 2 and "held: below thresholds: 4 false pass(es)" in done.stderr
+    # Issue 49: thirteen wrong held replies are ones code defers (a figure in another row's
+    # words, two dates of which code cannot tell the asked one, a figure within the tolerance
+    # whose digits no rounding writes, a German abstention beside a figure no document holds,
+    # and the fifth round's: a figure, identifier or name no document holds beside the right
+    # answer, an approximated figure, a bold answer of another item): a lenient model passes
+    # them and misses the gate; on everything code settles it is held to code exactly.
+    assert done.returncode == 2 and "held: below thresholds: 13 false pass(es)" in done.stderr
     line = r"^held: on the (\d+) control\(s\) the code judge settles, (\d+) judged: .*"
     settled = re.search(line + r" false passes 0 \(code alone 0\)$", done.stdout, re.M)
     assert settled and settled[1] == settled[2], done.stdout

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 
-from agenteval.judges import literals
+from agenteval.judges import audit, literals
 from agenteval.judges.answers import ASKED, HEDGED, NEGATED, REPORTED, Candidate, Context, annotate
-from agenteval.judges.correctness import Question, Result, context_for, finding
+from agenteval.judges.commitment import RETRACTION_CUES
+from agenteval.judges.correctness import Question, Result, backing_text, context_for, finding
 from agenteval.judges.numbers import Quantity, quantities
-from agenteval.judges.reading import abstains, stem
+from agenteval.judges.reading import abstains, english, stem
 
 OFFER = re.compile(r"\b(?:i can|i could|if you|would you|let me know|can confirm|ask)\b", re.I)
 VERBS = frozenset(
@@ -124,12 +125,38 @@ def grade_unknown(q: Question, reply: str) -> Result:
             return Result(None, "denies something; cannot tell whether it abstains")
         why = "answered although the answer is not in the documents"
         return finding("answered_unknown", why)
+    answered = _taken_back(ctx.text)
+    if answered is not None:
+        return finding("abstain_guess", f"abstained, then took it back for {answered!r}")
     extra = _other_statements(ctx)
     if kind in ("text", "name") and _guessed(ctx.text):
         return finding("abstain_guess", "abstained, then guessed")
     if extra and kind in ("text", "name"):
         return Result(None, "abstained, but other statements may answer; cannot tell")
+    unbacked = audit.unbacked(reply, backing_text(q), english(reply))
+    if unbacked is not None:
+        return Result(None, f"abstained, but {unbacked}; cannot tell it is not a guess")
     return finding("abstained", "correctly said the answer is not in the documents")
+
+
+# Words after which an abstention no longer stands: the reply answers after all ("Update:
+# they do -- the steering group approved $48,000"), besides the retraction cues.
+_TAKEN_BACK = re.compile(
+    r"\b(?:update[ds]?\s*[:—-]|(?:they|it|the \w+) (?:do|does|did)\s*[—:,;.!-]|turns out|"
+    r"in fact)",
+    re.I,
+)
+
+
+def _taken_back(text: str) -> str | None:
+    """The figure an abstention is taken back for: one after a retraction cue."""
+    cues = [*RETRACTION_CUES.finditer(text), *_TAKEN_BACK.finditer(text)]
+    for cue in sorted(cues, key=lambda m: m.start()):
+        after = text[cue.end() :]
+        found = quantities(after, literals.spans(after))
+        if found and not abstains(after):
+            return after[found[0].start : found[0].end].strip()
+    return None
 
 
 # Words that offer an answer from outside the documents ("most e-bikes come in black").

@@ -109,8 +109,42 @@ def operand(text: str, start: int, end: int) -> bool:
     return bool(after or before or signed)
 
 
-# A figure within the table's full-marks band that no rounding of the expected one writes.
+# A figure within the table's tolerance that no rounding of the expected one writes.
 MISQUOTED = "digits no rounding of the expected figure writes"
+# A figure off the expected one behind a word of approximation or a bound ("around 40%",
+# "roughly $550,000", "a bit over"): the question asks for the document's exact figure, and
+# code cannot tell a grader's leniency from a wrong figure made vague.
+APPROXIMATED = "an approximation of a figure the documents give exactly"
+# One figure where the expected answer is a range ("at least $34 million" for "$34 million to
+# $36 million"): a part of the answer, not the answer.
+RANGE_END = "one end of a range the documents give"
+# Notes of candidates that neither match nor fail: the caller defers on them.
+UNSETTLED = frozenset({MISQUOTED, APPROXIMATED, RANGE_END})
+_APPROXIMATE = re.compile(
+    r"(?:\b(?:about|around|roughly|approximately|approx\.?|nearly|almost|circa|ca\.|some|"
+    r"close to|just (?:under|over|below|above)|(?:a (?:bit|little|touch) )?(?:over|under|"
+    r"above|below|more than|less than)|at least|at most|up to|in the region of|on the order of|"
+    r"upwards of|north of|south of|etwa|ungefähr|rund|knapp|environ|près de|presque|"
+    r"aproximadamente|alrededor de|circa|ongeveer|bijna)|~|≈|±)\s*(?:[$€£]|usd|eur)?\s*$",
+    re.I,
+)
+
+
+def _as_written(expected: Quantity, found: Quantity) -> bool:
+    """`found` is written in the expected figure's unit: a conversion ("≈ 68.4 mi" for 110
+    km) is near by its arithmetic, not made vague."""
+    return (found.kind, found.per) == (expected.kind, expected.per) and (
+        not expected.physical or found.raw[0] * expected.low == expected.raw[0] * found.low
+    )
+
+
+def _vague(expected: Quantity, found: Quantity, text: str) -> bool:
+    return _as_written(expected, found) and approximated(text, found.start)
+
+
+def approximated(text: str, start: int) -> bool:
+    """A word of approximation or a bound right before the figure at `start`."""
+    return bool(_APPROXIMATE.search(text[max(0, start - 40) : start]))
 
 
 def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> list[Candidate]:
@@ -124,6 +158,8 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
     for q in quantities(text, literal_spans(text)):
         if operand(text, q.start, q.end):
             continue  # "4 × 60 = 240 minutes": the working, not the answer
+        if re.match(r"\s*0\d", text[q.start : q.end]):
+            continue  # zero-padded ("2026-03", "row 07"): a code or a month, not an amount
         if _flipped(ctx, q, asked):
             q = Quantity(-q.high, -q.low, q.kind, (-q.raw[1], -q.raw[0]), q.start, q.end)
         deviation = expected.deviation(q)
@@ -138,8 +174,12 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
         if c.matches and expected.excluded_by(q):
             c.matches, c.grade, c.note = False, SCORE_MIN, "a range that leaves the figure out"
         elif c.matches and misquoted(expected, q):
-            # the table would give full marks, the labels a fail: code cannot tell (defer)
+            # the table would give marks, the labels a fail: code cannot tell (defer)
             c.matches, c.grade, c.note = False, SCORE_MIN, MISQUOTED
+        elif c.matches and deviation > 0 and _vague(expected, q, text):
+            c.matches, c.grade, c.note = False, SCORE_MIN, APPROXIMATED
+        elif c.matches and expected.low < expected.high and q.low == q.high:
+            c.matches, c.grade, c.note = False, SCORE_MIN, RANGE_END
         elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
             # 43.0% beside an expected 41.5% is not a rounding: it is the document's
             # prior-year figure, another fact, hence a wrong answer.
@@ -182,7 +222,17 @@ def literal_candidates(part: Part, ctx: Context, product: str | None) -> list[Ca
             c.matches = str(lit.key).lower() == str(part.key).lower()
             c.grade = SCORE_MAX
         found.append(c)
+    if part.kind == "time" and all(c.matches for c in found) and not _both_ends(part.key, found):
+        for c in found:  # "10:00" for "10:00 to 15:00": one end of the answer
+            if c.matches:
+                c.matches, c.grade, c.note = False, SCORE_MIN, RANGE_END
     return found
+
+
+def _both_ends(key: object, found: list[Candidate]) -> bool:
+    """Every end of an expected span of times is among the reply's times."""
+    ends = set(key) if isinstance(key, tuple) else set()
+    return len(ends) < 2 or ends <= {c.value for c in found}
 
 
 def _same_family(found: object, expected: object) -> bool:

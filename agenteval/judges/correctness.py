@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from agenteval.findings import CODE_FINDINGS, finding_score
-from agenteval.judges import commitment, layout, sources
+from agenteval.judges import audit, commitment, layout, sources
 from agenteval.judges.answers import (
     ASKED,
     CORRECTION,
@@ -39,8 +39,8 @@ from agenteval.judges.answers import (
 )
 from agenteval.judges.candidates import (
     AMBIGUOUS_DATE,
-    MISQUOTED,
     UNCASED,
+    UNSETTLED,
     Part,
     literal_candidates,
     literal_spans,
@@ -56,6 +56,7 @@ from agenteval.judges.reading import (
     asked_marks,
     clause_at,
     clauses,
+    english,
     normalize,
     proper_words,
     sentence_bounds,
@@ -103,7 +104,7 @@ class Question:
 def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = None) -> Result:
     live = [c for c in cands if c.stance not in (NEGATED, REPORTED)]
     matches = [c for c in live if c.matches and c.level in (ASKED, WEAK)]
-    conflicts = [c for c in live if not c.matches and c.level == ASKED]
+    conflicts = [c for c in live if not c.matches and c.level == ASKED and not _of_named(ctx, c)]
     conflicts += [c for c in live if not c.matches and c.note.startswith("a different name")]
     if any(c.note == AMBIGUOUS_DATE for c in live) and not any(c.matches for c in live):
         return Result(None, f"a numeric date that reads as {what} only one way round")
@@ -126,9 +127,9 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         # "north topped it, coastal came second": with the names typed without capitals,
         # code cannot tell which one the reply commits to
         return Result(None, f"names {what} in another case beside {rivals[0].text!r}")
-    misquoted = [c for c in live if c.note == MISQUOTED and c.level != OTHER]
-    if misquoted:
-        return Result(None, f"states {misquoted[0].text!r}: {MISQUOTED}, a misquote or a rounding")
+    unsettled = [c for c in live if c.note in UNSETTLED and c.level != OTHER]
+    if unsettled:
+        return Result(None, f"states {unsettled[0].text!r}: {unsettled[0].note}; cannot tell")
     if matches and conflicts:
         a, b = matches[0].text, conflicts[0].text
         renamed = any(c.note.startswith("a different name") for c in conflicts)
@@ -165,9 +166,27 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         return finding("other_entity", f"says {what} of another entity, never the asked one")
     if tied:
         return Result(None, f"{what} appears only tied to another entity")
+    unsettled = [c for c in live if c.note in UNSETTLED]
+    if unsettled:  # tied to another entity, or only made vague: no absence either way
+        return Result(None, f"states {unsettled[0].text!r}: {unsettled[0].note}; cannot tell")
     if part is not None and _written_unread(part, ctx.text):
         return Result(None, f"{what} is written in the reply in words code did not read")
     return finding("absent", f"{what} absent")
+
+
+_NAMED_PAREN = re.compile(r"\b([A-Z][\w.-]*(?: [A-Z0-9][\w.-]*)*) ?\($")
+
+
+def _of_named(ctx: Context, c: Candidate) -> bool:
+    """The value stands in a parenthesis of its own right after a name of the documents the
+    question does not ask about ("between the Sparrow ($1,849) and the Osprey"): said of
+    that name, no rival answer. (The pass still needs the value backed: `judges.audit`.)"""
+    m = _NAMED_PAREN.search(ctx.text[max(0, c.start - 60) : c.start].rstrip(" "))
+    if not m or not ctx.text[c.end : c.end + 2].lstrip().startswith(")"):
+        return False
+    words = m.group(1).lower().split()
+    asked = ctx.question.lower()
+    return all(w in ctx.named for w in words) and not any(w in asked for w in words)
 
 
 def _written_unread(part: Part, text: str) -> bool:
@@ -354,7 +373,33 @@ def grade_answer(q: Question, reply: str) -> Result:
         return finding("wrong_name", f"states {q.expected!r}, but names {chosen!r} as the choice")
     worst = min(results, key=lambda r: r.score or 0.0)
     graded = Result(worst.score, "; ".join(r.reason for r in results), worst.rule)
-    return with_sources(q, ctx.text, graded)
+    return audited(q, reply, ctx, with_sources(q, ctx.text, graded))
+
+
+def backing_text(q: Question) -> str:
+    """What a reply's values may come from: the indexed documents (else the evidence), the
+    question and the expected answer. Empty when neither documents nor evidence are known."""
+    docs = sources.load_documents(q.documents) if q.documents else None
+    seen = "\n".join(d.text for d in docs) if docs else q.evidence
+    return "\n".join((seen, q.text, q.expected or "")) if seen.strip() else ""
+
+
+def audited(q: Question, reply: str, ctx: Context, graded: Result) -> Result:
+    """A pass stands only when the whole reply commits to values the corpus backs
+    (`judges.audit`); otherwise code cannot tell an invented fact from a true one: defer."""
+    if graded.score is None or graded.score <= SCORE_MIN:
+        return graded
+    for part in parts_of(q.expected or ""):
+        why = audit.spread_rate(q.text, ctx.text, part)
+        why = why or audit.added_period(q.text, q.expected or "", ctx.text, part)
+        if why is not None:
+            return Result(None, why)
+        other = audit.emphasised_other(reply, q.text, part)
+        if other is not None:
+            return Result(None, f"emphasises {other!r} as its answer, not {part.text!r}")
+    answers = tuple(p.key for p in parts_of(q.expected or "") if isinstance(p.key, Quantity))
+    why = audit.unbacked(reply, backing_text(q), english(reply), answers)
+    return graded if why is None else Result(None, f"{why}; cannot tell it is not invented")
 
 
 def _credited_refs(q: Question, text: str) -> list[sources.Reference]:

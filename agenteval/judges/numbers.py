@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from agenteval.judges import literals
-from agenteval.scoring import numeric_cap
+from agenteval.scoring import AUTO_ZERO_DEVIATION, numeric_cap
 
 MULTIPLIERS = {
     "k": 1e3, "thousand": 1e3,
@@ -328,9 +328,9 @@ def precision_score(deviation: float) -> float:
     return numeric_cap(deviation)
 
 
-# Within this relative deviation the precision table gives full marks: a figure this near
-# that no rounding writes is a misquote, not a rounding (beyond it the table caps the score).
-NEAR = 0.01
+# Within this relative deviation the precision table gives any marks at all: a figure this
+# near that no rounding writes is a misquote ('$35,629' for $36,529), not a rounding.
+NEAR = AUTO_ZERO_DEVIATION
 
 
 def _grain(value: float) -> Decimal:
@@ -344,7 +344,7 @@ def misquoted(expected: Quantity, found: Quantity) -> bool:
     a finer one: no rounding of the expected figure writes it, so it is another figure (a
     transposition, '$199,960' for $199,690), however near. Only a figure as written compares
     so: a converted unit's digits say nothing of its rounding, and a range is no one figure;
-    only a figure the table would give full marks is judged so (further off, the table caps)."""
+    only a figure the table would give marks is judged so (further off, it scores zero)."""
     same_writing = (found.kind, found.per, found.mult) == (
         expected.kind,
         expected.per,

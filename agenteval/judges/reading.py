@@ -227,6 +227,14 @@ def foreign(text: str) -> bool:
     return theirs >= 2 and theirs > sum(w in _ENGLISH_WORDS for w in words)
 
 
+def english(text: str) -> bool:
+    """The reply reads as English throughout: its other languages' function words, if any,
+    are few beside English ones (a German noun is capitalised without being a name)."""
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    theirs = sum(w in _FOREIGN_WORDS for w in words)
+    return theirs == 0 or sum(w in _ENGLISH_WORDS for w in words) > 2 * theirs
+
+
 def asked_marks(*texts: str) -> set[str]:
     """The entities the question itself names (its own capitalised words, periods, ids)."""
     found: set[str] = set()
