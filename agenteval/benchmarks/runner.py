@@ -74,8 +74,8 @@ def execute(
         for line in getattr(exc, "problems", None) or [f"{prefix}{said}"]:
             print(line, file=sys.stderr)
         return fail.status
-    for line in outcome.lines:
-        print(f"{prefix}{line}")
+    for line in outcome.lines:  # a line that names its step already (a verdict's
+        print(line if line.startswith(prefix) else f"{prefix}{line}")  # "gate: PASS") once
     coverage = outcome.coverage
     if coverage is not None and coverage.nothing:
         print(f"{prefix}{coverage.refusal()}", file=sys.stderr)
