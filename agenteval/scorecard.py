@@ -21,7 +21,7 @@ from agenteval.schema.scorecard import (
     SelfConsistency,
 )
 from agenteval.schema.status import COMPLETED, Status
-from agenteval.schema.suite import Suite
+from agenteval.schema.suite import Suite, SuiteItem
 from agenteval.schema.transcript import Transcript, Usage
 from agenteval.schema.verdict import Verdict
 from agenteval.scoring import ScenarioInfo, ScoringRules, dimension_means, score_scenario, summarize
@@ -39,9 +39,7 @@ def _config(
     first_verdict: Verdict | None,
     served: set[str],
 ) -> dict[str, Any]:
-    target = first.target.model_dump(mode="json") if first else params["target"]
-    # The declared limits decide which scenarios are BLOCKED: part of what the agent is.
-    target = target | {"limits": _limits(params).model_dump(mode="json", exclude_none=True)}
+    target = target_config(params, first)
     simulator = first.simulator.model_dump(mode="json") if first else params["simulator"]
     judge = (
         first_verdict.judge.model_dump(mode="json")
@@ -72,6 +70,13 @@ def _config(
         "agent_models": sorted(served),
         "agent_model_pin": (params.get("run") or {}).get("agent_model"),
     }
+
+
+def target_config(params: dict[str, Any], first: Transcript | None) -> dict[str, Any]:
+    """The agent as the scorecard's config says it: as the first transcript recorded it."""
+    target = first.target.model_dump(mode="json") if first else params["target"]
+    # The declared limits decide which scenarios are BLOCKED: part of what the agent is.
+    return dict(target) | {"limits": _limits(params).model_dump(mode="json", exclude_none=True)}
 
 
 def _usage(usages: list[Usage]) -> dict[str, Any]:
@@ -121,15 +126,7 @@ def build_scorecard(
     resampled: list[Verdict] = []  # judged K times (judge.repeats): for the self-consistency
     for item in suite.items:
         scenario = item.scenario
-        info = ScenarioInfo(
-            scenario.id,
-            scenario.category,
-            scenario.severity,
-            len(scenario.turns),
-            item.digest,
-            item.ground_truth_digest,
-        )
-        blocked = describe(blocked_reasons(scenario, limits))
+        info, blocked = scenario_info(item, limits)
         for iteration in range(suite.iterations):
             transcript = load_transcript(transcripts_dir, scenario.id, iteration)
             verdict = load_verdict(verdicts_dir, scenario.id, iteration)
@@ -168,6 +165,35 @@ def build_scorecard(
         commits=commits_of((r.commit, r.ran_at) for r in results),
         code_stamps=dict(sorted(code_stamps.items())),
     )
+
+
+def scenario_info(item: SuiteItem, limits: AgentLimits) -> tuple[ScenarioInfo, list[str]]:
+    """What scoring one scenario needs of its suite item, and why the agent's declared limits
+    block it (none when they do not)."""
+    scenario = item.scenario
+    info = ScenarioInfo(
+        scenario.id,
+        scenario.category,
+        scenario.severity,
+        len(scenario.turns),
+        item.digest,
+        item.ground_truth_digest,
+    )
+    return info, describe(blocked_reasons(scenario, limits))
+
+
+def conversation_result(
+    item: SuiteItem, iteration: int, transcript: Transcript, verdict: Verdict | None,
+    params: dict[str, Any],
+) -> ScenarioResult:  # fmt: skip
+    """One recorded conversation's result as `build_scorecard` scores it (its run-wide
+    fields, cost and code stamp, aside): what a trace written while the run goes on says."""
+    info, blocked = scenario_info(item, _limits(params))
+    rules = ScoringRules.from_params(params["judge"])
+    result = score_scenario(info, transcript.status, verdict, rules, iteration, blocked)
+    result.split, result.fenced_reads = item.split, transcript.fenced_reads
+    result.commit, result.ran_at = transcript.commit, transcript.started_at
+    return result
 
 
 def _content_stamp(

@@ -265,13 +265,26 @@ def scenario_turns(store: Store, run: Any, tmp: Path) -> dict[str, int]:
     return {str(r.session): int(r.n_turns) for r in table.itertuples() if r.n_turns}
 
 
+def ui_groups_traces_by_session() -> bool:
+    """Whether this MLflow's UI groups the Traces page by session (`?groupBy=session`, not in
+    3.9.0, whose sessions are listed on the Sessions tab, `/chat-sessions`) and compares two
+    evaluation runs session by session. Read from the UI's own bundle: the feature, not a
+    version number guessed for it."""
+    import mlflow
+
+    bundle = Path(mlflow.__file__).parent / "server" / "js" / "build" / "static" / "js"
+    grouping = re.compile(r'="groupBy",[A-Za-z_$]+="session"')
+    return any(grouping.search(f.read_text(errors="replace")) for f in bundle.glob("*.js"))
+
+
 def test_each_session_is_one_scenario_iteration_with_its_turns_and_judgment(
     page: Any, store: Store, tmp_path: Path
 ) -> None:
     stored = session_turns(store)
     run = store.runs[0].info.run_id[:12]
     newest_session = re.compile(rf"^\S+\.\d+\.{run}$")  # scenario.iteration.run id
-    path = f"/experiments/{store.experiment_id}/traces?groupBy=session"
+    listed_at = "traces?groupBy=session" if ui_groups_traces_by_session() else "chat-sessions"
+    path = f"/experiments/{store.experiment_id}/{listed_at}"
     text = visit(page, path, newest_session)
     shot(page, "sessions")
     listed = {session: text.count(session) for session in stored if session in text}
@@ -280,7 +293,7 @@ def test_each_session_is_one_scenario_iteration_with_its_turns_and_judgment(
     assert newest and all(stored[session] == n for session, n in newest.items())
     for session, turns in sorted(newest.items())[:2]:
         path = f"/experiments/{store.experiment_id}/chat-sessions/{session}"
-        visit(page, path, "Session assessments")
+        visit(page, path, re.compile(r"Session (assessments|scorers)"))  # 3.17 | 3.9.0
         page.get_by_text(f"Turn {turns}", exact=True).first.wait_for()
         text = " ".join(page.inner_text("body").split())
         shot(page, f"session-{session}")
@@ -353,6 +366,8 @@ def test_evaluation_runs_comparison_pairs_each_scenario_of_two_runs(
     mine, theirs = conversations(store, new), conversations(store, old)
     shared = sorted(mine.keys() & theirs.keys())
     assert shared, "the two newest runs share no scenario"
+    if not ui_groups_traces_by_session():
+        return runs_compared_turn_by_turn(page, store, (new, old))
     a, b = mine[shared[0]], theirs[shared[0]]
     assert a.session != b.session  # each run's sessions are its own
     path = (f"/experiments/{store.experiment_id}/evaluation-runs"
@@ -370,3 +385,24 @@ def test_evaluation_runs_comparison_pairs_each_scenario_of_two_runs(
         assert side.reply[:60] in cells, (side.reply[:60], cells)
     verdicts = [a.verdict, b.verdict]
     assert all(cells.count(v) >= verdicts.count(v) for v in verdicts), (verdicts, cells)
+
+
+def runs_compared_turn_by_turn(page: Any, store: Store, runs: tuple[Any, Any]) -> None:
+    """An MLflow whose UI has no sessions in its evaluation runs (3.9.0) lists the selected
+    run's traces, one row per turn under its comparison key (`scenario · turn N`, the same
+    in every run) with the turn's reply: each run's page shows every turn it traced."""
+    for run in runs:
+        traces = store.client.search_traces(
+            locations=[store.experiment_id], run_id=run.info.run_id, max_results=500
+        )
+        assert traces, run.info.run_id
+        selected = f"evaluation-runs?selectedRunUuid={run.info.run_id}"
+        path = f"/experiments/{store.experiment_id}/{selected}"
+        visit(page, path, traces[0].info.request_preview)
+        shot(page, f"evaluation-run-{run.info.run_id[:8]}")
+        for trace in traces:
+            key, reply = trace.info.request_preview, trace.info.response_preview or ""
+            row = page.get_by_role("row").filter(has=page.get_by_text(key, exact=True)).first
+            cells = " ".join(row.inner_text().split())
+            assert trace.info.trace_id[:8] in cells, (key, cells)
+            assert " ".join(reply.split())[:30] in cells, (reply[:30], cells)

@@ -497,24 +497,6 @@ def test_a_store_still_catching_up_is_drained_again_not_called_lossy(
     )
 
 
-def test_warm_up_loads_mlflow_and_writes_nothing(
-    tmp_path: Path, isolated_env: pytest.MonkeyPatch
-) -> None:
-    """`agenteval run` imports MLflow while it evaluates; a store that does not exist yet is
-    not made by that (the run may still fail before there is anything to log)."""
-    from agenteval.tracking.store import warm_up
-
-    off = load_params(ROOT / "params.yaml", ["tracking.enabled=false"])
-    assert warm_up(off, tmp_path) is None
-    params = load_params(ROOT / "params.yaml", ["tracking.uri=sqlite:///store/mlflow.db"])
-    (tmp_path / "store").mkdir()
-    thread = warm_up(params, tmp_path)
-    assert thread is not None and thread.daemon
-    thread.join(120)
-    assert not thread.is_alive() and "mlflow" in sys.modules
-    assert list((tmp_path / "store").iterdir()) == []
-
-
 def test_disabled_tracking_does_nothing(tmp_path: Path) -> None:
     params = load_params(ROOT / "params.yaml", ["tracking.enabled=false"])
     layout = Layout.run_dir(ROOT, tmp_path)  # no scorecard at all: nothing may be read

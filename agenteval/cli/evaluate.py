@@ -21,6 +21,7 @@ from agenteval.cli.common import (
 
 if TYPE_CHECKING:
     from agenteval.layout import Layout
+    from agenteval.tracking.live import LiveOutcome
 
 
 STRICT_HELP = (
@@ -112,17 +113,22 @@ def run(
     from agenteval.pipeline import run_evaluation
 
     heap.settle()  # the modules are loaded: the conversations are what comes and goes
-    from agenteval.tracking.store import warm_up
+    from agenteval.tracking.live import LiveTraces
 
-    warm_up(params, root)  # MLflow loads while the evaluation waits on its endpoint
+    layout = Layout.run_dir(root, out)
+    # MLflow loads, and each conversation's traces are written, while the evaluation waits
+    # on its endpoint (tracking.live).
+    live = LiveTraces.start(params, layout)
+    graded = live.graded if live is not None else None
     try:
-        layout = Layout.run_dir(root, out)
-        result = run_evaluation(params, layout, progress and sys.stderr.isatty())
+        result = run_evaluation(params, layout, progress and sys.stderr.isatty(), graded=graded)
     except BaseException as exc:
+        if live is not None:
+            live.abandon()
         _run_failed(exc, out, bool(scenario))
         raise
     _print_outcome(result, out)
-    _track(params, layout, out)
+    _track(params, layout, out, live.close() if live is not None else None)
     if result.retry and not result.stop_reason:
         typer.echo(f"{result.retry}: send again with: agenteval run --resume {out}", err=True)
     if result.stop_reason:  # stopped early is resumable (3), whatever it measured so far
@@ -246,13 +252,14 @@ def audit(
         typer.echo(f"{len(suite.invalid)} invalid scenario file(s) not audited", err=True)
 
 
-def _track(params: dict[str, Any], layout: Layout, out: Path) -> None:
-    """Log the run to MLflow unless tracking.enabled is false."""
+def _track(params: dict[str, Any], layout: Layout, out: Path, live: LiveOutcome | None) -> None:
+    """Log the run to MLflow unless tracking.enabled is false (into `live`'s provisional
+    run, whose traces were written while the run went on)."""
     from agenteval.tracking.run import log_evaluation
     from agenteval.tracking.store import TrackingError
 
     try:
-        result = log_evaluation(layout, params)
+        result = log_evaluation(layout, params, live=live)
     except TrackingError as exc:
         # The results are on disk; a resumed run has nothing left to run and only logs.
         again = f"the results are kept: once the store is fixed, `agenteval run --resume {out}`"

@@ -48,7 +48,25 @@ def agent_version(
 ) -> str | None:
     """The LoggedModel of this agent configuration (created by the first run that evaluates
     it), named as this run's input; None when the agent has no configuration digest."""
-    from mlflow.entities import LoggedModelInput, LoggedModelStatus
+    from mlflow.entities import LoggedModelInput
+
+    model_id = agent_model(client, experiment_id, run_id, agent, target_params, scrub)
+    if model_id is not None:
+        client.log_inputs(run_id, models=[LoggedModelInput(model_id)])
+    return model_id
+
+
+def agent_model(
+    client: MlflowClient,
+    experiment_id: str,
+    run_id: str,
+    agent: Mapping[str, Any],
+    target_params: Mapping[str, Any],
+    scrub: Scrubber,
+) -> str | None:
+    """The LoggedModel of this agent configuration, found or created (by `run_id`); None
+    when the agent has no configuration digest."""
+    from mlflow.entities import LoggedModelStatus
 
     digest = agent.get("config_digest")
     if not digest:
@@ -71,7 +89,6 @@ def agent_version(
         )
         model_id = str(model.model_id)
         client.finalize_logged_model(model_id, LoggedModelStatus.READY)
-    client.log_inputs(run_id, models=[LoggedModelInput(model_id)])
     return model_id
 
 

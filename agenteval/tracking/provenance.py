@@ -100,9 +100,9 @@ def provenance_record(
     git = git_state(layout.root)
     return {
         "agenteval_version": __version__,
-        "agent": _participant(config.get("target")),
-        "judge": _participant(config.get("judge")),
-        "simulator": _participant(config.get("simulator")),
+        "agent": participant(config.get("target")),
+        "judge": participant(config.get("judge")),
+        "simulator": participant(config.get("simulator")),
         "digests": {
             "scenario_set": config.get("scenario_set_digest"),
             "corpus": config.get("corpus_digest"),
@@ -115,7 +115,7 @@ def provenance_record(
     }
 
 
-def _participant(found: Any) -> dict[str, Any]:
+def participant(found: Any) -> dict[str, Any]:
     """kind, model, protocol, config digest, and the digest of its code (details.code)."""
     participant = dict(found or {})
     code = (participant.get("details") or {}).get("code")

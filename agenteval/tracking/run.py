@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agenteval.fileio import read_json, write_json
 from agenteval.scoring import nothing_measured
+from agenteval.tracking.live import PROVISIONAL_TAG, LiveOutcome, clear_record, discard
 from agenteval.tracking.policy import TracePolicy, policy_tags
 from agenteval.tracking.records import TurnTrace
 from agenteval.tracking.traces import TraceCounts
@@ -75,6 +76,7 @@ def log_evaluation(
     run_name: str | None = None,
     traces: str | bool | None = None,
     trees: Mapping[str, str | None] | None = None,
+    live: LiveOutcome | None = None,
 ) -> TrackResult | None:
     """Log the run in `layout` (scorecard, metrics, reports, transcripts, verdicts).
 
@@ -83,6 +85,8 @@ def log_evaluation(
     default `tracking.traces`, see `tracking.policy`). Writes
     reports/mlflow_run.json. Raises TrackingError when the store refused or lost
     something. `trees`: the run's `provenance.tree_digests`, when they were taken before.
+    `live`: the provisional run whose traces were written while the run went on
+    (`tracking.live`): it becomes this run, or is deleted if the evaluation was logged.
     """
     section = params.get("tracking") or {}
     if not section.get("enabled", True):
@@ -113,18 +117,23 @@ def log_evaluation(
     with store_failures(dest.uri), mlflow_client(dest.uri) as client:
         experiment_id = ensure_experiment(client, dest.experiment, dest.uri)
         sent = TraceCounts()
+        live = _usable(client, live, dest, experiment_id)
         with store_lock(dest.uri, key):  # the same evaluation logged together: one run
             existing = find_run(client, experiment_id, key)
             if existing is not None:
                 run_id, created = existing, False
                 name = str(client.get_run(run_id).info.run_name or "")
+                if live is not None:  # its traces are another run's copies
+                    discard(client, live.experiment_id, live.run_id)
             else:
                 name = dest.run_name or _name(layout, params, card, key)
-                run_id = _new_run(client, experiment_id, (key, basis), name)
+                run_id = _new_run(client, experiment_id, (key, basis), name, live)
                 target = _Target(client, experiment_id, run_id)
                 policy = trace_policy(section, traces)
-                sent = _fill_run(target, layout, params, card, policy)
+                sent = _fill_run(target, layout, params, card, policy, live)
                 created = True
+    if live is not None:
+        clear_record(layout, live.run_id)
     result = TrackResult(
         run_id,
         created,
@@ -150,14 +159,44 @@ def write_run_record(layout: Layout, result: TrackResult | None) -> Path:
     return path
 
 
-def _new_run(client: MlflowClient, experiment_id: str, keyed: tuple[str, str], name: str) -> str:
-    """A new run, named and tagged with its key."""
+def _new_run(
+    client: MlflowClient,
+    experiment_id: str,
+    keyed: tuple[str, str],
+    name: str,
+    live: LiveOutcome | None = None,
+) -> str:
+    """A new run, named and tagged with its key: the provisional one of `live` if given."""
     from agenteval.tracking.store import RUN_KEY_TAG
 
     key, basis = keyed
     tags = {RUN_KEY_TAG: key, f"{RUN_KEY_TAG}.basis": basis}
-    run = client.create_run(experiment_id, run_name=name, tags=tags)
-    return str(run.info.run_id)
+    if live is None:
+        return str(client.create_run(experiment_id, run_name=name, tags=tags).info.run_id)
+    for tag, value in tags.items():
+        client.set_tag(live.run_id, tag, value)
+    client.update_run(live.run_id, name=name)
+    client.delete_tag(live.run_id, PROVISIONAL_TAG)
+    return live.run_id
+
+
+def _usable(
+    client: MlflowClient, live: LiveOutcome | None, dest: _Destination, experiment_id: str
+) -> LiveOutcome | None:
+    """`live` if its provisional run is in this run's store and experiment and still there;
+    one elsewhere is deleted (its traces would name another run)."""
+    if live is None:
+        return None
+    if (live.uri, live.experiment_id) == (dest.uri, experiment_id):
+        with contextlib.suppress(Exception):  # gone: the traces are written afresh
+            if client.get_run(live.run_id).info.lifecycle_stage == "active":
+                return live
+        return None
+    with contextlib.suppress(Exception):  # best effort: another store's run
+        from agenteval.tracking.live import abandoned
+
+        abandoned(live)
+    return None
 
 
 def _name(layout: Layout, params: Mapping[str, Any], card: Scorecard, key: str) -> str:
@@ -191,6 +230,7 @@ def _fill_run(
     params: dict[str, Any],
     card: Scorecard,
     policy: TracePolicy,
+    live: LiveOutcome | None = None,
 ) -> TraceCounts:
     """The agent model and scenario dataset, traces, then params, tags, metrics and
     artifacts; the run ends FAILED if any step fails (its traces removed), so a later
@@ -213,7 +253,8 @@ def _fill_run(
         chosen = policy.choose(card.scenarios)
         traced = card.model_copy(update={"scenarios": _chosen(card, chosen)})
         trace_ids: dict[TurnKey, str] = {}
-        sent = _log_traces(target, layout, (items, traced), scrubber, links, trace_ids)
+        found = (items, traced)
+        sent = _log_traces(target, layout, found, scrubber, links, trace_ids, live)
         noise = load_noise(card, layout.reports)
         tags = provenance.headline_tags(record) | provenance.unit_commit_tags(
             card.commits, card.code_stamps
@@ -281,29 +322,36 @@ def _log_traces(
     scrubber: Scrubber,
     links: EvaluationLinks,
     trace_ids: dict[TurnKey, str],
+    live: LiveOutcome | None = None,
 ) -> TraceCounts:
     """Every turn of the scorecard's conversations as a trace, read from disk one
-    conversation at a time, verified in the store; `trace_ids` gets each turn's trace id."""
+    conversation at a time, verified in the store; `trace_ids` gets each turn's trace id.
+    Traces `live` wrote are kept where they say what these would (`tracking.live`)."""
     from agenteval.tracking.conversations import iter_conversations, turn_traces
+    from agenteval.tracking.live import Reconciled
     from agenteval.tracking.traces import log_traces
 
     items, card = found
+    if not card.scenarios and live is None:
+        return TraceCounts()
+    client, experiment_id = target.client, target.experiment_id
     conversations = iter_conversations(
         items, layout.transcripts, layout.verdicts, card, target.run_id
     )
+    kept = Reconciled(live, trace_ids, links.model_id)
     turns = (
         turn
         for conversation in conversations
-        for turn in turn_traces(conversation, target.run_id, scrubber)
+        for turn in kept.missing(turn_traces(conversation, target.run_id, scrubber))
     )
-    if not card.scenarios:
-        return TraceCounts()
 
     def logged(turn: TurnTrace, trace_id: str) -> None:
         trace_ids[turn_key(turn)] = trace_id
 
-    client, experiment_id = target.client, target.experiment_id
-    return log_traces(client, experiment_id, target.run_id, turns, links.model_id, logged)
+    settle = kept.settle(client, experiment_id)
+    sent = log_traces(client, experiment_id, target.run_id, turns, links.model_id, logged,
+                      settle)  # fmt: skip
+    return sent + kept.counts
 
 
 def _chosen(card: Scorecard, chosen: set[tuple[str, int]]) -> list[ScenarioResult]:

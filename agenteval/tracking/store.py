@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sqlite3
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -185,7 +183,7 @@ def mlflow_client(uri: str, synchronous_traces: bool = False) -> Iterator[Mlflow
         os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
     import mlflow
 
-    # (MLflow may have been imported before, by the warm-up: its logger is set here too.)
+    # (MLflow may have been imported before, by tracking.live: its logger is set here too.)
     logging.getLogger("mlflow").setLevel(os.environ[QUIET_LOGGING[0]].upper())
     was_set = mlflow.is_tracking_uri_set()  # type: ignore[no-untyped-call]
     previous = mlflow.get_tracking_uri() if was_set else None
@@ -210,33 +208,6 @@ def mlflow_client(uri: str, synchronous_traces: bool = False) -> Iterator[Mlflow
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-def warm_up(params: dict[str, Any], root: Path) -> threading.Thread | None:
-    """Import MLflow and open the run's store in a background thread, so the ~2 s they take
-    are spent while the evaluation waits on its endpoint rather than after it; `log_evaluation`
-    then finds both ready (MLflow keeps one store per URI). Nothing is written: a sqlite
-    store is opened only if its file exists already. None when tracking is off."""
-    section = params.get("tracking") or {}
-    if not section.get("enabled", True):
-        return None
-    uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
-    os.environ[_TELEMETRY_OFF[0]] = _TELEMETRY_OFF[1]  # decided when mlflow is imported
-    thread = threading.Thread(target=_open, args=(uri,), name="agenteval-mlflow-warm-up")
-    thread.daemon = True  # never keeps a finished or failed run waiting
-    thread.start()
-    return thread
-
-
-def _open(uri: str) -> None:
-    # Whatever fails here fails again, and is reported, when the run is logged.
-    with contextlib.suppress(Exception):
-        import mlflow
-        from mlflow.genai import datasets  # noqa: F401  # the scenario set's dataset
-
-        path = sqlite_path(uri)
-        if path is None or path.is_file():
-            mlflow.MlflowClient(tracking_uri=uri)
 
 
 def ensure_experiment(client: MlflowClient, name: str, uri: str) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -74,31 +74,53 @@ def log_traces(
     turns: Iterable[TurnTrace],
     model_id: str | None = None,
     logged: Callable[[TurnTrace, str], None] | None = None,
+    settle: Callable[[], TraceCounts] | None = None,
 ) -> TraceCounts:
     """Log every turn as a trace of `run_id` (linked to the LoggedModel `model_id`), wait
-    until MLflow has exported them, and check the store holds exactly what was sent. The
-    tracking URI must be the client's (`tracking.store.mlflow_client` sets both).
-    `logged(turn, trace_id)` is told each trace's id."""
+    until MLflow has exported them, and check the store holds exactly what was sent plus
+    what `settle()`, called then, returns (the run's traces written before and kept,
+    `tracking.live`). The tracking URI must be the client's (`tracking.store.mlflow_client`
+    sets both). `logged(turn, trace_id)` is told each trace's id."""
     import mlflow
 
     mlflow.set_experiment(experiment_id=experiment_id)
-    sent, pending, limit = TraceCounts(), 0, flush_every()
+    writer, sent = TraceWriter(model_id), TraceCounts()
     probe: tuple[str, TurnTrace] | None = None
-    with _ended_twice_unsaid():
+    with ended_twice_unsaid():
         for turn in turns:
-            exports = 2 + len(turn.tools)  # its spans and the trace itself
-            if pending + exports > limit:
-                mlflow.flush_trace_async_logging()
-                pending = 0
-            trace_id = _log_turn(mlflow, turn, model_id)
+            trace_id = writer.write(turn)
             if logged is not None:
                 logged(turn, trace_id)
             sent += TraceCounts.of(turn)
             probe = probe or (trace_id, turn)
-            pending += exports
-        mlflow.flush_trace_async_logging()
-    verify(client, experiment_id, run_id, sent, probe)
+        writer.drain()
+    already = settle() if settle is not None else TraceCounts()
+    verify(client, experiment_id, run_id, sent + already, probe)
     return sent
+
+
+class TraceWriter:
+    """Writes turns as traces through MLflow's asynchronous export, draining its queue before
+    it could fill. The experiment must be set (`mlflow.set_experiment`)."""
+
+    def __init__(self, model_id: str | None = None) -> None:
+        self.model_id, self.pending, self.limit = model_id, 0, flush_every()
+
+    def write(self, turn: TurnTrace) -> str:
+        """The turn as one trace; returns its id."""
+        import mlflow
+
+        exports = 2 + len(turn.tools)  # its spans and the trace itself
+        if self.pending + exports > self.limit:
+            self.drain()
+        self.pending += exports
+        return _log_turn(mlflow, turn, self.model_id)
+
+    def drain(self) -> None:
+        import mlflow
+
+        mlflow.flush_trace_async_logging()
+        self.pending = 0
 
 
 def flush_every() -> int:
@@ -160,7 +182,7 @@ class _EndedTwice(logging.Filter):
 
 
 @contextlib.contextmanager
-def _ended_twice_unsaid() -> Iterator[None]:
+def ended_twice_unsaid() -> Iterator[None]:
     found = logging.getLogger("opentelemetry.sdk.trace")
     quiet = _EndedTwice()
     found.addFilter(quiet)
@@ -257,6 +279,12 @@ def run_trace_ids(client: MlflowClient, experiment_id: str, run_id: str) -> list
             return ids
 
 
+def delete_traces(client: MlflowClient, experiment_id: str, ids: Sequence[str]) -> None:
+    """The traces `ids` removed, in chunks MLflow takes."""
+    for start in range(0, len(ids), DELETE_CHUNK):
+        client.delete_traces(experiment_id, trace_ids=list(ids[start : start + DELETE_CHUNK]))
+
+
 def delete_run_traces(client: MlflowClient, experiment_id: str, run_id: str) -> None:
     """Every trace of the run removed (a failed attempt's: its retry has the same run key,
     so its sessions would otherwise show this attempt's turns as well), once MLflow has
@@ -264,6 +292,4 @@ def delete_run_traces(client: MlflowClient, experiment_id: str, run_id: str) -> 
     import mlflow
 
     mlflow.flush_trace_async_logging()
-    ids = run_trace_ids(client, experiment_id, run_id)
-    for start in range(0, len(ids), DELETE_CHUNK):
-        client.delete_traces(experiment_id, trace_ids=ids[start : start + DELETE_CHUNK])
+    delete_traces(client, experiment_id, run_trace_ids(client, experiment_id, run_id))
