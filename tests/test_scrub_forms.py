@@ -199,3 +199,45 @@ def test_sql_password_clauses_of_every_dialect_and_cookies_are_redacted() -> Non
         "Set-Cookie: theme=dark; Path=/",
     ):
         assert scrub_text(kept).text == kept, kept
+
+
+_CLI_SECRET = "Vq7Lm2Rx9Tz4"
+_WRAPPER_SECRET = "Zz9Yq8Wx7V"
+_CLI_LINES = (
+    f"redis-cli -h r1 -a {_CLI_SECRET} ping",
+    f"mysql -uroot -p{_CLI_SECRET} shop",
+    f"PGPASSWORD={_CLI_SECRET} psql -h db -U app",
+    f"sshpass -p {_CLI_SECRET} ssh deploy@h",
+    f"curl -u admin:{_CLI_SECRET} https://h/api",
+    f"smbclient //fs/share -U alice%{_CLI_SECRET}",
+    f"ldapsearch -x -D cn=admin -w {_CLI_SECRET} -b dc=x",
+    f"mongosh mongodb://h/db -u app -p {_CLI_SECRET}",
+    f"openssl enc -aes-256-cbc -k {_CLI_SECRET} -in f",
+    f"openssl pkcs12 -export -passout pass:{_CLI_SECRET}",
+    f"snmpwalk -v2c -c {_CLI_SECRET} 10.0.0.9",
+)
+_WRAPPERS = (
+    "{}",
+    "sudo {}",
+    f"sshpass -p {_WRAPPER_SECRET} ssh ops@h {{}}",  # rt43f: redis-cli after sshpass kept its -a
+    'ssh ops@h "{}"',
+    "kubectl exec -it pod -- {}",
+)
+
+
+@pytest.mark.parametrize("line", _CLI_LINES)
+def test_a_cli_password_goes_however_the_command_is_run(line: str) -> None:
+    scrubber = SessionScrubber()
+    for wrapper in _WRAPPERS:
+        out = scrubber.scrub_text(wrapper.format(line))
+        assert _CLI_SECRET not in out and _WRAPPER_SECRET not in out, out
+
+
+def test_a_cli_flag_given_no_secret_stays() -> None:
+    scrubber = Scrubber()
+    for line in (
+        "snmpwalk -v2c -c public 10.0.0.9",
+        "openssl enc -k $PASS -in f",
+        "sshpass -p $SSHPASS ssh h redis-cli -a $REDIS_PW ping",
+    ):
+        assert scrubber.scrub_text(line) == line

@@ -45,6 +45,7 @@ _LDAP = ("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldapwhoami", "lda
 _MYSQL = ("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck")
 _MONGO = ("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport")
 _SMB = ("smbclient", "rpcclient", "smbcacls", "smbget", "smbmap", "net")
+_SNMP = ("snmpwalk", "snmpget", "snmpset", "snmpbulkwalk", "snmpbulkget", "snmptrap", "snmpgetnext")
 _REGISTRY = ("docker", "podman", "buildah", "skopeo", "nerdctl", "helm", "oras", "crane")
 CLI_PASSWORDS = (
     Takes(("sshpass",), ("-p",)),
@@ -59,7 +60,8 @@ CLI_PASSWORDS = (
     Takes(("curl",), ("--oauth2-bearer",)),
     Takes(("lftp",), ("-u", "--user"), ","),
     Takes(("wget",), ("--password", "--http-password", "--ftp-password", "--proxy-password")),
-    Takes(("openssl",), ("-passin", "-passout", "-pass", "-k", "-kfile"), "pass:"),
+    Takes(("openssl",), ("-passin", "-passout", "-pass", "-kfile"), "pass:"),
+    Takes(("openssl",), ("-k",)),  # openssl enc -k PW: the password itself
     Takes(("sqlcmd", "bcp", "osql", "ipmitool", "mosquitto_pub", "mosquitto_sub"), ("-P",)),
     Takes(("mosquitto_pub", "mosquitto_sub"), ("--pw",)),
     Takes(("zip", "unzip", "zipcloak"), ("-P",)),
@@ -70,7 +72,7 @@ CLI_PASSWORDS = (
     Takes(("doctl",), ("-t", "--access-token")),
     Takes(("pscp", "plink", "psftp"), ("-pw",)),
     Takes(("xfreerdp", "wfreerdp", "sdl-freerdp"), ("/p:",), GLUED),
-    Takes(("snmpwalk", "snmpget", "snmpset", "snmpbulkwalk"), ("-A", "-X")),
+    Takes(_SNMP, ("-A", "-X", "-c")),  # v3 pass phrases, v1/v2c's community
     Takes(("influx",), ("-password",)),
     Takes(("hdbsql",), ("-p",)),
     Takes(("nmcli",), ("password", "wifi-sec.psk", "802-1x.password")),
@@ -195,10 +197,32 @@ def _positional_values(program: str, words: list[tuple[int, str]]) -> list[tuple
     return found
 
 
+_PROGRAM_WORD = re.compile(
+    r"(?:[\w.\-~]*/)?(?P<program>" + "|".join(re.escape(p) for p in _PROGRAMS) + r")(?:\.exe)?"
+)
+
+
+Words = list[tuple[int, str]]
+
+
+def _segments(program: str, words: Words) -> list[tuple[str, Words]]:
+    """The command and each command it runs (`sshpass -p PW ssh host redis-cli -a PW2`,
+    `sudo mysql -pPW`): a later word naming a program starts that program's own flags."""
+    segments: list[tuple[str, Words]] = [(program, [])]
+    for start, word in words:
+        nested = _PROGRAM_WORD.fullmatch(word)
+        if nested and segments[-1][1]:
+            segments.append((nested.group("program"), []))
+        else:
+            segments[-1][1].append((start, word))
+    return segments
+
+
 def _command(match: re.Match[str]) -> str | None:
     program, args = match.group("program"), match.group("args")
-    words = _words(args)
-    parts = _flag_values(program, words) + _positional_values(program, words)
+    parts: list[tuple[int, str]] = []
+    for name, words in _segments(program, _words(args)):
+        parts += _flag_values(name, words) + _positional_values(name, words)
     if not parts:
         return None
     offset = match.start("args") - match.start()
