@@ -10,6 +10,9 @@ per way a country writes a street (tuned on `eval/scrub/dev.jsonl`, measured on 
   123`, `Drottninggatan 5`): German, Dutch, Scandinavian;
 - a street word, a name and the number (`Calle de Alcalá 42`, `Via Roma 12`, `Rua Augusta
   100`) or a number, a street word and a name (`12 rue de la Paix`): Romance languages;
+- Turkish: a quarter, avenue or street word after its name, abbreviated or not (`Mah.`,
+  `Cad.`, `Sok.`, `Bulvarı`), then `No:` and the door, a flat, the postcode and district/city
+  (`Atatürk Bulvarı No: 112/5, 06680 Çankaya/Ankara`);
 - a PO box (`PO Box 1234`, `Postfach 10 11 12`, `Apartado 45`);
 - a postcode after a city (`Springfield, IL 62704`, `10969 Berlin`, `London SW1A 1AA`).
 
@@ -52,6 +55,11 @@ _ROMANCE = (
 )
 # Street words that are English words too ("Via Docker Compose 2"): only with a postcode.
 _ROMANCE_AMBIGUOUS = r"(?:Via|Plaza|Largo|Corso|Paseo|Camino|Av\.)"
+_TR_CAP = r"[A-ZÀ-ÖØ-ÞĀ-ſ][\wÀ-ſ'’\-]*"  # Ş, İ, Ğ too
+_TURKISH = (
+    r"(?:Mahallesi|Mah\.|Mh\.|Caddesi|Cad\.|Cd\.|Sokağı|Sokak|Sok\.|Sk\.|Bulvarı|Bulv?\."
+    r"|Blv\.|Meydanı|Yolu)"
+)
 _FRENCH = r"(?i:rue|avenue|av\.|boulevard|bd|place|chemin|allée|impasse|quai|cours|route)"
 _LINK = r"(?:(?i:de la|de l'|del|de|dos|das|da|do|di|della|dei|du|des|d')\s*)?"
 ADDRESS = re.compile(
@@ -69,6 +77,13 @@ ADDRESS = re.compile(
     rf",?\s*\d{{4,5}}\s+{_CAP}"
     rf"|\b\d{{1,4}}(?:\s?(?i:bis|ter))?,?\s+{_FRENCH}\s+{_LINK}{_CAP}(?:\s{_LINK}{_CAP}){{0,3}}"
     rf"{_TAIL}"
+    # Turkish: a quarter, avenue or street word after its name (each abbreviated or not),
+    # then `No:` and the door, a flat, the postcode and district/city
+    rf"|(?<![\w.])(?:{_TR_CAP}[ \t]){{1,4}}{_TURKISH}"
+    rf"(?:,?[ \t]*(?:{_TR_CAP}[ \t]){{1,4}}{_TURKISH})*"
+    r",?[ \t]*No[ \t]*[:.]?[ \t]*\d{1,4}[A-Za-z]?(?:[ \t]*/[ \t]*\d{1,4})?"
+    r"(?:,?[ \t]*(?:Daire|D|Kat|K)[ \t]*[:.]?[ \t]*\d{1,3})*"
+    rf"(?:,?[ \t]*\d{{5}}[ \t]+{_TR_CAP}(?:[ \t]*/[ \t]*{_TR_CAP})?)?"
     # PO boxes
     r"|\b(?:P\.?\s?O\.?\s?Box|Post\sOffice\sBox|Postfach|Apartado(?:\sde\scorreos)?"
     r"|Bo[iî]te\spostale|Casella\spostale|Caixa\spostal)\s+\d[\d\s]{0,10}\d\b"
@@ -97,7 +112,7 @@ BIRTH = re.compile(rf"(?:\b{_CAP}(?:\s{_CAP}){{1,3}}[\s,(]*)?(?<![\w.])\b{_BORN}
 # A necessary condition for either pattern: a number beside a capitalised word, a street
 # word, a PO box's or a birth's word.
 HINT = (
-    r"\d[A-Za-z]?,?\s+[A-ZÀ-Þ]|[a-zäöüß]\s+\d|(?i:box|postfach|apartado|postale|postal|born|geb"
+    r"\d[A-Za-z]?,?\s+[A-ZÀ-Þ]|[a-zäöüß]\s+\d|\bNo\s*[:.]\s*\d|(?i:box|postfach|apartado|postale|postal|born|geb"
     r"|n[ée]e|nacid|nat[oa]|birth|dob|naissance|nacimiento|nascita)"
 )
 

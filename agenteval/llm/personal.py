@@ -5,7 +5,10 @@ text); an evaluation's transcripts quote corpus documents whose numbers are answ
 is (name, pattern, decide) as in `llm.secret_rules`. What a number is, is checked by the
 field's own checks where one exists: an IBAN's country format and mod-97 check digits
 (python-stdnum), a card's issuer prefix and Luhn digit, the SSA's number ranges, a UK national
-insurance number's letters; an identity document's number or a date of birth after its name;
+insurance number's letters; a card's security code beside its name (CVV, CVC, Prüfnummer,
+cryptogramme ...); a VAT or tax id beside its label in several countries' words (NIP, USt-IdNr.,
+TVA, P.IVA, NIF, BTW, Vergi No), unless a company's legal form stands before it on its line
+(a company's VAT id is public by design); an identity document's number or a date of birth after its name;
 phone numbers by libphonenumber (`llm.detectors.personal_in`, on the candidates
 `PHONE_CANDIDATE` finds). E-mail addresses (`EMAIL`) are the sessions' and drafts' to
 replace with a stable fixture.
@@ -107,9 +110,36 @@ _NAMED_VALUE = re.compile(
     r"[ \t]*(?:(?i:number|no\.?|num\.?|nr\.?|#))?[ \t]*(?:(?i:is|was)\b|[:=#\-])?[ \t]*"
     r"[\"'`]?(?P<value>[A-Z0-9](?:[A-Z0-9]|[ \-./](?=[A-Z0-9])){4,20})"
 )
+# A card's security code beside its name, whether or not the card number is still there.
+CARD_CODE = re.compile(
+    r"(?i:\b(?:cvv2?|cvc2?|csc|cvn|security[ \t]+code|card[ \t]+(?:verification|security)"
+    r"[ \t]+(?:code|value|number)|(?:karten)?prüfnummer|cryptogramme(?:[ \t]+visuel)?"
+    r"|c[oó]digo[ \t]+de[ \t]+seguran?[çc]a|c[oó]digo[ \t]+de[ \t]+seguridad"
+    r"|codice[ \t]+di[ \t]+sicurezza|güvenlik[ \t]+kodu|kod[ \t]+cvv)\b)"
+    r"[ \t]*(?:[:=#\-][ \t]*|(?i:is|ist|est|es|é)[ \t]+)?[\"'`]?(?P<value>\d{3,4})(?![\w.,]\d)"
+)
+# A VAT or tax id beside its label (NIP, USt-IdNr., TVA, P.IVA, NIF, BTW, VKN, ...): a sole
+# trader's is a person's. One beside a company's legal form (`Acme Sp. z o.o., NIP firmy
+# PL...`, `GmbH, USt-IdNr. DE...`) is public by design (VIES lists it) and stays.
+TAX_ID = re.compile(
+    r"(?:\b(?:NIP|REGON|USt-?Id(?:Nr)?\.?|UID(?:-Nr)?\.?|Steuer-?Nr\.?|TVA(?:[ \t]+intracom\w*)?"
+    r"|P\.?[ \t]?IVA|Partita[ \t]+IVA|NIF|CIF|BTW(?:-id|-nummer|-nr\.?)?|VKN|Vergi[ \t]+No\.?"
+    r"|(?i:vat(?:[ \t]+(?:id|no\.?|number|reg(?:istration)?(?:[ \t]+(?:no\.?|number))?))?"
+    r"|tax[ \t]+(?:id|no\.?|number)|ein)))"
+    r"(?:[ \t]+[a-zżółćęśąźń]{3,8})?[ \t]*(?:[:#=][ \t]*)?"
+    r"(?P<value>(?=(?:[A-Z ]*[0-9][ \-./]?){8})[A-Z]{0,3}[ \t]?[0-9][0-9A-Z \-./]{6,16}[0-9A-Z])\b"
+)
+_LEGAL_FORM = re.compile(
+    r"(?:Sp\.[ \t]?z[ \t]?o\.[ \t]?o\.|S\.A\.|\bGmbH\b|\bAG\b|\bLtd\b|\bLLC\b|\bInc\b|\bPLC\b"
+    r"|\bS\.?[AaLl]\.?[Rr]\.?[Ll]\.?|\bSAS\b|S\.r\.l\.|S\.p\.A\.|B\.V\.|N\.V\.|A\.Ş\.|\bS\.L\.|\bKG\b"
+    r"|\bfirmy\b|(?i:\bcompany'?s?\b|\bunternehmen|\bsoci[ée]t[ée]|\bempresa\b|\bazienda\b))"
+)
 # A necessary condition for any number rule here (and for a phone number) to match;
 # HOME_HINT is the home folders' own.
-PERSONAL_PREFILTER = re.compile(r"\d[\d\s()./\-]{5,}\d|[A-Z]{2}\d{6}[A-D]|" + ADDRESS_HINT)
+PERSONAL_PREFILTER = re.compile(
+    r"\d[\d\s()./\-]{5,}\d|[A-Z]{2}\d{6}[A-D]|(?i:cvv|cvc|csc|code|kodu|prüfnummer|crypto)|"
+    + ADDRESS_HINT
+)
 # `mobile:+61 ...` but not `14:22:05`: a colon may come before a number with its country code.
 PHONE_CANDIDATE = re.compile(
     r"(?:(?<=:)(?=\+)|(?<![\w.+\-/:#=@$]))"
@@ -157,6 +187,18 @@ def _named_value(match: re.Match[str]) -> str | None:
     return match.group(0)[:start] + REDACTED + match.group(0)[start + len(value) :]
 
 
+def _card_code(match: re.Match[str]) -> str:
+    start = match.start("value") - match.start()
+    return match.group(0)[:start] + REDACTED + match.group(0)[start + len(match.group("value")) :]
+
+
+def _tax_id(match: re.Match[str]) -> str | None:
+    line_start = match.string.rfind("\n", 0, match.start()) + 1
+    if _LEGAL_FORM.search(match.string, max(line_start, match.start() - 80), match.start()):
+        return None  # a company's: public
+    return _card_code(match)
+
+
 def home_rules() -> list[Rule]:
     return [("home_folder", HOME_FOLDER, _home)]
 
@@ -166,6 +208,8 @@ def personal_rules() -> list[Rule]:
     return [
         ("ssn", SSN, _whole),
         ("card_number", CARD, _card),
+        ("card_code", CARD_CODE, _card_code),
+        ("tax_id", TAX_ID, _tax_id),
         ("iban", IBAN, _iban),
         ("national_insurance", NINO, _whole),
         *address_rules(),

@@ -1,0 +1,70 @@
+"""Private values in documents people paste (issue 43, a fifth probe): a card's security code
+beside its number (redacted already or not), a VAT or tax id on an invoice in several
+countries' labels (a company's stays: it is public by design), an address in an e-mail
+signature in Turkish and other formats. Values of our own; each family beside the look-alikes
+it must leave byte for byte. Pure functions, no files."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenteval.llm.private import PrivateScrubber
+
+_CARD_CODES = (
+    ("Card 4929 1307 5521 8834 exp 11/28 CVV 507, thanks", "507"),
+    ("card [REDACTED] / CVC: 3190", "3190"),
+    ("Kartennummer [REDACTED], Prüfnummer 274", "274"),
+    ("carte [REDACTED], cryptogramme visuel : 618", "618"),
+    ("tarjeta [REDACTED] código de seguridad 905", "905"),
+    ("the card's security code is 442", "442"),
+    ("kart [REDACTED] güvenlik kodu 731", "731"),
+)
+_TAX_IDS = (
+    ("Sprzedawca: Jan Nowicki Usługi Ogrodnicze, NIP: PL7282615413", "7282615413"),
+    ("Rechnung an Ida Brenner, USt-IdNr.: DE 276 452 197", "276 452 197"),
+    ("Facture: Paul Moreau, N° TVA FR83404833048", "83404833048"),
+    ("Fattura: Giulia Conti, P.IVA 04825310968 (ditta individuale)", "04825310968"),
+    ("Factura a Marta Gil, NIF: 45826371L", "45826371"),
+    ("Factuur: Sanne Visser, BTW-nummer NL812334966B01", "812334966"),
+    ("Fatura: Emre Demir, Vergi No: 4820931765", "4820931765"),
+    ("Invoice to R. Patel, VAT number GB 314 1592 65", "314 1592 65"),
+)
+_TAX_LOOKALIKES = (
+    "Acme Logistics Sp. z o.o., KRS 0000731926, NIP firmy PL9512348851",
+    "Nordwind Handel GmbH, USt-IdNr. DE318849203",
+    "VAT 23% on every line; the CVV is three digits; error code 404",
+    r"also redact CVV\s*\d{3,4}",
+)
+_SIGNATURES = (
+    ("Av. Selin Arslan\nArslan Hukuk\nCumhuriyet Bulvarı No: 47/3, 35210 Konak/İzmir\n", "47/3"),
+    ("Adres: Bağdat Caddesi No:218 D:9, 34728 Kadıköy/İstanbul", "218"),
+    ("Teşvikiye Mah. Valikonağı Cad. No: 61 Daire 4", "Valikonağı"),
+    ("Ayla Öztürk\nLale Sk. No.14", "Lale"),
+)
+
+
+@pytest.mark.parametrize(("text", "code"), _CARD_CODES)
+def test_a_card_security_code_goes_beside_its_name(text: str, code: str) -> None:
+    assert code not in PrivateScrubber().scrub_text(text)
+
+
+@pytest.mark.parametrize(("text", "number"), _TAX_IDS)
+def test_a_persons_tax_id_goes_under_any_countrys_label(text: str, number: str) -> None:
+    out = PrivateScrubber().scrub_text(text)
+    assert number not in out, out
+
+
+@pytest.mark.parametrize("text", _TAX_LOOKALIKES)
+def test_a_companys_vat_id_and_prose_about_codes_stay(text: str) -> None:
+    assert PrivateScrubber().scrub_text(text) == text
+
+
+@pytest.mark.parametrize(("text", "piece"), _SIGNATURES)
+def test_an_address_in_a_signature_goes(text: str, piece: str) -> None:
+    out = PrivateScrubber().scrub_text(text)
+    assert piece not in out, out
+
+
+def test_a_signature_keeps_its_other_lines_and_a_numbered_item() -> None:
+    out = PrivateScrubber().scrub_text(_SIGNATURES[0][0] + "see Issue No: 12, PR No: 45")
+    assert out.startswith("Av. Selin Arslan\nArslan Hukuk\n") and "Issue No: 12, PR No: 45" in out
