@@ -5,6 +5,7 @@ infer stage's output, in .dvc/cache."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 from servers import OpenAIServer, Reply
 
 from agenteval.llm import Endpoint, make_client
+from agenteval.llm.views import base64_cores
 
 KEY = "sk-echo-7Hq2LmN3oPqRsTuVwXyZ0123456789ab"
 CUSTOM = "zz-a9F3kQ7pL2mX8vB4nC6"  # a key of no known shape: only its value can find it
@@ -85,8 +87,10 @@ class RewrappingServer(EchoingServer):
             " + ".join(f'"{key[i : i + 8]}"' for i in range(0, len(key), 8)),
             json.dumps(key[:14] + "\n" + key[14:])[1:-1],
             quote(key[:16] + "\r\n" + key[16:], safe=""),
+            base64.b64encode(f"{self.seen}\n{said}".encode()).decode(),  # header and body
         ]
         text = "debug:\n" + "\n---\n".join(forms) + "\nyou said: " + said
+        text += "\nas JSON: " + json.dumps({"content": said})
         return super(EchoingServer, self).render(Reply(text=text, usage=reply.usage), request)
 
 
@@ -97,6 +101,9 @@ PERSONAL = {
     "birth": "Jonas Lindqvist, born 1987-03-14",
     "home": "c:\\users\\aigerim\\.kube",
 }
+# A key a terminal wrapped over three lines (a provider's prefix finds its head only).
+WRAPPED = "sk-ant-api03-" + "R7tKq2Lm9PzX4wVb3Nc8Hy5Jd1Fg6Sa0Qe-Tw2Ux7Zr4Cv9Bn1Mk3Lp6Gh8Df5"
+WRAPPED_LINES = "\n".join(WRAPPED[i : i + 30] for i in range(0, len(WRAPPED), 30))
 
 
 def test_a_rewrapped_key_and_personal_data_reach_no_cache_entry(
@@ -105,7 +112,7 @@ def test_a_rewrapped_key_and_personal_data_reach_no_cache_entry(
     key = "a9F3kQ7pL2mX8vB4nC6Qw7Er5Ty1Zu"  # no known shape, no separator of its own
     monkeypatch.setenv("ECHO_KEY", key)
     cache = tmp_path / ".cache/agenteval/llm"
-    message = "Refund form: " + "; ".join(PERSONAL.values())
+    message = "Refund form: " + "; ".join(PERSONAL.values()) + "\ntoken:\n" + WRAPPED_LINES
     with RewrappingServer([Reply("x")], api_key=key) as server:
         ep = Endpoint(model="m", base_url=server.base_url, api_key_env="ECHO_KEY")
 
@@ -118,13 +125,14 @@ def test_a_rewrapped_key_and_personal_data_reach_no_cache_entry(
 
         said = asyncio.run(ask())
         assert key in server.seen and PERSONAL["card"] in said, "the echo proves nothing"
-    pieces = {key[i : i + 12] for i in range(len(key) - 11)}
+    pieces = {key[i : i + 12] for i in range(len(key) - 11)} | base64_cores(key)
     flat_said = "".join(c for c in unquote(said) if c.isalnum())
     assert not any(piece in flat_said for piece in pieces), said  # nor in the reply itself
+    pieces |= {WRAPPED[i : i + 12] for i in range(len(WRAPPED) - 11)}
     (entry,) = [p for p in cache.rglob("*.json")]
     stored = json.loads(entry.read_text())["completion"]["text"]
     flat = "".join(c for c in unquote(stored) if c.isalnum())
-    assert not any(piece in flat for piece in pieces), stored
+    assert not any(piece in flat or piece in stored for piece in pieces), stored
     for kind, value in PERSONAL.items():
         assert value not in stored and unquote(value) not in unquote(stored), kind
     assert "aigerim" not in stored and "okonkwo" not in stored

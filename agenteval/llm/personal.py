@@ -8,8 +8,8 @@ field's own checks where one exists: an IBAN's country format and mod-97 check d
 insurance number's letters; a card's security code beside its name (CVV, CVC, Prüfnummer,
 cryptogramme ...); a VAT or tax id beside its label in several countries' words (NIP, USt-IdNr.,
 TVA, P.IVA, NIF, BTW, Vergi No), unless a company's legal form stands before it on its line
-(a company's VAT id is public by design); an identity document's number or a date of birth after its name;
-phone numbers by libphonenumber (`llm.detectors.personal_in`, on the candidates
+(a company's VAT id is public by design); an identity document's number or a date of birth
+after its name; phone numbers by libphonenumber (`llm.detectors.personal_in`, on the candidates
 `PHONE_CANDIDATE` finds). E-mail addresses (`EMAIL`) are the sessions' and drafts' to
 replace with a stable fixture.
 

@@ -191,10 +191,10 @@ class Scrubber:
         if pattern is not None:
             clean, repeated = pattern.subn(REDACTED, clean)
             hits += [f"repeated:{_first_kind(hits)}"] * repeated
-        if REDACTED in clean and "\n" in clean:
-            clean, tails = wrapped_tails(clean, REDACTED)
+        if REDACTED in clean and ("\n" in clean or "\\" in clean or "%0" in clean):
+            clean, tails = wrapped_tails(clean, REDACTED, text)
             values.update(tails)
-            hits += ["shape:wrapped_tail"] * len(tails)
+            hits += ["shape:wrapped_tail"] * sum(tail in text for tail in tails)
         found = (clean, tuple(hits), frozenset(values))
         if len(self._memo) >= MEMO_STRINGS:
             self._memo = {}

@@ -11,11 +11,16 @@ endpoint may come split over lines, with quotes or `" + "` between its pieces, J
 or URL-encoded. `HeldSecrets` finds any run of at least `PIECE` of its characters in order
 with such separators between them and redacts the run. A run is found from a contiguous
 `SEED` of the value (line wrapping and string concatenation leave pieces longer than that),
-so a secret cut into pieces shorter than `SEED` characters each is not found.
+so a secret cut into pieces shorter than `SEED` characters each is not found. A base64 run
+that encodes a held value at any alignment (`base64_cores`: an echoed `Authorization` header
+base64-wrapped with the body after it) is redacted whole. A key a terminal wrapped over lines
+(`wrapped_tails`) is learnt whole too, its head and tails joined, so that no 12-character
+window of it survives a reply that joins or re-wraps the lines.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterable
@@ -69,9 +74,24 @@ class HeldSecrets:
         escaped = sorted(seeds, key=len, reverse=True)
         self._seed = re.compile("|".join(map(re.escape, escaped))) if escaped else None
 
+        cores = {core for value in self.values for core in base64_cores(value)}
+        ordered = sorted(cores, key=len, reverse=True)
+        self._base64 = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
     def spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) of every run of `PIECE` or more characters of a held value (or the
-        whole of a shorter one) in `text`, merged."""
+        whole of a shorter one) in `text`, and of every base64 run that encodes one (an
+        echoed `Authorization` header, base64-wrapped with what came after it), merged."""
+        found = self._runs(text)
+        if self._base64 is not None and self._base64.search(text):
+            for match in self._base64.finditer(text):
+                run = _BASE64_RUN.search(text, _run_start(text, match.start()))
+                if run is not None:
+                    found.append((run.start(), run.end()))
+            found = _merged(found)
+        return found
+
+    def _runs(self, text: str) -> list[tuple[int, int]]:
         if self._seed is None:
             return []
         found: list[tuple[int, int]] = []
@@ -89,6 +109,39 @@ class HeldSecrets:
             if best is not None:
                 found.append(best)
         return found
+
+
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_\-]+=*")
+_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+
+
+def base64_cores(value: str) -> set[str]:
+    """What base64 (standard or URL-safe) makes of `value` wherever it stands in the encoded
+    bytes: one form per alignment, without the characters its neighbours change."""
+    cores: set[str] = set()
+    raw = value.encode()
+    for pad in range(3):
+        encoded = base64.b64encode(b"\0" * pad + raw).decode()
+        core = encoded[(4 if pad else 0) : len(encoded) - 4]
+        if len(core) >= PIECE:
+            cores |= {core, core.replace("+", "-").replace("/", "_")}
+    return cores
+
+
+def _run_start(text: str, pos: int) -> int:
+    while pos > 0 and text[pos - 1] in _BASE64_CHARS:
+        pos -= 1
+    return pos
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _char_at(text: str, pos: int, char: str) -> int:
@@ -132,18 +185,25 @@ _SEPARATOR_BEFORE = re.compile(SEPARATOR.pattern + r"\Z")
 
 # A key pasted from a chat that wrapped it: a line holding nothing but a key-shaped run (a
 # digit and both cases in it, 16+ characters), right after a line that ends in a redacted
-# value, is that value's tail; so is the line after it. A line that begins another
-# variable (`BUILD_ID=<uuid>`, the next line of an env listing) is none.
+# value, is that value's tail; so is the line after it. A line break may be raw, escaped
+# (`\\n` in a JSON string a reply echoes) or URL-encoded, and a re-wrap may add one of its
+# own. A line that begins another variable (`BUILD_ID=<uuid>`, the next line of an env
+# listing) is none.
+_BREAKS = r"(?:[ \t]*(?:\r?\n|\\+[rn]|%0[aAdD]))+[ \t]*"
 _WRAPPED_TAIL = re.compile(
-    r"(\[REDACTED\][\"']?[ \t]*\r?\n[ \t]*[\"']?)(?![A-Za-z_][A-Za-z0-9_]*=[^=\s])"
+    rf"(\[REDACTED\][\"']?{_BREAKS}[\"']?)(?![A-Za-z_][A-Za-z0-9_]*=[^=\s])"
     r"(?=[A-Za-z_\-+/=]*\d)(?=[\w\-+/=]*[a-z])(?=[\w\-+/=]*[A-Z])"
-    r"([A-Za-z0-9_\-+/=]{16,})(?=[\"']?[ \t]*(?:\r?\n|$))"
+    r"([A-Za-z0-9_\-+/=]{16,})(?=[\"'`]|[ \t]*(?:\r?\n|\\|%0[aAdD]|$))"
 )
+# The key's head in the original text: the run that ends the line before its first tail.
+_HEAD = re.compile(rf"([A-Za-z0-9_\-+/=.]{{8,}})[\"']?{_BREAKS}[\"']?\Z")
 MAX_TAILS = 8
 
 
-def wrapped_tails(text: str, redacted: str) -> tuple[str, list[str]]:
-    """`text` with each wrapped tail of a redacted value redacted, and the tails."""
+def wrapped_tails(text: str, redacted: str, original: str = "") -> tuple[str, list[str]]:
+    """`text` with each wrapped tail of a redacted value redacted, and the tails; with the
+    `original` text, also the whole key they make with its head, joined (a reply that joins
+    the lines again, or wraps them elsewhere, then leaves no 12-character window of it)."""
     tails: list[str] = []
     for _ in range(MAX_TAILS):
         match = _WRAPPED_TAIL.search(text)
@@ -151,4 +211,22 @@ def wrapped_tails(text: str, redacted: str) -> tuple[str, list[str]]:
             break
         tails.append(match.group(2))
         text = text[: match.start(2)] + redacted + text[match.end(2) :]
-    return text, tails
+    return text, tails + _joined(tails, original)
+
+
+def _joined(tails: list[str], original: str) -> list[str]:
+    """Each key the tails make with the head before them in `original`."""
+    keys: list[str] = []
+    for i, tail in enumerate(tails):
+        at = original.find(tail)
+        head = _HEAD.search(original, 0, at) if at > 0 else None
+        if head is None or head.group(1) in tails:
+            continue  # a later line of a key already joined
+        key, end = head.group(1) + tail, at + len(tail)
+        for rest in tails[i + 1 :]:
+            gap = re.compile(rf"[\"']?{_BREAKS}[\"']?").match(original, end)
+            if gap is None or not original.startswith(rest, gap.end()):
+                break
+            key, end = key + rest, gap.end() + len(rest)
+        keys.append(key)
+    return keys
