@@ -68,3 +68,34 @@ def test_an_address_in_a_signature_goes(text: str, piece: str) -> None:
 def test_a_signature_keeps_its_other_lines_and_a_numbered_item() -> None:
     out = PrivateScrubber().scrub_text(_SIGNATURES[0][0] + "see Issue No: 12, PR No: 45")
     assert out.startswith("Av. Selin Arslan\nArslan Hukuk\n") and "Issue No: 12, PR No: 45" in out
+
+
+_FACTS = (
+    ("Notes: Priya Raman is off for surgery until March.", "Priya Raman"),
+    ("Tobias Reinhardt ist seit Montag krankgeschrieben (Migräne).", "Tobias Reinhardt"),
+    ("Herr Brandt ist krankgeschrieben (Gürtelrose), bitte übernehmen.", "krankgeschrieben"),
+    ("Frau Albers ist krank (Gürtelrose), bitte übernehmen.", "Gürtelrose"),
+    ("Camille Lefèvre est en arrêt maladie jusqu'à vendredi.", "Camille Lefèvre"),
+    ("El sueldo de Javier Morales sube a 48.000 EUR.", "Javier Morales"),
+    ("Agnieszka Wróbel jest na zwolnieniu lekarskim; wraca w piątek.", "Agnieszka Wróbel"),
+    ("Zeynep Aydın'ın maaşı 62.000 TL oldu.", "Zeynep Aydın"),
+    ("У Ольги Смирновой диагноз: астма.", "Ольги Смирновой"),
+    ("Giulia Conti's salary goes up; Conti asked us to keep it quiet.", "Conti"),
+)
+_FACT_LOOKALIKES = (
+    "The Salary API returns Base Pay per Employee ID.",
+    "See Google Cloud docs for HIV research datasets.",
+    "Anna is on sick leave until Friday.",  # a first name alone: kept (the module says why)
+    "Priya Raman merged the cache fix on Friday.",  # a name without a private fact
+)
+
+
+@pytest.mark.parametrize(("text", "private"), _FACTS)
+def test_a_named_person_beside_a_health_or_pay_fact_loses_the_name(text: str, private: str) -> None:
+    out = PrivateScrubber().scrub_text(text)
+    assert private not in out, out
+
+
+@pytest.mark.parametrize("text", _FACT_LOOKALIKES)
+def test_names_without_a_private_fact_and_facts_without_a_name_stay(text: str) -> None:
+    assert PrivateScrubber().scrub_text(text) == text

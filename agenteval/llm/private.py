@@ -33,6 +33,7 @@ from agenteval.llm.personal import (
     home_user,
 )
 from agenteval.llm.personal import HOME_FOLDER as HOME
+from agenteval.llm.private_facts import redact_private_facts
 from agenteval.llm.records import private_columns
 from agenteval.llm.residue import redact_looks_private
 from agenteval.llm.scrub import (
@@ -132,9 +133,12 @@ class PrivateScrubber:
             # A table's personal columns first: a name in a cell looks like nothing.
             tabled, cells = private_columns(text)
             tabled, people = redact_people(tabled)
-            clean, looked = redact_looks_private(self._scrub_text(tabled))
+            # A name beside a health or pay fact, once ids and labels are scrubbed.
+            named, facts = redact_private_facts(self._scrub_text(tabled))
+            clean, looked = redact_looks_private(named)
             emails = frozenset(self._emails_found)
-            done = (clean, self.secrets.redacted_values(tabled) | looked | emails | cells | people)
+            found = looked | emails | cells | people | facts
+            done = (clean, self.secrets.redacted_values(tabled) | found)
             if len(self._done) >= MEMO_TEXTS:
                 self._done.clear()
             self._done[text] = done
