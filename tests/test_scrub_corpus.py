@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from agenteval.llm.scrub import REDACTED, Scrubber, scrub_text
-from agenteval.llm.scrub_corpus import measure
+from agenteval.llm.scrub_corpus import main, measure
 
 CORPUS = Path(__file__).resolve().parents[1] / "eval" / "scrub"
 # The bar docs/sessions.md states; measured 208/208 recall and 1/99 false scrubs on held
@@ -78,3 +80,17 @@ def test_personal_numbers_only_where_asked() -> None:
     text = "The support line is (415) 555-0132."
     assert Scrubber().scrub_text(text) == text
     assert "555-0132" not in Scrubber(personal=True).scrub_text(text)
+
+
+def test_the_command_line_helps_and_refuses_bad_files_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as helped:
+        main(["--help"])  # was read as a corpus file: a traceback
+    assert helped.value.code == 0 and "--private" in capsys.readouterr().out
+    assert main([str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl: no such corpus file" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "sha 3f9a2c1", "keep": true}\nnot json\n', encoding="utf-8")
+    assert main([str(bad)]) == 2
+    assert f"{bad}:2: not a corpus record" in capsys.readouterr().err

@@ -12,6 +12,7 @@ held is what docs/privacy.md reports and tests/test_scrub_corpus.py holds to a b
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from dataclasses import dataclass, field
@@ -45,6 +46,10 @@ class CorpusScore:
         )
 
 
+class CorpusError(ValueError):
+    """A corpus file that cannot be read as records: `path:line: message`."""
+
+
 def measure(path: Path, scrubber: Scrubber | None = None) -> CorpusScore:
     """Scrub every record of `path` (personal data on, as for a person's own text)."""
     scrubber = scrubber or Scrubber(personal=True)
@@ -52,8 +57,13 @@ def measure(path: Path, scrubber: Scrubber | None = None) -> CorpusScore:
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not raw.strip():
             continue
-        record = json.loads(raw)
-        out = scrubber.scrub_text(record["text"])
+        try:
+            record = json.loads(raw)
+            text = record["text"]
+            record["secrets" if not record.get("keep") else "keep"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise CorpusError(f"{path}:{number}: not a corpus record ({err!r})") from err
+        out = scrubber.scrub_text(text)
         if record.get("keep"):
             score.lookalikes += 1
             if out != record["text"]:
@@ -73,12 +83,31 @@ def measure(path: Path, scrubber: Scrubber | None = None) -> CorpusScore:
 def main(argv: list[str]) -> int:
     """`--private`: measure the private scrubber instead (`llm.private`, what sessions and
     the response cache use: e-mails become fixtures, what still looks private and has a
-    sure extent is redacted too), so its own false scrubs are counted."""
-    private = "--private" in argv
-    names = [a for a in argv if a != "--private"]
-    for name in names or ["eval/scrub/dev.jsonl", "eval/scrub/held.jsonl"]:
-        score = measure(Path(name), _private() if private else None)
-        print(f"{name}: {score.line()}")
+    sure extent is redacted too), so its own false scrubs are counted. A file that is
+    missing or holds no records: `path[:line]: message`, exit 2."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agenteval.llm.scrub_corpus",
+        description="Recall on planted secrets and look-alikes kept, per labelled corpus file.",
+    )
+    parser.add_argument(
+        "files", nargs="*", type=Path, help="JSONL corpus files (default: eval/scrub dev, held)"
+    )
+    parser.add_argument(
+        "--private", action="store_true", help="measure llm.private's scrubber (sessions, cache)"
+    )
+    args = parser.parse_args(argv)
+    files = args.files or [Path("eval/scrub/dev.jsonl"), Path("eval/scrub/held.jsonl")]
+    for path in files:
+        if not path.is_file():
+            print(f"{path}: no such corpus file", file=sys.stderr)
+            return 2
+    for path in files:
+        try:
+            score = measure(path, _private() if args.private else None)
+        except CorpusError as err:
+            print(err, file=sys.stderr)
+            return 2
+        print(f"{path}: {score.line()}")
         for where in score.missed:
             print(f"  missed {where}")
         for where in score.false_scrubs:
