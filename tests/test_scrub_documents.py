@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from agenteval.llm.private import PrivateScrubber
+from agenteval.llm.residue import residue
 
 _CARD_CODES = (
     ("Card 4929 1307 5521 8834 exp 11/28 CVV 507, thanks", "507"),
@@ -57,6 +58,24 @@ def test_a_persons_tax_id_goes_under_any_countrys_label(text: str, number: str) 
 @pytest.mark.parametrize("text", _TAX_LOOKALIKES)
 def test_a_companys_vat_id_and_prose_about_codes_stay(text: str) -> None:
     assert PrivateScrubber().scrub_text(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Biuro Nordlicht Sp. z o.o., KRS 0000731926, infolinia 800 321 654",
+        "Service-Hotline 0800 222 3344, Handelsregister HRB 184522",
+        "toll-free +1 888 555 2671; SIRET 73282932000074",
+    ],
+)
+def test_a_companys_register_entry_and_business_line_cost_nothing(text: str) -> None:
+    out = PrivateScrubber().scrub_text(text)
+    assert out == text and not residue(out)
+
+
+def test_a_persons_phone_number_still_goes() -> None:
+    out = PrivateScrubber().scrub_text("call me on +48 601 234 567 or 0151 23456789")
+    assert "601" not in out and "23456789" not in out
 
 
 @pytest.mark.parametrize(("text", "piece"), _SIGNATURES)

@@ -226,7 +226,9 @@ _UNIT_AFTER = re.compile(r"\s?" + _UNITS)
 NUMBER_NAME = re.compile(
     r"(?i:commit|rev(?:ision)?|sha|build|run|job|pipeline|pr|issue|ticket|order|pid|port|line"
     r"|row|offset|size|seed|step|epoch|version|release|isbn|issn|pmid|doi|rfc|cve|arxiv"
-    r"|snowflake|resourceversion|generation|sequence|seq|nonce|xid|txid|lsn|gen|#)"
+    r"|snowflake|resourceversion|generation|sequence|seq|nonce|xid|txid|lsn|gen|#"
+    # a company's register entry is public: KRS, REGON, HRB, SIREN/SIRET, KvK, CNPJ, CRN
+    r"|krs|regon|hr[ab]|siren|siret|kvk|cnpj|crn|company\s+(?:no|number|reg\w*))"
     r"\W{0,3}(?:\w+\W{1,3})?$"
 )
 _TIMESTAMP_KEY = re.compile(r"(?i:time|stamp|date|created|updated|_at\b|epoch|ts\b|clock)")
@@ -251,6 +253,28 @@ def _snowflake(run: str, before: str) -> bool:
     return any(low <= (int(run) >> 22) + epoch <= high for epoch in _SNOWFLAKE_EPOCHS_MS)
 
 
+_BUSINESS_REGIONS = ("US", "GB", "PL", "DE", "FR", "ES", "IT", "NL", "AU", "IN", "TR", "BR")
+
+
+def business_line(raw: str, region: str | None = None) -> bool:
+    """A toll-free, premium-rate, shared-cost or universal access number (as `region`, or
+    any of several countries, writes it) is a business's line printed on its website
+    (`infolinia 800 123 456`, `+1 800 555 0199`), no person's."""
+    import phonenumbers
+    from phonenumbers import PhoneNumberType as Kind
+
+    business = (Kind.TOLL_FREE, Kind.PREMIUM_RATE, Kind.SHARED_COST, Kind.UAN)
+    regions = (region,) if region else ((None,) if raw.startswith("+") else _BUSINESS_REGIONS)
+    for each in regions:
+        try:
+            number = phonenumbers.parse(raw, each)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number) and phonenumbers.number_type(number) in business:
+            return True
+    return False
+
+
 def safe_number(text: str, match: re.Match[str], min_digits: int, named: bool = False) -> bool:
     """Whether a digit run is a known-safe form; `named` (a word beside it names a
     document or a phone) makes a counting run (1234567) no placeholder."""
@@ -272,4 +296,6 @@ def safe_number(text: str, match: re.Match[str], min_digits: int, named: bool = 
         return True
     if run.isdigit() and _TIMESTAMP_KEY.search(before):
         return True
-    return bool(_UNIT_AFTER.match(text, match.end()))
+    if _UNIT_AFTER.match(text, match.end()):
+        return True
+    return 7 <= len(digits) <= 13 and business_line(run)
