@@ -15,7 +15,7 @@ from agenteval.llm.scrub import REDACTED, Scrubber, scrub_text
 from agenteval.llm.scrub_corpus import main, measure
 
 CORPUS = Path(__file__).resolve().parents[1] / "eval" / "scrub"
-# The bar docs/sessions.md states; measured 208/208 recall and 1/99 false scrubs on held
+# The bar docs/sessions.md states; measured 208/208 recall and 0/99 false scrubs on held
 # (166/171 and 1/86 the first time its second wave was read, 206/208 and 1/99 its third:
 # eval/scrub/README.md).
 MIN_HELD_RECALL = 0.97
@@ -58,15 +58,15 @@ def test_the_leaks_the_issue_found_are_scrubbed() -> None:
         "GET /items?token=abcDEF123456ghi": "abcDEF123456ghi",
         "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8": "npm_a1B2",
         "blob?sv=2022&sig=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5%3D": "Zm9vYmFy",
-        "call (415) 555-0132 or +44 20 7946 0958": "555-0132",
-        "ssn 219-09-9999 card 4111 1111 1111 1111": "219-09-9999",
+        "call (415) 823-0132 or +44 20 7946 0958": "823-0132",
+        "ssn 219-09-9999 card 4539 1488 0343 6467": "219-09-9999",
         "PGPASSWORD=pgSecret99 psql": "pgSecret99",
     }
     for text, fragment in planted.items():
         out, counts = scrub_text(text)
         assert fragment not in out, text
         assert REDACTED in out and sum(counts.values()) >= 1
-    assert "4111" not in scrub_text("card 4111 1111 1111 1111")[0]
+    assert "6467" not in scrub_text("card 4539 1488 0343 6467")[0]
 
 
 def test_counts_name_kinds_never_values() -> None:
@@ -77,9 +77,9 @@ def test_counts_name_kinds_never_values() -> None:
 
 def test_personal_numbers_only_where_asked() -> None:
     """An evaluation's transcripts quote corpus numbers that are answers: kept there."""
-    text = "The support line is (415) 555-0132."
+    text = "The support line is (415) 823-0132."
     assert Scrubber().scrub_text(text) == text
-    assert "555-0132" not in Scrubber(personal=True).scrub_text(text)
+    assert "823-0132" not in Scrubber(personal=True).scrub_text(text)
 
 
 def test_the_command_line_helps_and_refuses_bad_files_without_a_traceback(

@@ -118,3 +118,14 @@ def test_a_named_person_beside_a_health_or_pay_fact_loses_the_name(text: str, pr
 @pytest.mark.parametrize("text", _FACT_LOOKALIKES)
 def test_names_without_a_private_fact_and_facts_without_a_name_stay(text: str) -> None:
     assert PrivateScrubber().scrub_text(text) == text
+
+
+def test_published_test_cards_and_fictional_phones_stay_real_ones_go() -> None:
+    kept = (
+        "test cards 4242 4242 4242 4242, 5555555555554444; fictional +1 202-555-0143, "
+        "07700 900123, +61 491 570 156"
+    )
+    out = PrivateScrubber().scrub_text(kept)
+    assert out == kept and not residue(out)
+    real = PrivateScrubber().scrub_text("card 4929 1307 5521 8834, phone +1 202-456-1414")
+    assert "8834" not in real and "456-1414" not in real

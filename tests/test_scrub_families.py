@@ -18,10 +18,11 @@ from agenteval.llm.views import PIECE, HeldSecrets, decoded_views
 PERSONAL = Scrubber(personal=True)
 
 LEAKS = {
-    # cards: Luhn-valid in any grouping, or named a card whatever its check digit
-    "card spaces": ("Charge 4111 1111 1111 1111 today", "4111 1111 1111 1111"),
-    "card dots": ("number 5555.5555.5555.4444 on file", "5555.5555.5555.4444"),
-    "card dashes amex": ("amex 3782-822463-10005 ok", "3782-822463-10005"),
+    # cards: Luhn-valid in any grouping, or named a card whatever its check digit (none a
+    # provider's published test card: those are public, llm.public_ids.TEST_CARDS)
+    "card spaces": ("Charge 4539 1488 0343 6467 today", "4539 1488 0343 6467"),
+    "card dots": ("number 5281.4730.9261.5531 on file", "5281.4730.9261.5531"),
+    "card dashes amex": ("amex 3714-602815-39061 ok", "3714-602815-39061"),
     "card named, bad check digit": ("Visa card 4539 4794 7153 5547, exp 09/28", "7153 5547"),
     "card before cvv": ("use 5425 2334 3010 9904 cvv 123", "5425 2334 3010 9904"),
     # postal addresses in several countries' orders

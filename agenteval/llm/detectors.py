@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from agenteval.llm.personal import PHONE_CANDIDATE
-from agenteval.llm.public_ids import business_line
+from agenteval.llm.public_ids import business_line, fictional_number
 from agenteval.llm.secret_rules import decodes_to_prose, example_key, plausible_secret
 
 # National formats are read as these countries write them (libphonenumber's regions): the
@@ -100,6 +100,10 @@ def secrets_in(text: str) -> Iterator[tuple[str, str]]:
                     yield "KeywordDetector", value
 
 
+def _public_line(raw: str, region: str) -> bool:
+    return fictional_number(raw.strip()) or business_line(raw, region)
+
+
 def personal_in(text: str) -> Iterator[tuple[str, str]]:
     """(kind, value) for the phone numbers libphonenumber confirms among `text`'s digit runs:
     any country's in international format (+49 30 901820), and national formats valid and
@@ -119,7 +123,7 @@ def personal_in(text: str) -> Iterator[tuple[str, str]]:
         leniency = Leniency.VALID if international else Leniency.EXACT_GROUPING
         for region in PHONE_REGIONS[:1] if international else PHONE_REGIONS:
             matches = phonenumbers.PhoneNumberMatcher(raw, region, leniency=leniency)
-            found = [m.raw_string for m in matches if not business_line(m.raw_string, region)]
+            found = [m.raw_string for m in matches if not _public_line(m.raw_string, region)]
             if found:
                 yield from (("phone", value) for value in found)
                 break

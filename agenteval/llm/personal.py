@@ -26,6 +26,7 @@ import re
 
 from agenteval.llm.addresses import HINT as ADDRESS_HINT
 from agenteval.llm.addresses import address_rules
+from agenteval.llm.public_ids import TEST_CARDS
 from agenteval.llm.secret_rules import REDACTED, Rule
 
 _NAME = r"[\w.@+\-]+"
@@ -150,6 +151,8 @@ PHONE_CANDIDATE = re.compile(
 
 def _card(match: re.Match[str]) -> str | None:
     number = re.sub(r"[ \-.]", "", match.group(0))
+    if number in TEST_CARDS:
+        return None  # a payment provider's published test card
     digits = [int(c) for c in number]
     if len(set(digits)) < 2:
         return None

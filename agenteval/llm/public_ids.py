@@ -253,6 +253,46 @@ def _snowflake(run: str, before: str) -> bool:
     return any(low <= (int(run) >> 22) + epoch <= high for epoch in _SNOWFLAKE_EPOCHS_MS)
 
 
+# Card numbers the card networks' and payment providers' documentation publishes for tests
+# (Stripe, Adyen, Braintree): any amount charged to them is fiction.
+TEST_CARDS = frozenset(
+    {
+        "4242424242424242",
+        "4000056655665556",
+        "5555555555554444",
+        "2223003122003222",
+        "5200828282828210",
+        "5105105105105100",
+        "378282246310005",
+        "371449635398431",
+        "6011111111111117",
+        "6011000990139424",
+        "3056930009020004",
+        "36227206271667",
+        "3566002020360505",
+        "6200000000000005",
+        "4111111111111111",
+        "4012888888881881",
+        "4000000000000002",
+        "4000000000009995",
+        "4000002500003155",
+        "4000000000003220",
+    }
+)
+# Telephone numbers set aside for fiction and documentation: the US 555-0100 to 0199, the
+# UK's Ofcom drama range 07700 900000 to 900999, Australia's ACMA 0491 570 ... and 5550 ....
+FICTIONAL_PHONE = re.compile(
+    r"(?:\+?1[ .\-]?)?\(?\d{3}\)?[ .\-]?555[ .\-]?01\d\d"
+    r"|(?:\+44[ ]?|0)7700[ ]?900[ ]?\d{3}"
+    r"|(?:\+61[ ]?|0)4?91[ ]?57[0-2][ ]?\d{3}|(?:\+61[ ]?|0)\(?[2378]\)?[ ]?5550[ ]?\d{4}"
+)
+
+
+def fictional_number(raw: str) -> bool:
+    """A published test card or a number set aside for fiction (see above)."""
+    return re.sub(r"[ \-.]", "", raw) in TEST_CARDS or FICTIONAL_PHONE.fullmatch(raw) is not None
+
+
 _BUSINESS_REGIONS = ("US", "GB", "PL", "DE", "FR", "ES", "IT", "NL", "AU", "IN", "TR", "BR")
 
 
@@ -298,4 +338,4 @@ def safe_number(text: str, match: re.Match[str], min_digits: int, named: bool = 
         return True
     if _UNIT_AFTER.match(text, match.end()):
         return True
-    return 7 <= len(digits) <= 13 and business_line(run)
+    return fictional_number(run) or (7 <= len(digits) <= 13 and business_line(run))

@@ -16,7 +16,7 @@ Layers, in order:
 Inline base64 images are set aside before and put back after. Measured on the labelled
 corpus `eval/scrub/` (recall and false-scrub rate on its held split: docs/sessions.md).
 
-    text, counts = scrub_text("DB_PASSWORD=hunter22 and call 415-555-0132")
+    text, counts = scrub_text("DB_PASSWORD=hunter22 and call 415-823-0132")
 """
 
 from __future__ import annotations
