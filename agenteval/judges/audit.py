@@ -22,6 +22,7 @@ import functools
 import math
 import operator
 import re
+import threading
 from typing import NamedTuple
 
 from agenteval.judges import literals
@@ -165,11 +166,17 @@ def _shown_result(text: str, x: Quantity) -> bool:
     if not re.fullmatch(r"[\d.\s()+\-*/]+", expr):
         return False
     try:
-        result = _evaluate(ast.parse(expr.strip(), mode="eval").body)
+        with _PARSING:
+            tree = ast.parse(expr.strip(), mode="eval")
+        result = _evaluate(tree.body)
     except (SyntaxError, ZeroDivisionError, ValueError):
         return False
     return math.isclose(result, x.raw[0], rel_tol=ARITHMETIC_TOLERANCE)
 
+
+# CPython 3.11's ast.parse is not safe from several threads at once (SystemError: AST
+# constructor recursion depth mismatch, seen when `agenteval run` judges concurrently)
+_PARSING = threading.Lock()
 
 _OPERATIONS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                ast.Div: operator.truediv}  # fmt: skip

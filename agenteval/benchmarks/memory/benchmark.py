@@ -5,7 +5,6 @@ scenario stresses; the CLI's `memory list`, no DVC stage)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -31,7 +30,7 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
 
-def summary_lines(results: MemoryResults, seconds: float) -> list[str]:
+def summary_lines(results: MemoryResults) -> list[str]:
     """Each scenario's checks and metric shares, then all of them and the wall time."""
     lines = []
     for s in results.scenarios:
@@ -43,17 +42,15 @@ def summary_lines(results: MemoryResults, seconds: float) -> list[str]:
     c = results.counts
     lines.append(
         f"all: {c['passed']}/{c['checks']} checks passed, {c['failed']} failed, "
-        f"{c['unmeasured']} unmeasured over {c['probes']} probes and {c['chats']} chats "
-        f"({seconds:.1f}s)"
+        f"{c['unmeasured']} unmeasured over {c['probes']} probes and {c['chats']} chats"
     )
     return lines
 
 
 def _run(settings: MemoryParams, ctx: RunContext, layout: Layout) -> Outcome:
-    started = time.perf_counter()
     results = run_suite(settings, ctx.run, ctx.root)
     write_outputs(results, layout.reports)
-    return Outcome(tuple(summary_lines(results, time.perf_counter() - started)), coverage(results))
+    return Outcome(tuple(summary_lines(results)), coverage(results))
 
 
 def _gate(settings: MemoryParams, ctx: RunContext, layout: Layout) -> Outcome:

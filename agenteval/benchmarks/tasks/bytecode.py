@@ -90,6 +90,9 @@ def toolchain_prefix(env: Mapping[str, str]) -> Path | None:
     if python is None:
         return None
     with _LOCK:  # tasks grade concurrently: one warm-up per interpreter
-        if python not in _PREFIXES:
+        made = _PREFIXES.get(python)
+        # scratch.remove_all() in a long-lived process (a test run, a library caller) removes
+        # the folder but not this entry: bwrap cannot mount a folder that is gone, so warm again
+        if python not in _PREFIXES or (made is not None and not made.is_dir()):
             _PREFIXES[python] = _warm(python, env)
         return _PREFIXES[python]
