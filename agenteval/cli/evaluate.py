@@ -88,7 +88,6 @@ def run(
 
     An invalid scenario file is skipped and listed, and the run exits 2 at the end
     (unless --strict, which refuses before anything runs)."""
-    from agenteval.fileio import write_json
 
     root = Path.cwd().resolve()
     if resume is not None:
@@ -102,12 +101,7 @@ def run(
         params = load_params(
             params_file, list(set_ or []), {k: v for k, v in options.items() if v[1] is not None}
         )
-        select(params, scenario, category)
-        if strict:
-            params["suite"]["strict"] = True
-        out = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        writable_folder("--out", out)
-        write_json(out / "params.json", params)
+        out = _new_run_dir(params, scenario, category, strict, out)
     from agenteval import heap
     from agenteval.layout import Layout
     from agenteval.pipeline import run_evaluation
@@ -140,6 +134,26 @@ def run(
             EXIT_STOPPED,
         )
     _finish(result.scorecard, out)
+
+
+def _new_run_dir(
+    params: dict[str, Any],
+    scenario: list[str] | None,
+    category: list[str] | None,
+    strict: bool,
+    out: Path | None,
+) -> Path:
+    """The selection and --strict applied to `params`, written as the new run's params.json
+    (default folder runs/<time>); the folder, checked writable before any work."""
+    from agenteval.fileio import write_json
+
+    select(params, scenario, category)
+    if strict:
+        params["suite"]["strict"] = True
+    out = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    writable_folder("--out", out)
+    write_json(out / "params.json", params)
+    return out
 
 
 def _print_outcome(result: Any, out: Path) -> None:
