@@ -176,12 +176,18 @@ def page(ui: str) -> Iterator[Any]:
             browser.close()
 
 
-def visit(page: Any, path: str, waits_for: str | re.Pattern[str]) -> str:
+def visit(
+    page: Any,
+    path: str,
+    waits_for: str | re.Pattern[str],
+    hints: tuple[str, ...] = ("Got it", "Close"),
+) -> str:
     """Open `path`, wait until `waits_for` shows, close MLflow's first-visit hints, and return
-    the page's text with runs of whitespace as one space."""
+    the page's text with runs of whitespace as one space. (3.18 opens a session as a drawer
+    whose own button is "Close": a session is visited without that hint.)"""
     page.goto(f"/#{path}")
     page.get_by_text(waits_for).first.wait_for()
-    for hint in ("Got it", "Close"):
+    for hint in hints:
         button = page.get_by_role("button", name=hint)
         if button.count():
             with contextlib.suppress(Exception):  # a hint that went by itself
@@ -293,8 +299,8 @@ def test_each_session_is_one_scenario_iteration_with_its_turns_and_judgment(
     assert newest and all(stored[session] == n for session, n in newest.items())
     for session, turns in sorted(newest.items())[:2]:
         path = f"/experiments/{store.experiment_id}/chat-sessions/{session}"
-        visit(page, path, re.compile(r"Session (assessments|scorers)"))  # 3.17 | 3.9.0
-        page.get_by_text(f"Turn {turns}", exact=True).first.wait_for()
+        visit(page, path, re.compile(rf"^Turn {turns}$"), hints=("Got it",))
+        open_session_assessments(page)
         text = " ".join(page.inner_text("body").split())
         shot(page, f"session-{session}")
         shown = {int(n) for n in re.findall(r"\bTurn (\d+)\b", text)}
@@ -302,6 +308,20 @@ def test_each_session_is_one_scenario_iteration_with_its_turns_and_judgment(
         for name in ("scenario_status", "scenario_score", "judge_verdict"):
             assert name in text, name
         assert re.search(r"correctness\s*:\s*\d", text)  # the judge's per-turn scores
+
+
+def open_session_assessments(page: Any) -> None:
+    """Show the session's own assessments (its status, score and verdict): 3.9.0 ("Session
+    scorers") and 3.17 ("Session assessments") open a session with the pane shown, 3.18 folds
+    it behind the header's Assess button."""
+    pane = page.get_by_text(re.compile(r"Session (assessments|scorers)")).first
+    toggle = page.locator("[data-component-id$='assessments-pane-toggle'] >> visible=true").first
+    pane.or_(toggle).first.wait_for()
+    with contextlib.suppress(Exception):  # an open pane may render just after the toggle
+        pane.wait_for(timeout=5000)
+    if not pane.is_visible():
+        toggle.click()
+    pane.wait_for()
 
 
 def test_compare_view_shows_the_changed_param(page: Any, store: Store) -> None:
