@@ -12,9 +12,12 @@ by a case or dropped with a reason, and the dataset summary counts both.
 
 from __future__ import annotations
 
+import gc
 import os
 import stat
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -165,7 +168,7 @@ def tool_target(arguments: dict[str, Any]) -> str | None:
 def _not_a_reply(line: Line) -> Drop | None:
     """Why an assistant line is no model's reply (an API error, a synthetic stand-in)."""
     assert line.message is not None
-    if (line.model_extra or {}).get("isApiErrorMessage"):
+    if line.is_api_error_message:
         return Drop.API_ERROR
     if line.message.model == rules.SYNTHETIC_MODEL:
         return Drop.SYNTHETIC
@@ -361,8 +364,28 @@ def project_folder_name(project: str) -> str:
     return project.replace("/", "-").replace(".", "-") if "/" in project else project
 
 
+@contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Reading a file allocates hundreds of thousands of objects that hold no reference
+    cycle (parsed lines, their models, the cases), and the cycle collector would walk them
+    again and again: a sixth of the reading time. Reference counting frees them all the
+    same; the collector runs again between files, as it was set before."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def read_file(path: Path, root: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Extraction:
     """One transcript file's cases, drops and counts (a worker's unit of work)."""
+    with _cycle_collector_paused():
+        return _read_file(path, root, max_line_bytes)
+
+
+def _read_file(path: Path, root: Path, max_line_bytes: int) -> Extraction:
     out = Extraction()
     found = read_transcript(path, max_line_bytes)
     rel = path.relative_to(root).as_posix()

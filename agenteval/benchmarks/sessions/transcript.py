@@ -7,10 +7,12 @@ file-history-snapshot, queue-operation, ... an open set); conversation lines car
 Tool results come back on the user channel. A subagent's lines are marked `isSidechain`, in
 the session's file (older versions) or in an `agent-<id>.jsonl` file of their own.
 
-The models keep every field they do not know (`extra="allow"`): a newer Claude Code adds
-fields and block types, and that must cost a warning, not the user's data. A line that is
-not JSON is skipped and named; a cut last line (a session still being written) is skipped
-and counted as truncation.
+A field this reader does not know never fails a line: a newer Claude Code adds fields and
+block types, and that must cost a warning, not the user's data. The line and message models
+declare only what extraction reads (other fields are named in the warning, read from the
+parsed line, and not copied into the model: copying them cost a third of the reading time);
+content blocks stay as written, every field kept. A line that is not JSON is skipped and
+named; a cut last line (a session still being written) is skipped and counted as truncation.
 """
 
 from __future__ import annotations
@@ -114,10 +116,38 @@ Block = Annotated[
 _BLOCKS: TypeAdapter[list[Block]] = TypeAdapter(list[Block])
 
 
-class Message(_Open):
+@dataclass(slots=True)
+class _Parts:
+    """A message's content as extraction reads it: its block objects, their kinds, and the
+    non-empty texts of its text blocks (a string content is one text block)."""
+
+    blocks: tuple[dict[str, Any], ...]
+    kinds: frozenset[str]
+    texts: tuple[str, ...]
+
+    @staticmethod
+    def of(content: Any) -> _Parts:
+        if isinstance(content, str):
+            texts = (content,) if content else ()
+            return _Parts(({"type": "text", "text": content},), TEXT_ONLY, texts)
+        if not isinstance(content, list):
+            return _Parts((), frozenset(), ())
+        blocks = tuple(b for b in content if isinstance(b, dict))
+        found = [b.get("text") for b in blocks if b.get("type") == "text"]
+        kinds = frozenset([str(b.get("type")) for b in blocks])
+        return _Parts(blocks, kinds, tuple([t for t in found if isinstance(t, str) and t]))
+
+
+TEXT_ONLY = frozenset({"text"})
+
+
+class Message(BaseModel):
     """A message; its content blocks stay as written (every field of every block kept) and
     are typed on request (`blocks`). Extraction reads them through the accessors below
-    instead: typing each block of every line would cost most of the reading time."""
+    instead: typing each block of every line would cost most of the reading time. Fields
+    other than these are not kept (see the module's docstring)."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
     role: str | None = None
     id: str | None = None
@@ -127,36 +157,37 @@ class Message(_Open):
     stop_reason: str | None = None
 
     def raw_blocks(self) -> list[dict[str, Any]]:
-        if isinstance(self.content, str):
-            return [{"type": "text", "text": self.content}]
-        if not isinstance(self.content, list):
-            return []
-        return [b for b in self.content if isinstance(b, dict)]
+        return list(self._parts().blocks)
+
+    def _parts(self) -> _Parts:
+        """The content read once, kept on the instance: extraction asks a line for its
+        kinds and texts several times (filters, then the exchange it belongs to). Kept in
+        `__dict__` by hand: functools.cached_property takes a lock (Python 3.11) and a
+        private attribute costs more than reading the content again."""
+        parts = self.__dict__.get("_content_parts")
+        if parts is None:
+            parts = self.__dict__["_content_parts"] = _Parts.of(self.content)
+        return parts
 
     def blocks(self) -> list[Any]:
         return _BLOCKS.validate_python(self.raw_blocks())
 
-    def kinds(self) -> set[str]:
-        if isinstance(self.content, str):
-            return {"text"}
-        return {str(b.get("type")) for b in self.raw_blocks()}
+    def kinds(self) -> frozenset[str]:
+        return self._parts().kinds
 
     def texts(self) -> list[str]:
-        if isinstance(self.content, str):
-            return [self.content] if self.content else []
-        found = (b.get("text") for b in self.raw_blocks() if b.get("type") == "text")
-        return [t for t in found if isinstance(t, str) and t]
+        return list(self._parts().texts)
 
     def text(self) -> str:
         """The text a person would read: text blocks only, joined by blank lines."""
         return "\n\n".join(self.texts())
 
     def tool_uses(self) -> list[tuple[str, dict[str, Any]]]:
-        found = (b for b in self.raw_blocks() if b.get("type") == "tool_use")
+        found = (b for b in self._parts().blocks if b.get("type") == "tool_use")
         return [(str(b.get("name") or ""), dict(b.get("input") or {})) for b in found]
 
 
-class Line(_Open):
+class Line(BaseModel):
     type: str
     uuid: str | None = None
     parent_uuid: str | None = None
@@ -166,6 +197,8 @@ class Line(_Open):
     is_sidechain: bool = False
     is_meta: bool = False
     is_compact_summary: bool = False
+    # As written (any value; true-ish marks a line Claude Code wrote for a failed API call).
+    is_api_error_message: Any = None
     message: Message | None = None
 
     @field_validator("timestamp", mode="before")
@@ -178,7 +211,6 @@ class Line(_Open):
         return value
 
     model_config = ConfigDict(
-        extra="allow",
         populate_by_name=True,
         alias_generator=lambda name: {
             "parent_uuid": "parentUuid",
@@ -186,8 +218,13 @@ class Line(_Open):
             "is_sidechain": "isSidechain",
             "is_meta": "isMeta",
             "is_compact_summary": "isCompactSummary",
+            "is_api_error_message": "isApiErrorMessage",
         }.get(name, name),
     )
+
+
+# Names a line's fields are read by (the model reads a field by its name or its alias).
+READ_LINE_FIELDS = KNOWN_LINE_FIELDS.union(Line.model_fields)
 
 
 @dataclass
@@ -205,10 +242,11 @@ class TranscriptFile:
     oversize: list[int] = field(default_factory=list)  # lines over the cap, never parsed
 
 
-def _note_unknown(found: TranscriptFile, number: int, line: Line) -> None:
-    extra = line.model_extra or {} if line.type in KNOWN_TYPES else {}
-    names = [f"field {n!r}" for n in extra.keys() - KNOWN_LINE_FIELDS]
-    if line.message is not None:
+def _note_unknown(found: TranscriptFile, number: int, parsed: dict[str, Any], line: Line) -> None:
+    names = []
+    if line.type in KNOWN_TYPES and not parsed.keys() <= READ_LINE_FIELDS:
+        names = [f"field {n!r}" for n in parsed.keys() - READ_LINE_FIELDS]
+    if line.message is not None and not line.message.kinds() <= KNOWN_BLOCK_SET:
         names += [f"block type {k!r}" for k in line.message.kinds() - KNOWN_BLOCK_SET]
     for name in sorted(names):
         found.unknown[name] += 1
@@ -235,7 +273,8 @@ def read_transcript(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Transcr
         try:
             # orjson reads the escaped text of tool results several times faster than
             # pydantic's own JSON parser; the model then validates the parsed object.
-            line = Line.model_validate(_loads(row))
+            parsed = _loads(row)
+            line = Line.model_validate(parsed)
         except (orjson.JSONDecodeError, ValidationError) as exc:
             if number == len(rows) and not complete:
                 found.truncated = number  # still being written: not an error of the file
@@ -243,8 +282,7 @@ def read_transcript(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Transcr
                 found.malformed.append((number, _why(exc)))
             continue
         found.lines.append((number, line))
-        if line.model_extra or line.message is not None:
-            _note_unknown(found, number, line)
+        _note_unknown(found, number, parsed, line)
     return found
 
 
