@@ -57,6 +57,21 @@ def test_importing_pauses_collection_and_restores_it_even_on_error() -> None:
     assert not gc.isenabled()  # a caller that had it off keeps it off
 
 
+def test_paused_holds_collection_in_any_process_and_sets_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(heap, "_claimed", False)  # a temporary pause: unclaimed too
+    gc.enable()
+    with pytest.raises(RuntimeError), heap.paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a file failed to read")
+    assert gc.isenabled()
+    gc.disable()
+    with heap.paused():
+        pass
+    assert not gc.isenabled()  # a caller that had it off keeps it off
+
+
 def test_an_unclaimed_process_keeps_its_collector(monkeypatch: pytest.MonkeyPatch) -> None:
     """A command run inside another program (a test's CliRunner) changes nothing."""
     monkeypatch.setattr(heap, "_claimed", False)

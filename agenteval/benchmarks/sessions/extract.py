@@ -12,17 +12,15 @@ by a case or dropped with a reason, and the dataset summary counts both.
 
 from __future__ import annotations
 
-import gc
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agenteval import heap
 from agenteval.benchmarks.sessions import rules
 from agenteval.benchmarks.sessions.rules import Drop
 from agenteval.benchmarks.sessions.transcript import (
@@ -364,24 +362,10 @@ def project_folder_name(project: str) -> str:
     return project.replace("/", "-").replace(".", "-") if "/" in project else project
 
 
-@contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
-    """Reading a file allocates hundreds of thousands of objects that hold no reference
-    cycle (parsed lines, their models, the cases), and the cycle collector would walk them
-    again and again: a sixth of the reading time. Reference counting frees them all the
-    same; the collector is set back as it was afterwards."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
 def read_file(path: Path, root: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Extraction:
-    """One transcript file's cases, drops and counts (a worker's unit of work)."""
-    with _cycle_collector_paused():
+    """One transcript file's cases, drops and counts (a worker's unit of work), the
+    collector paused (`heap.paused`: what a file allocates holds no cycle)."""
+    with heap.paused():
         return _read_file(path, root, max_line_bytes)
 
 
@@ -439,8 +423,8 @@ def read_all(paths: list[Path], root: Path, max_line_bytes: int = MAX_LINE_BYTES
 
 def extract(root: Path, options: Options) -> Extraction:
     # Paused here too: the cases coming back from the workers, unpickled and merged, are
-    # the same cycle-free objects (the collector cost the parent two thirds of its time).
-    with _cycle_collector_paused():
+    # the same cycle-free objects.
+    with heap.paused():
         return _extract(root, options)
 
 
