@@ -10,7 +10,7 @@ the session's file (older versions) or in an `agent-<id>.jsonl` file of their ow
 A field this reader does not know never fails a line: a newer Claude Code adds fields and
 block types, and that must cost a warning, not the user's data. The line and message models
 declare only what extraction reads (other fields are named in the warning, read from the
-parsed line, and not copied into the model: copying them cost a third of the reading time);
+parsed line, and not copied into the model: copying them cost a third of the validation);
 content blocks stay as written, every field kept. A line that is not JSON is skipped and
 named; a cut last line (a session still being written) is skipped and counted as truncation.
 """
@@ -162,11 +162,13 @@ class Message(BaseModel):
     def _parts(self) -> _Parts:
         """The content read once, kept on the instance: extraction asks a line for its
         kinds and texts several times (filters, then the exchange it belongs to). Kept in
-        `__dict__` by hand: functools.cached_property takes a lock (Python 3.11) and a
-        private attribute costs more than reading the content again."""
-        parts = self.__dict__.get("_content_parts")
-        if parts is None:
-            parts = self.__dict__["_content_parts"] = _Parts.of(self.content)
+        `__dict__` by hand (functools.cached_property takes a lock on Python 3.11, and a
+        private attribute costs more than reading the content again), with the content it
+        was read from: a content assigned or copied in later is read afresh."""
+        kept = self.__dict__.get("_content_parts")
+        if kept is None or kept[0] is not self.content:
+            kept = self.__dict__["_content_parts"] = (self.content, _Parts.of(self.content))
+        parts: _Parts = kept[1]
         return parts
 
     def blocks(self) -> list[Any]:
