@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from agenteval.benchmarks.sessions import rules
 from agenteval.benchmarks.sessions.extract import ExtractError, Options, extract
 from agenteval.benchmarks.sessions.rules import Drop
-from agenteval.benchmarks.sessions.transcript import read_transcript
+from agenteval.benchmarks.sessions.transcript import Line, Message, read_transcript
 from agenteval.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,6 +137,37 @@ def test_newer_formats_degrade_to_warnings() -> None:
     # The answer next to the unknown block is still read.
     case = extract(FIXTURES, Options(project=NOTES)).cases[0].case
     assert case.reference.answer.startswith("`export()` in `notes/export.py`")
+
+
+def test_fields_read_by_name_are_not_unknown_and_others_are(tmp_path: Path) -> None:
+    """Unknown fields are named from the parsed line (the model keeps only what it reads):
+    a declared field, by its alias or its name, is not unknown; anything else is."""
+    path = tmp_path / "s.jsonl"
+    lines = [
+        {"type": "user", "isApiErrorMessage": True, "message": {"content": "hi"}},
+        {"type": "user", "parent_uuid": "p", "message": {"content": "hi"}},
+        {"type": "user", "isApiErrorMesage": True, "message": {"content": "hi"}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    read = read_transcript(path)
+    assert dict(read.unknown) == {"field 'isApiErrorMesage'": 1}
+    assert read.first_seen == {"field 'isApiErrorMesage'": 3}
+    assert [line.is_api_error_message for _, line in read.lines] == [True, None, None]
+
+
+def test_a_message_reads_its_content_once_and_again_when_it_changes() -> None:
+    message = Line.model_validate(
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "first"}]}}
+    ).message
+    assert message is not None and message.texts() == ["first"]
+    message.content = [{"type": "image"}, {"type": "text", "text": "second"}]
+    assert message.texts() == ["second"] and message.kinds() == {"image", "text"}
+    copied = message.model_copy(update={"content": "third"})
+    assert copied.texts() == ["third"] and message.texts() == ["second"]
+    read = Message(content="x")
+    assert read.texts() == ["x"]
+    assert read.model_dump() == Message(content="x").model_dump()  # what it keeps is not dumped
+    assert set(read.model_dump()) == set(Message.model_fields)
 
 
 def test_a_broken_middle_line_is_named_and_nothing_else_is_lost(tmp_path: Path) -> None:
