@@ -32,6 +32,7 @@ from agenteval.llm.detectors import personal_in, secrets_in
 from agenteval.llm.personal import HOME_HINT, PERSONAL_PREFILTER, home_rules, personal_rules
 from agenteval.llm.public_ids import blank_public
 from agenteval.llm.records import RECORD_HINT, sibling_rules
+from agenteval.llm.said_secrets import said_rules
 from agenteval.llm.secret_rules import (
     DIGEST_HEX_LENGTHS,
     REDACTED,
@@ -39,8 +40,9 @@ from agenteval.llm.secret_rules import (
     SET_ASIDE_HINT,
     SHAPE_HINT,
     Rule,
+    generic_rules,
+    named_rules,
     random_looking,
-    shape_rules,
 )
 from agenteval.llm.views import HeldSecrets, decoded_views, encoded_forms, wrapped_tails
 
@@ -84,7 +86,13 @@ def _random_looking(match: re.Match[str]) -> str | None:
 
 def _shape_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
     """The forms programs take credentials in first, then the secret shapes."""
-    return [*credential_rules(), *sibling_rules(), *shape_rules(exempt_hex)]
+    return [
+        *credential_rules(),
+        *sibling_rules(),
+        *named_rules(),
+        *said_rules(),
+        *generic_rules(exempt_hex),
+    ]
 
 
 class Scrubbed(NamedTuple):

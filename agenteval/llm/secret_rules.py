@@ -190,7 +190,7 @@ def _token_user(match: re.Match[str]) -> str | None:
     return REDACTED if hexish or random_looking(token) else None
 
 
-def _keep_plausible(match: re.Match[str]) -> str | None:
+def keep_plausible(match: re.Match[str]) -> str | None:
     """The text before the value kept, the value redacted unless it is a placeholder or
     public by design (an SSH public key, an integrity hash, a publishable key)."""
     if not plausible_secret(match.group("value")) or public_at(match.string, match.start("value")):
@@ -223,7 +223,7 @@ def _random_token(match: re.Match[str]) -> str | None:
     return REDACTED if random_looking(match.group(0)) else None
 
 
-def _segmented(value: str) -> bool:
+def segmented(value: str) -> bool:
     """Identifiers of short parts (model names, versions, slugs): not generated keys."""
     parts = [p for p in re.split(r"[-_.:/]", value) if p]
     return len(parts) >= 3 and max(len(p) for p in parts) < 12
@@ -232,7 +232,7 @@ def _segmented(value: str) -> bool:
 def _assigned_random(match: re.Match[str]) -> str | None:
     """Any NAME=value / NAME: value whose value looks generated (16+ chars)."""
     value = match.group("value").rstrip(".")
-    if _HEX.fullmatch(value) or _UUID.fullmatch(value) or _segmented(value):
+    if _HEX.fullmatch(value) or _UUID.fullmatch(value) or segmented(value):
         return None  # digests, ids, versions and slugs
     if named_public(match.string, match.start("value")) or public_at(
         match.string, match.start("value")
@@ -344,7 +344,7 @@ def _named_rules() -> list[Rule]:
                 r"((?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|KEY"
                 r"|CREDENTIALS?)[A-Z0-9_]*=[\"']?)(?!\[REDACTED\])(?P<value>[^\s\"'`]{8,})"
             ),
-            _keep_plausible,
+            keep_plausible,
         ),
         (
             "named_secret",
@@ -362,13 +362,13 @@ def _named_rules() -> list[Rule]:
                 r"(\b(?:auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|DigestAuth|HTTPProxyAuth)"
                 r"\s*(?:=\s*)?[(\[]\s*" + quoted + r"[\"'])(?P<value>[^\"'\n]+)(?=[\"'])"
             ),
-            _keep_plausible,
+            keep_plausible,
         ),
         # A Twilio auth token is plain hex: known by the account SID handed over with it.
         (
             "twilio_token",
             re.compile(r"(\bAC[0-9a-f]{30,34}\b[\"']?\s*[,:]\s*[\"']?)(?P<value>[0-9a-f]{32})\b"),
-            _keep_plausible,
+            keep_plausible,
         ),
     ]
 
@@ -400,96 +400,12 @@ def _generic_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
     ]
 
 
-def _said_rules() -> list[Rule]:
-    """A value that markup or a sentence names as a secret: `<password>pw</password>`,
-    `key="DbPassword" value="pw"`, "the password is pw", `Authorization: token pw`."""
-    return [
-        (
-            "xml_secret",
-            re.compile(
-                r"(<(?P<tag>" + SECRET_NAME + r")>)(?P<value>[^<\s]{4,})(?=</(?P=tag)>)",
-                re.IGNORECASE,
-            ),
-            _keep_plausible,
-        ),
-        (
-            "keyed_value",
-            re.compile(
-                r"((?i:\b(?:key|name)\s*=\s*[\"'])" + SECRET_NAME + r"[\"']\s+(?i:value)\s*=\s*"
-                r"[\"'])(?P<value>[^\"'\n]{4,})(?=[\"'])",
-                re.IGNORECASE,
-            ),
-            _keep_plausible,
-        ),
-        (
-            "said_secret",
-            re.compile(
-                r"((?i:\b" + _SAID_NAME + r")(?:[ \t]+[\w'’\-]+){0,4}?[ \t]*"
-                r"(?:[ \t](?i:" + _SAID_VERB + r")[ \t]+|[ \t]*[:=][ \t]*)[\"'`«“]?)"
-                # a password has a digit or a symbol: the words before it are passed over
-                r"(?=[^\s\"'`»”]*[0-9!#%&*+?@^~_\-])(?P<value>[^\s\"'`»”]{6,})"
-            ),
-            _said_value,
-        ),
-        # ...and the value before its name: "is `x` still the staging password?"
-        (
-            "said_secret_before",
-            re.compile(
-                r"(?<![\w\-])([\"'`«“]?)(?P<value>[^\s\"'`»”]{6,})[\"'`»”]?"
-                # "x is the password", or a question's quoted "`x` still the password?"
-                r"(?:[ \t]+(?i:is|was|are)|(?<=[\"'`»”])(?=[ \t]+(?i:still|really|now|also)\b))"
-                r"(?:[ \t]+(?i:still|now|not|also|really))?"
-                r"(?:[ \t]+(?i:the|our|my|your|his|her|their|a))?"
-                r"(?:[ \t]+[\w\-]+){0,2}?[ \t]+(?i:" + _SAID_NAME + r")\b"
-            ),
-            _said_before,
-        ),
-    ]
+def named_rules() -> list[Rule]:
+    """The rules a text's own marks decide: key blocks, URLs, headers, then a value its
+    name, flag or call says is a secret (before `llm.said_secrets`' sentences)."""
+    return [*_text_rules(), *_named_rules()]
 
 
-# What a sentence calls a secret, in the languages users write in, and the words between
-# it and its value ("my password is x", "the client secret to x", "mot de passe est x").
-_SAID_NAME = (
-    r"(?:password|passwd|passphrase|pass\s?code|pwd|token|secret|api[ _\-]?key|access[ _\-]?key"
-    r"|private[ _\-]?key|secret[ _\-]?key|passwort|kennwort|zugangsdaten|mot\s+de\s+passe"
-    r"|contrase[ñn]a|clave|senha|wachtwoord|has[łl]o|l[öo]senord|adgangskode|passord"
-    r"|salasana|parola(?:\s+d'ordine)?|пароль|密码|パスワード|비밀번호)"
-)
-_SAID_VERB = (
-    r"is|was|reads|to|as|=|:|ist|lautet|war|auf|est|était|es|era|é|è|er|är|jest|is\s+now"
-    r"|(?:was|has\s+been|is|got)\s+(?:reset|changed|set|rotated|updated)\s+to"
-    r"|set\s+to|changed\s+to|now"
-)
-# What a password looks like where a sentence names it: a letter and a digit or symbol,
-# none of a call's, a path's or a placeholder's marks.
-_SAID_SHAPE = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9!#%&*+?@^~_\-])[^()<>{}\[\]$/\\]+")
-
-
-_VERSION = re.compile(r"[vV]?\d+(?:\.\d+)+(?:[-+][\w.]+)?")
-
-
-def _said_value_ok(value: str) -> bool:
-    if value.startswith("-") or not _SAID_SHAPE.fullmatch(value) or _VERSION.fullmatch(value):
-        return False  # a flag (`--password --host`), a call, a path, a version
-    if value == value.lower() and _segmented(value):
-        return False  # a slug: my-service-v2
-    return plausible_secret(value) and not value.lower().startswith(("http", "www."))
-
-
-def _said_value(match: re.Match[str]) -> str | None:
-    value = match.group("value").rstrip(".,;:!?)")
-    if not _said_value_ok(value):
-        return None
-    return match.group(1) + REDACTED + match.group("value")[len(value) :]
-
-
-def _said_before(match: re.Match[str]) -> str | None:
-    value = match.group("value")
-    if _said_value_ok(value):
-        return match.group(0).replace(value, REDACTED, 1)
-    return None
-
-
-def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
-    """Every secret rule of this module, in the order the scrubber applies them."""
-    return [*_text_rules(), *_named_rules(), *_said_rules(), *_generic_rules(exempt_hex)]
+def generic_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
+    """Provider formats, then anything random-looking where a value stands: last."""
+    return _generic_rules(exempt_hex)
