@@ -191,6 +191,11 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
         r"key=\"(?:DbPassword|SmtpPass)\" value=\"[A-Za-z0-9]{4,8}\"",
         r"(?:the )?(?:password|passphrase|token|secret) (?:is )?[A-Za-z]{3}[0-9!]{3}",
         r"pw: [A-Za-z0-9]{6,8}",
+        r"<input type=\"password\" value=\"[A-Za-z0-9]{4,8}\">",
+        r"(?:hasło|password) (?:do [a-z]{3,6} )?to [A-Z][a-z]{3}[A-Z][a-z]{2}[A-Z][a-z]{2}",
+        r"(?:login|credentials|sign-in) for [a-z]{3,6}: [a-z]{3,5} / [A-Za-z0-9!]{6,10}",
+        r"(?:psk|wpa_psk)=\"[A-Za-z0-9]{8,12}\"",
+        r"Account\.from_key\('0x[0-9a-f]{64}'\)",
         # llm.records: a value whose sibling field names a secret, in JSON, YAML and XML
         r"\{\"(?:key|name)\": \"[A-Za-z]{0,4}(?:token|secret|password)\", "
         r"\"value\": \"[A-Za-z0-9]{6,10}\"\}",

@@ -34,8 +34,11 @@ def said_rules() -> list[Rule]:
         (
             "keyed_value",
             re.compile(
-                r"((?i:\b(?:key|name)\s*=\s*[\"'])" + SECRET_NAME + r"[\"']\s+(?i:value)\s*=\s*"
-                r"[\"'])(?P<value>[^\"'\n]{4,})(?=[\"'])",
+                # `key="DbPassword" value=`, `<input type="password" name="pw" value=`:
+                # other attributes may stand between the name and the value
+                r"((?i:\b(?:key|name|type)\s*=\s*[\"'])" + SECRET_NAME + r"[\"']"
+                r"(?:\s+[\w\-:]+\s*=\s*(?:\"[^\"\n]*\"|'[^'\n]*'))*?"
+                r"\s+(?i:value)\s*=\s*[\"'])(?P<value>[^\"'\n]{4,})(?=[\"'])",
                 re.IGNORECASE,
             ),
             keep_plausible,
@@ -43,12 +46,34 @@ def said_rules() -> list[Rule]:
         (
             "said_secret",
             re.compile(
-                r"((?i:\b" + _SAID_NAME + r")(?:[ \t]+[\w'’\-]+){0,4}?[ \t]*"
+                r"((?i:\b" + _SAID_NAME + r")(?:,?[ \t]+[\w'’\-]+){0,4}?,?[ \t]*"
                 r"(?:[ \t](?i:" + _SAID_VERB + r")[ \t]+|[ \t]*[:=][ \t]*)[\"'`«“]?)"
                 # a password has a digit or a symbol: the words before it are passed over
                 r"(?=[^\s\"'`»”]*[0-9!#%&*+?@^~_\-])(?P<value>[^\s\"'`»”]{6,})"
             ),
             _said_value,
+        ),
+        # A password of letters alone, mixed case inside ("hasło do panelu to ZielonyPrk"):
+        # only after a word for a password, where a class or a token type is not said.
+        (
+            "said_password_letters",
+            re.compile(
+                r"((?i:\b" + _PASSWORD_NAME + r")(?:,?[ \t]+[\w'’\-]+){0,4}?,?"
+                r"(?:[ \t](?i:" + _SAID_VERB + r")[ \t]+|[ \t]*[:=][ \t]*)[\"'`«“]?)"
+                r"(?P<value>[A-Za-zÀ-ÿ]*[a-zß-ÿ][A-ZÀ-Þ][A-Za-zÀ-ÿ]*)(?![\w\-./])"
+            ),
+            _said_letters,
+        ),
+        # A login's user and password, slash-separated: "login for staging: admin / pw".
+        (
+            "said_login_pair",
+            re.compile(
+                r"((?i:\b(?:log[ \-]?in|logon|sign[ \-]?in|credentials?|creds|account"
+                r"|zugangsdaten|anmeldedaten|identifiants|dane\s+logowania|credenciales)\b)"
+                r"[^:\n]{0,40}:[ \t]*[\"'`]?[\w.@+\-]{2,}[\"'`]?[ \t]+/[ \t]+[\"'`]?)"
+                r"(?P<value>[^\s\"'`]{4,})"
+            ),
+            keep_plausible,
         ),
         # ...and the value before its name: "is `x` still the staging password?"
         (
@@ -73,6 +98,11 @@ _SAID_NAME = (
     r"|private[ _\-]?key|secret[ _\-]?key|passwort|kennwort|zugangsdaten|mot\s+de\s+passe"
     r"|contrase[ñn]a|clave|senha|wachtwoord|has[łl]o|l[öo]senord|adgangskode|passord"
     r"|salasana|parola(?:\s+d'ordine)?|пароль|密码|パスワード|비밀번호)"
+)
+# The words that name a password (not a token or a key, whose "value" is often a type name).
+_PASSWORD_NAME = (
+    r"(?:password|passwd|passphrase|passwort|kennwort|mot\s+de\s+passe|contrase[ñn]a|senha"
+    r"|wachtwoord|has[łl]o|l[öo]senord|adgangskode|passord|salasana|пароль)"
 )
 _SAID_VERB = (
     r"is|was|reads|to|as|=|:|ist|lautet|war|auf|est|était|es|era|é|è|er|är|jest|is\s+now"
@@ -107,3 +137,22 @@ def _said_before(match: re.Match[str]) -> str | None:
     if _said_value_ok(value):
         return match.group(0).replace(value, REDACTED, 1)
     return None
+
+
+_LETTERS_MIN = 8  # "Required", "Optional": shorter words a sentence may put after "password is"
+
+
+_CAMEL_PART = re.compile(r"[A-ZÀ-Þ][a-zß-ÿ]*")
+_VOWEL = re.compile(r"[aeiouyàáâäãåæèéêëìíîïòóôöõøùúûüýÿąęó]", re.IGNORECASE)
+
+
+def _said_letters(match: re.Match[str]) -> str | None:
+    """Redacted unless it reads as a class's name: `PasswordField` is words, each with a
+    vowel; `ZielonyPrkHsc` has parts no language pronounces."""
+    value = match.group("value")
+    if len(value) < _LETTERS_MIN or value.lower() == value:
+        return None
+    parts = _CAMEL_PART.findall(value)
+    if "".join(parts) == value and all(_VOWEL.search(part) for part in parts):
+        return None
+    return match.group(1) + REDACTED

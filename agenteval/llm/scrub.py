@@ -44,7 +44,13 @@ from agenteval.llm.secret_rules import (
     named_rules,
     random_looking,
 )
-from agenteval.llm.views import HeldSecrets, decoded_views, encoded_forms, wrapped_tails
+from agenteval.llm.views import (
+    HeldSecrets,
+    decoded_views,
+    encoded_forms,
+    entity_pattern,
+    wrapped_tails,
+)
 
 __all__ = [
     "REDACTED",
@@ -193,6 +199,11 @@ class Scrubber:
             in_view: set[str] = set()
             self._scan(view, in_view)
             values |= {form for value in in_view for form in encoded_forms(value)}
+            if "&" in text:  # a value written partly in HTML character references
+                for value in in_view:
+                    if len(value) >= MIN_SECRET_LEN:
+                        clean, mixed = entity_pattern(value).subn(REDACTED, clean)
+                        hits += [f"repeated:{_first_kind(hits)}"] * mixed
         # Once found anywhere in the text, a value is redacted wherever else it stands.
         values = {v for v in values if len(v.strip()) >= MIN_SECRET_LEN and REDACTED not in v}
         pattern = value_pattern(values)

@@ -34,7 +34,7 @@ DIGEST_HEX_LENGTHS = (32, 40, 64)
 # `DD_API_KEY`, `client-secret`, `GOOGLE_CREDENTIALS`, `sig`. `tokens`, `key_id`, `api_key_env`
 # end otherwise and are not.
 SECRET_NAME = (
-    r"[A-Za-z0-9_.\-]*?(?:passwd|password|passphrase|pass|pwd|pw|secret|token|key|credentials?"
+    r"[A-Za-z0-9_.\-]*?(?:passwd|password|passphrase|pass|pwd|pw|psk|secret|token|key|credentials?"
     r"|auth|signature|sig|private[_-]?key)"
 )
 _LOWER_RUN = re.compile(r"[a-z]{8,}")
@@ -198,6 +198,17 @@ def keep_plausible(match: re.Match[str]) -> str | None:
     return match.group(0)[: match.start("value") - match.start()] + REDACTED
 
 
+def _call_key(match: re.Match[str]) -> str | None:
+    """A key call's literal: redacted when it has a generated key's mix (hex with digits
+    and letters, or random-looking), never a name or a path (`load_key('prod-signing')`)."""
+    value = match.group("value")
+    bare = value[2:] if value[:2] in ("0x", "0X") else value
+    hexish = _HEX.fullmatch(bare) is not None and len(bare) >= 32
+    if not (hexish or random_looking(bare)) or segmented(value):
+        return None
+    return match.group(1) + REDACTED
+
+
 def _credential(match: re.Match[str]) -> str | None:
     """After Bearer / Basic / Token: not "Bearer token authentication"."""
     return None if _WORDS.fullmatch(match.group("value")) else match.group(1) + REDACTED
@@ -265,7 +276,8 @@ SHAPE_HINT = (
     r"(?i:://|hooks\.|webhook|bearer|basic|pass|pwd|secret|token|key|cred|auth|sig|ssws"
     r"|digest|splunk|negotiate|ntlm|kennwort|mot de|contrase|clave|senha|wachtwoord|has[łl]o"
     r"|l[öo]senord|adgangskode|salasana|parola|пароль|密码|パスワード|비밀번호"
-    r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=])"
+    r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=]|psk|log[ \-]?in|logon|sign[ \-]?in"
+    r"|zugangs|anmelde|identifiants|logowania)"
     r"|" + PREFIX_HINT + r"|[A-Za-z0-9+/]{32}|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
 )
 SHAPE_PREFILTER = re.compile(SHAPE_HINT)
@@ -363,6 +375,20 @@ def _named_rules() -> list[Rule]:
                 r"\s*(?:=\s*)?[(\[]\s*" + quoted + r"[\"'])(?P<value>[^\"'\n]+)(?=[\"'])"
             ),
             keep_plausible,
+        ),
+        # A key handed to the call that takes it, positionally: `Account.from_key('0x..')`,
+        # `new Wallet("0x..")`, `privateKeyToAccount(..)`, `SigningKey.from_string(..)`. The
+        # call decides, not the shape (64 hex is a SHA-256 as often): a literal that reads
+        # as generated, as the first argument of a call named for a key, secret or seed.
+        (
+            "key_call",
+            re.compile(
+                r"((?<![\w.])(?:[\w.]*?(?i:private_?key|secret_?key|signing_?key|from_?key"
+                r"|from_?secret|from_?seed|from_?mnemonic|keypair|wallet|signingkey"
+                r"|privatekey)[\w.]*)\s*\(\s*(?:bytes\.fromhex\(\s*)?(?P<q>[\"'`]))"
+                r"(?P<value>[A-Za-z0-9+/_\-]{24,}={0,2})(?=(?P=q))"
+            ),
+            _call_key,
         ),
         # A Twilio auth token is plain hex: known by the account SID handed over with it.
         (
