@@ -75,7 +75,7 @@ SECRET_SHAPES = [
     "github_pat_11ABCDEFG0123456789_abcdefghij",
     "hf_abcdefghijklmnopqrstuvwxyzABCD",
     "AIzaSyA-1234567890abcdefghijklmnopqrstu",
-    "AKIAIOSFODNN7EXAMPLE",
+    "AKIAZ7QW3RT5YU2IOP4L",  # (AWS's documented AKIAIOSFODNN7EXAMPLE is BENIGN)
     "xoxb-1234567890-abcdefghijkl",
     "gsk_abcdefghijklmnopqrstuvwxyz012345",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXBhcnQ",
@@ -109,6 +109,7 @@ def test_labelled_secrets_keep_their_label(text: str, expected: str) -> None:
 
 
 BENIGN = [
+    "aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE  # the AWS docs' example",
     "sha256:" + hashlib.sha256(b"corpus").hexdigest(),
     "commit " + hashlib.sha1(b"x").hexdigest(),
     "run id " + uuid.UUID(int=0x1234_5678_9ABC_4DEF_8123_4567_89AB_CDEF).hex,

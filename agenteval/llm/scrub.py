@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from agenteval.llm.credential_forms import CREDENTIAL_HINT, credential_rules
+from agenteval.llm.demo_tokens import demo_spans
 from agenteval.llm.detectors import personal_in, secrets_in
 from agenteval.llm.personal import HOME_HINT, PERSONAL_PREFILTER, home_rules, personal_rules
 from agenteval.llm.public_ids import blank_public
@@ -251,6 +252,9 @@ class Scrubber:
                 return _STASH.format(len(stash) - 1)
 
             text = SET_ASIDE.sub(set_aside, text)
+        for start, end in reversed(demo_spans(text)):  # a JWT anyone can sign: llm.demo_tokens
+            stash.append(text[start:end])
+            text = text[:start] + _STASH.format(len(stash) - 1) + text[end:]
         if shaped:
             text = self._rules_pass(text, self._rules, hits, values)
             found = list(secrets_in(text))

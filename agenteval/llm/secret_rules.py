@@ -79,10 +79,12 @@ SET_ASIDE_HINT = re.compile(
     r"base64,|sha|SHA256:|h1:|ssh-|PUBLIC KEY|CERTIFICATE|MFkw|MCow|MHYw|MIIBIjAN|MIICIjAN"
 )
 # A placeholder in a key's shape: `sk-xxxxxxxxxxxxxxxxxxxx`, `ghp_XXXXXXXX...`,
-# `sk-your-key-here`. A run of another letter (`sk-ant-QQQQ...`) is a test's fake key,
-# redacted as the real one it stands for; so is AWS's documented `AKIAIOSFODNN7EXAMPLE`:
-# a test or a red team may plant either as a key, and its loss costs no one anything.
-_EXAMPLE_KEY = re.compile(r"(?i)(?:your|my)[_\-]|[_\-]here\b|x{8,}|\*{8,}")
+# `sk-your-key-here`, and a provider's documented example in capitals (AWS's
+# `AKIAIOSFODNN7EXAMPLE`: no generated key spells a word). A run of another letter
+# (`sk-ant-QQQQ...`) is a test's fake key, redacted as the real one it stands for.
+_EXAMPLE_KEY = re.compile(r"(?i)(?:your|my)[_\-]|[_\-]here\b|x{8,}|\*{8,}|(?-i:EXAMPLE)")
+# ...of which these stand for a value wherever they are in it (not `my-`: a password may).
+_PLACEHOLDER_RUN = re.compile(r"(?i:x{8,})|\*{8,}|EXAMPLE")
 # A URL query's value that stands for one: `$RATES_TOKEN`, `${TOKEN}`, `<token>`, `{{token}}`.
 _QUERY_PLACEHOLDER = re.compile(r"\$\{?\w+\}?|<[^>]*>|\{\{[^}]*\}\}|\*+|x{4,}|X{4,}")
 
@@ -142,6 +144,8 @@ def plausible_secret(value: str) -> bool:
     if "\x00" in value:  # what the scrubber set aside (a public key): see SET_ASIDE
         return False
     if len(set(value)) <= 2:  # "****", "xxxx", "----"
+        return False
+    if _PLACEHOLDER_RUN.search(value):  # `ghp_xxxxxxxx...`, `AKIAIOSFODNN7EXAMPLE`
         return False
     return not _CODE_VALUE.fullmatch(value)
 
