@@ -40,7 +40,8 @@ def demo_jwt(token: str) -> bool:
         signature = _b64url(parts[2])
     except (binascii.Error, ValueError, UnicodeDecodeError):
         return False
-    digest = _DIGESTS.get(header.get("alg")) if isinstance(header, dict) else None
+    algorithm = header.get("alg") if isinstance(header, dict) else None
+    digest = _DIGESTS.get(algorithm) if isinstance(algorithm, str) else None
     if digest is None:
         return False
     signed = f"{parts[0]}.{parts[1]}".encode()
