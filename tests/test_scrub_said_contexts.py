@@ -66,6 +66,8 @@ KEPT = [
     + "4c0883a69102937d6231471b5dbb6204fe512961708279f2e3e8a5d4b8e3e6a1",
     "verify_checksum('" + "ab12" * 16 + "')",
     "key = load_key('prod-signing-key')",
+    "bal = wallet.get_balance('0x52908400098527886E0F7030069857D2E4169EE7')",  # an address
+    "account: billing / invoices",
     "the secret, as the docs say, is required",
 ]
 

@@ -68,7 +68,7 @@ def said_rules() -> list[Rule]:
         (
             "said_login_pair",
             re.compile(
-                r"((?i:\b(?:log[ \-]?in|logon|sign[ \-]?in|credentials?|creds|account"
+                r"((?i:\b(?:log[ \-]?in|logon|sign[ \-]?in|credentials?|creds"
                 r"|zugangsdaten|anmeldedaten|identifiants|dane\s+logowania|credenciales)\b)"
                 r"[^:\n]{0,40}:[ \t]*[\"'`]?[\w.@+\-]{2,}[\"'`]?[ \t]+/[ \t]+[\"'`]?)"
                 r"(?P<value>[^\s\"'`]{4,})"

@@ -203,11 +203,12 @@ def keep_plausible(match: re.Match[str]) -> str | None:
 
 
 def _call_key(match: re.Match[str]) -> str | None:
-    """A key call's literal: redacted when it has a generated key's mix (hex with digits
-    and letters, or random-looking), never a name or a path (`load_key('prod-signing')`)."""
+    """A key call's literal: redacted when it has a generated key's mix (64+ hex, or
+    random-looking), never a name, a path or an address (`load_key('prod-signing')`)."""
     value = match.group("value")
     bare = value[2:] if value[:2] in ("0x", "0X") else value
-    hexish = _HEX.fullmatch(bare) is not None and len(bare) >= 32
+    # 64 hex or more: a 32-byte key or seed (40 is an Ethereum address, public)
+    hexish = _HEX.fullmatch(bare) is not None and len(bare) >= 64
     if not (hexish or random_looking(bare)) or segmented(value):
         return None
     return match.group(1) + REDACTED
