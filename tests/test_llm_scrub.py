@@ -75,7 +75,7 @@ SECRET_SHAPES = [
     "github_pat_11ABCDEFG0123456789_abcdefghij",
     "hf_abcdefghijklmnopqrstuvwxyzABCD",
     "AIzaSyA-1234567890abcdefghijklmnopqrstu",
-    "AKIAIOSFODNN7EXAMPLE",
+    "AKIAZ7QW3RT5YU2IOP4L",  # (AWS's documented AKIAIOSFODNN7EXAMPLE is BENIGN)
     "xoxb-1234567890-abcdefghijkl",
     "gsk_abcdefghijklmnopqrstuvwxyz012345",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXBhcnQ",
@@ -109,6 +109,7 @@ def test_labelled_secrets_keep_their_label(text: str, expected: str) -> None:
 
 
 BENIGN = [
+    "aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE  # the AWS docs' example",
     "sha256:" + hashlib.sha256(b"corpus").hexdigest(),
     "commit " + hashlib.sha1(b"x").hexdigest(),
     "run id " + uuid.UUID(int=0x1234_5678_9ABC_4DEF_8123_4567_89AB_CDEF).hex,
@@ -191,6 +192,11 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
         r"key=\"(?:DbPassword|SmtpPass)\" value=\"[A-Za-z0-9]{4,8}\"",
         r"(?:the )?(?:password|passphrase|token|secret) (?:is )?[A-Za-z]{3}[0-9!]{3}",
         r"pw: [A-Za-z0-9]{6,8}",
+        r"<input type=\"password\" value=\"[A-Za-z0-9]{4,8}\">",
+        r"(?:hasło|password) (?:do [a-z]{3,6} )?to [A-Z][a-z]{3}[A-Z][a-z]{2}[A-Z][a-z]{2}",
+        r"(?:login|credentials|sign-in) for [a-z]{3,6}: [a-z]{3,5} / [A-Za-z0-9!]{6,10}",
+        r"(?:psk|wpa_psk)=\"[A-Za-z0-9]{8,12}\"",
+        r"Account\.from_key\('0x[0-9a-f]{64}'\)",
         # llm.records: a value whose sibling field names a secret, in JSON, YAML and XML
         r"\{\"(?:key|name)\": \"[A-Za-z]{0,4}(?:token|secret|password)\", "
         r"\"value\": \"[A-Za-z0-9]{6,10}\"\}",

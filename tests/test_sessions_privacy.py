@@ -91,6 +91,9 @@ def test_a_planted_secret_is_written_nowhere(
     # With log_text the run carries the (scrubbed) text; by default only digests.
     db = b"".join(p.read_bytes() for p in stores)
     assert (b"Which of our endpoints" in db) is log_text
+    if log_text:  # the store holds the texts: this user's only, as the private folder is
+        for path in stores:
+            assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
 
 
 def test_a_line_that_would_leak_is_withheld_not_written(tmp_path: Path) -> None:

@@ -110,11 +110,24 @@ _DISPLAY_NAME = re.compile(
     rf"(?P<name>{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+)?{_WORD}){{1,3}})[ \t]*<[^<>@\s]+@[^<>\s]+>"
 )
 # A passport's machine-readable zone, and an HL7 message's segments about a person.
-_MRZ = re.compile(r"(?<![A-Z0-9<])(?=[A-Z0-9<]*<<)[A-Z0-9<]{30,44}(?![A-Z0-9<])")
+# TD1/TD2/TD3 lines are 30, 36 or 44 characters; one copied by hand gains or loses a `<`.
+_MRZ = re.compile(r"(?<![A-Z0-9<])(?=[A-Z0-9<]*<<)[A-Z0-9<]{28,48}(?![A-Z0-9<])")
 # A row of a table without a header: a name in one cell, a birth year's date in another.
 _OLD_DATE = r"(?:19\d\d|200\d)[\-./]\d\d[\-./]\d\d|\d\d[./\-]\d\d[./\-](?:19\d\d|200\d)"
 _ROW_WITH_BIRTH = re.compile(
     rf"(?m)^(?=[^\n]*[,;\t|])(?=[^\n]*(?<![\d\-./])(?:{_OLD_DATE})(?![\d]))[^\n]+"
+)
+# A file or folder named for a person and a birth date (`Jan_Kowalski_1984-02-11.pdf`,
+# `clients/weronika-mazur-1987-05-21/`): two or three name words, then a date of a birth
+# year. Capitalised words name a person anywhere; lower-case ones under a folder of people.
+_PEOPLE_FOLDER = (
+    r"(?i:patients?|clients?|customers?|members?|employees?|staff|students?|pacjenci|klienci"
+    r"|kunden|mitarbeiter|patienten|people|persons|users|applicants|candidates)"
+)
+_NAMED_FILE = re.compile(
+    rf"(?<![\w])(?P<value>{_WORD}[_\- ]{_WORD}(?:[_\- ]{_WORD})?[_\-. ](?:{_OLD_DATE}))(?!\d)"
+    rf"|{_PEOPLE_FOLDER}[/\\\-](?P<lower>[{_LOWER}]{{2,}}[_\-][{_LOWER}]{{2,}}"
+    rf"(?:[_\-][{_LOWER}]{{2,}})?[_\-.](?:{_OLD_DATE}))(?!\d)"
 )
 _NAME_CELL = re.compile(
     rf"(?:^|(?<=[,;\t|]))[ \t]*\"?(?P<name>{_WORD}(?:[ \t]+(?:{_PARTICLE}[ \t]+)?{_WORD}){{1,3}})"
@@ -154,6 +167,7 @@ def redact_people(text: str) -> tuple[str, frozenset[str]]:
     """`text` with each name a label or a title announces redacted, and the names (each
     also without its first word: a surname said again alone)."""
     names = _record_values(text)
+    text, files = _redact_named_files(text)
     for pattern in (_LABELLED, _BARE, _LABEL_BEFORE, _TITLED):
         for match in pattern.finditer(text):
             name = _found(match)
@@ -163,7 +177,25 @@ def redact_people(text: str) -> tuple[str, frozenset[str]]:
                 if len(words) >= 2 and len(" ".join(words[1:])) >= MIN_NAME + 2:
                     names.add(" ".join(words[1:]))
     if not names:
-        return text, frozenset()
+        return text, frozenset(files)
     for name in sorted(names, key=len, reverse=True):
         text = re.sub(rf"(?<![\w]){re.escape(name)}(?![\w])", REDACTED, text)
-    return text, frozenset(names)
+    return text, frozenset(names | files)
+
+
+def _redact_named_files(text: str) -> tuple[str, set[str]]:
+    """A file or folder's name and birth date redacted where it stands (`_MRI.pdf` after it
+    is a word character: the word-bounded replacement of names would not reach it)."""
+    found: set[str] = set()
+
+    def redact(match: re.Match[str]) -> str:
+        group = "value" if match.group("value") else "lower"
+        found.add(match.group(group))
+        start, end = match.span(group)
+        return (
+            match.group(0)[: start - match.start()]
+            + REDACTED
+            + match.group(0)[end - match.start() :]
+        )
+
+    return _NAMED_FILE.sub(redact, text), found

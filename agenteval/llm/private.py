@@ -35,7 +35,7 @@ from agenteval.llm.personal import (
 from agenteval.llm.personal import HOME_FOLDER as HOME
 from agenteval.llm.private_facts import redact_private_facts
 from agenteval.llm.records import private_columns
-from agenteval.llm.residue import redact_looks_private
+from agenteval.llm.residue import redact_looks_private, strings_of
 from agenteval.llm.scrub import (
     MIN_SECRET_LEN,
     REDACTED,
@@ -43,6 +43,7 @@ from agenteval.llm.scrub import (
     Scrubber,
     replace_everywhere,
 )
+from agenteval.llm.unit_public import hide, public_values, restore
 from agenteval.llm.views import decoded_views, encoded_forms
 
 # Account names that are ordinary words as well: replaced in paths, never as words in text.
@@ -73,6 +74,7 @@ class PrivateScrubber:
         # Each text scrubbed, with the secret values redacted from it (see `scrub`).
         self._done: dict[str, tuple[str, frozenset[str]]] = {}
         self._redacted: set[str] | None = None
+        self.unit_public: list[str] = []  # of the unit `scrub` last scrubbed
         self._emails_found: set[str] = set()  # the addresses of the text being scrubbed
         self.users: set[str] = set()
         self._user_words: re.Pattern[str] | None = None
@@ -173,6 +175,8 @@ class PrivateScrubber:
         api_key, a password) is redacted whatever it looks like. The value is one unit (a
         case, a results file): a secret found in one of its strings is redacted in all."""
         self._redacted = set()
+        # What the unit shows in a public form passes where it stands bare (llm.unit_public).
+        self.unit_public = public_values(strings_of(obj), self.secrets.redacted_values)
         try:
             clean = self._scrub(obj, None)
             values = self._redacted
@@ -186,6 +190,8 @@ class PrivateScrubber:
                 if self._redacted is not None and obj != REDACTED:
                     self._redacted.add(obj)
                 return REDACTED
+            if self.unit_public:
+                return restore(self.scrub_text(hide(obj, self.unit_public)), self.unit_public)
             return self.scrub_text(obj)
         if isinstance(obj, Mapping):
             return {self.scrub_text(str(k)): self._scrub(v, str(k)) for k, v in obj.items()}

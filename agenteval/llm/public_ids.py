@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from agenteval.llm.demo_tokens import demo_spans
+
 # Names that make the value right after them a public id or digest, not a credential:
 # "cache key", "request id", "content hash", "pagination token" (never "api key",
 # "session token", "access key": those are no qualifier here).
@@ -42,7 +44,10 @@ PUBLIC_NAME = re.compile(
     r"|\b(?:page|pagination|continuation|next|sync|cursor|idempotency)[\s_\-]?tokens?\b"
     r"|\bx-(?:request|correlation|trace|amzn-trace|cache|b3-trace|b3-span|amz-cf-id"
     r"|amz-request-id|amz-id-2|goog-request|github-request|runtime)[\w\-]*|\bcf-ray"
-    r"|\b(?:ksuid|ulid|uuid|guid|snowflake)s?\b)"
+    r"|\b(?:ksuid|ulid|uuid|guid|snowflake)s?\b"
+    # a public key's fingerprint or id: "key fingerprint", "GPG key", "signing key (public)"
+    r"|\b(?:key[\s_\-])?fingerprints?\b|\b(?:gpg|pgp|openpgp)[\s_\-]?(?:key|id)s?\b"
+    r"|\bkeys?\s+\(public\))"
 )
 # A public id or digest after the name saying so: "cache key: 9f86...", "request id
 # req_8XkE...", "x-amzn-trace-id: Root=1-...": blanked when its shape is an id's or a digest's.
@@ -158,6 +163,10 @@ SAFE_FORMS = re.compile(
             r"\b1Z[0-9A-Z]{16}\b|"
             + _CARRIER
             + r"[A-Z]{2}\d{9}[A-Z]{2}\b",  # UPU S10: RR123456785GB
+            # an LLM API's object ids, typed by their prefix: msg_01..., toolu_01...,
+            # req_..., chatcmpl-... (what a call returned, not what authorises one)
+            r"\b(?:msg|toolu|srvtoolu|msgbatch|compl|req|resp|chatcmpl|call|asst|thread|run"
+            r"|batch)[_\-][A-Za-z0-9]{16,40}\b",
             # a process's id in a log line: sshd[2983117]
             r"(?<=[a-z\-_])\[\d{1,10}\]",
             _CARRIER + r"[A-Z]{0,4}\d[\d ]{8,34}\d[A-Z]{0,2}\b",
@@ -195,6 +204,8 @@ def public_at(text: str, at: int) -> bool:
 
 def blank_public(text: str) -> str:
     """`text` with every known-public span blanked, its length kept."""
+    for start, end in demo_spans(text):
+        text = text[:start] + " " * (end - start) + text[end:]
     return _NAMED_VALUE.sub(_named_public, SAFE_FORMS.sub(_blank, text))
 
 
@@ -240,6 +251,12 @@ _ID_WORD = re.compile(r"(?i:\bids?\b|_id\b|Id\b|snowflake|message|channel|guild|
 _EPOCH_DIGITS = {10: 1, 13: 1_000, 16: 1_000_000, 19: 1_000_000_000}
 
 
+def _power_of_two_ish(number: int) -> bool:
+    """2^n or 2^n - 1 past a million: a size, a limit, a mask or a Mersenne prime (8589934592
+    bytes, 2305843009213693951), a number of arithmetic, not of a person."""
+    return number >= 1 << 20 and (number & (number - 1) == 0 or number & (number + 1) == 0)
+
+
 def _epoch(run: str) -> bool:
     """An epoch in seconds, milliseconds, microseconds or nanoseconds (2001-2039)."""
     scale = _EPOCH_DIGITS.get(len(run)) if run.isdigit() else None
@@ -282,7 +299,7 @@ TEST_CARDS = frozenset(
 # Telephone numbers set aside for fiction and documentation: the US 555-0100 to 0199, the
 # UK's Ofcom drama range 07700 900000 to 900999, Australia's ACMA 0491 570 ... and 5550 ....
 FICTIONAL_PHONE = re.compile(
-    r"(?:\+?1[ .\-]?)?\(?\d{3}\)?[ .\-]?555[ .\-]?01\d\d"
+    r"(?:(?:\+?1[ .\-]?)?\(?\d{3}\)?[ .\-]?)?555[ .\-]?01\d\d"
     r"|(?:\+44[ ]?|0)7700[ ]?900[ ]?\d{3}"
     r"|(?:\+61[ ]?|0)4?91[ ]?57[0-2][ ]?\d{3}|(?:\+61[ ]?|0)\(?[2378]\)?[ ]?5550[ ]?\d{4}"
 )
@@ -327,7 +344,10 @@ def safe_number(text: str, match: re.Match[str], min_digits: int, named: bool = 
     tokens = run.split()
     if len(tokens) > 1 and any(DECIMAL.fullmatch(t) for t in tokens):
         return True  # a list of measurements: 0.25 0.25 0.5
-    if VERSION.fullmatch(run) or DECIMAL.fullmatch(run) or _ROUND.fullmatch(run):
+    core = run.strip("()") if run.count("(") != run.count(")") else run  # `f(3.14159...)`
+    if VERSION.fullmatch(core) or DECIMAL.fullmatch(core) or _ROUND.fullmatch(core):
+        return True
+    if core.isdigit() and _power_of_two_ish(int(core)):
         return True
     before = text[max(0, match.start() - 24) : match.start()]
     if _epoch(run) or _snowflake(run, before):

@@ -49,8 +49,10 @@ _KEEP = re.compile(
 
 # Hex digests and ids (git SHAs, ObjectIds, container ids): safe, but the credential rule
 # reads them (a key may be hex).
+# Either case, not mixed: a GPG fingerprint is written in capitals.
 _HEX = re.compile(
-    r"(?<![A-Za-z0-9+/])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,128}(?![A-Za-z0-9+/])"
+    r"(?<![A-Za-z0-9+/])(?:(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,128}"
+    r"|(?=[0-9A-F]*[A-F])(?=[0-9A-F]*\d)[0-9A-F]{7,128})(?![A-Za-z0-9+/])"
 )
 
 # -- long digit runs ------------------------------------------------------------------------
@@ -159,9 +161,24 @@ _COORDINATES = re.compile(r"-?\d{1,2}\.\d{5,},\s*-?\d{1,3}\.\d{5,}")
 _PLACE = re.compile(r"(?i:gps|\blat|\blng|\blon|coord|location|standort|position|home|wohn|位置)")
 
 
+# A quoted NAME read from the environment or a config is the secret's name, not its value:
+# `password = os.environ['DB_PASSWORD']`, `getenv("SMTP_PASS")`, `ENV["PG_PASSWORD"]`.
+_NAME_LOOKUP = re.compile(
+    r"(?:environ|getenv|env|ENV|secrets|config|settings)\s*[\[(.]\s*(?:get\s*\(\s*)?[\"'`]$"
+)
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+
+
 def _phrase(text: str) -> str | None:
     match = _PHRASE.search(text)
     if match is None:
+        return None
+    quoted = match.group("quoted")
+    if (
+        quoted
+        and _ENV_NAME.fullmatch(quoted)
+        and _NAME_LOOKUP.search(text, 0, match.start("quoted"))
+    ):
         return None
     value = (match.group("quoted") or match.group("words") or match.group("stated")).rstrip(".!?")
     return None if value == REDACTED or REDACTED in value or value.startswith("$") else value

@@ -28,10 +28,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from agenteval.llm.credential_forms import CREDENTIAL_HINT, credential_rules
+from agenteval.llm.demo_tokens import demo_spans
 from agenteval.llm.detectors import personal_in, secrets_in
 from agenteval.llm.personal import HOME_HINT, PERSONAL_PREFILTER, home_rules, personal_rules
 from agenteval.llm.public_ids import blank_public
 from agenteval.llm.records import RECORD_HINT, sibling_rules
+from agenteval.llm.said_secrets import said_rules
 from agenteval.llm.secret_rules import (
     DIGEST_HEX_LENGTHS,
     REDACTED,
@@ -39,10 +41,17 @@ from agenteval.llm.secret_rules import (
     SET_ASIDE_HINT,
     SHAPE_HINT,
     Rule,
+    generic_rules,
+    named_rules,
     random_looking,
-    shape_rules,
 )
-from agenteval.llm.views import HeldSecrets, decoded_views, encoded_forms, wrapped_tails
+from agenteval.llm.views import (
+    HeldSecrets,
+    decoded_views,
+    encoded_forms,
+    entity_pattern,
+    wrapped_tails,
+)
 
 __all__ = [
     "REDACTED",
@@ -84,7 +93,13 @@ def _random_looking(match: re.Match[str]) -> str | None:
 
 def _shape_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
     """The forms programs take credentials in first, then the secret shapes."""
-    return [*credential_rules(), *sibling_rules(), *shape_rules(exempt_hex)]
+    return [
+        *credential_rules(),
+        *sibling_rules(),
+        *named_rules(),
+        *said_rules(),
+        *generic_rules(exempt_hex),
+    ]
 
 
 class Scrubbed(NamedTuple):
@@ -185,6 +200,11 @@ class Scrubber:
             in_view: set[str] = set()
             self._scan(view, in_view)
             values |= {form for value in in_view for form in encoded_forms(value)}
+            if "&" in text:  # a value written partly in HTML character references
+                for value in in_view:
+                    if len(value) >= MIN_SECRET_LEN:
+                        clean, mixed = entity_pattern(value).subn(REDACTED, clean)
+                        hits += [f"repeated:{_first_kind(hits)}"] * mixed
         # Once found anywhere in the text, a value is redacted wherever else it stands.
         values = {v for v in values if len(v.strip()) >= MIN_SECRET_LEN and REDACTED not in v}
         pattern = value_pattern(values)
@@ -232,6 +252,9 @@ class Scrubber:
                 return _STASH.format(len(stash) - 1)
 
             text = SET_ASIDE.sub(set_aside, text)
+        for start, end in reversed(demo_spans(text)):  # a JWT anyone can sign: llm.demo_tokens
+            stash.append(text[start:end])
+            text = text[:start] + _STASH.format(len(stash) - 1) + text[end:]
         if shaped:
             text = self._rules_pass(text, self._rules, hits, values)
             found = list(secrets_in(text))

@@ -34,7 +34,7 @@ DIGEST_HEX_LENGTHS = (32, 40, 64)
 # `DD_API_KEY`, `client-secret`, `GOOGLE_CREDENTIALS`, `sig`. `tokens`, `key_id`, `api_key_env`
 # end otherwise and are not.
 SECRET_NAME = (
-    r"[A-Za-z0-9_.\-]*?(?:passwd|password|passphrase|pass|pwd|pw|secret|token|key|credentials?"
+    r"[A-Za-z0-9_.\-]*?(?:passwd|password|passphrase|pass|pwd|pw|psk|secret|token|key|credentials?"
     r"|auth|signature|sig|private[_-]?key)"
 )
 _LOWER_RUN = re.compile(r"[a-z]{8,}")
@@ -79,10 +79,12 @@ SET_ASIDE_HINT = re.compile(
     r"base64,|sha|SHA256:|h1:|ssh-|PUBLIC KEY|CERTIFICATE|MFkw|MCow|MHYw|MIIBIjAN|MIICIjAN"
 )
 # A placeholder in a key's shape: `sk-xxxxxxxxxxxxxxxxxxxx`, `ghp_XXXXXXXX...`,
-# `sk-your-key-here`. A run of another letter (`sk-ant-QQQQ...`) is a test's fake key,
-# redacted as the real one it stands for; so is AWS's documented `AKIAIOSFODNN7EXAMPLE`:
-# a test or a red team may plant either as a key, and its loss costs no one anything.
-_EXAMPLE_KEY = re.compile(r"(?i)(?:your|my)[_\-]|[_\-]here\b|x{8,}|\*{8,}")
+# `sk-your-key-here`, and a provider's documented example in capitals (AWS's
+# `AKIAIOSFODNN7EXAMPLE`: no generated key spells a word). A run of another letter
+# (`sk-ant-QQQQ...`) is a test's fake key, redacted as the real one it stands for.
+_EXAMPLE_KEY = re.compile(r"(?i)(?:your|my)[_\-]|[_\-]here\b|x{8,}|\*{8,}|(?-i:EXAMPLE)")
+# ...of which these stand for a value wherever they are in it (not `my-`: a password may).
+_PLACEHOLDER_RUN = re.compile(r"(?i:x{8,})|\*{8,}|EXAMPLE")
 # A URL query's value that stands for one: `$RATES_TOKEN`, `${TOKEN}`, `<token>`, `{{token}}`.
 _QUERY_PLACEHOLDER = re.compile(r"\$\{?\w+\}?|<[^>]*>|\{\{[^}]*\}\}|\*+|x{4,}|X{4,}")
 
@@ -143,6 +145,8 @@ def plausible_secret(value: str) -> bool:
         return False
     if len(set(value)) <= 2:  # "****", "xxxx", "----"
         return False
+    if _PLACEHOLDER_RUN.search(value):  # `ghp_xxxxxxxx...`, `AKIAIOSFODNN7EXAMPLE`
+        return False
     return not _CODE_VALUE.fullmatch(value)
 
 
@@ -190,12 +194,24 @@ def _token_user(match: re.Match[str]) -> str | None:
     return REDACTED if hexish or random_looking(token) else None
 
 
-def _keep_plausible(match: re.Match[str]) -> str | None:
+def keep_plausible(match: re.Match[str]) -> str | None:
     """The text before the value kept, the value redacted unless it is a placeholder or
     public by design (an SSH public key, an integrity hash, a publishable key)."""
     if not plausible_secret(match.group("value")) or public_at(match.string, match.start("value")):
         return None
     return match.group(0)[: match.start("value") - match.start()] + REDACTED
+
+
+def _call_key(match: re.Match[str]) -> str | None:
+    """A key call's literal: redacted when it has a generated key's mix (64+ hex, or
+    random-looking), never a name, a path or an address (`load_key('prod-signing')`)."""
+    value = match.group("value")
+    bare = value[2:] if value[:2] in ("0x", "0X") else value
+    # 64 hex or more: a 32-byte key or seed (40 is an Ethereum address, public)
+    hexish = _HEX.fullmatch(bare) is not None and len(bare) >= 64
+    if not (hexish or random_looking(bare)) or segmented(value):
+        return None
+    return match.group(1) + REDACTED
 
 
 def _credential(match: re.Match[str]) -> str | None:
@@ -223,7 +239,7 @@ def _random_token(match: re.Match[str]) -> str | None:
     return REDACTED if random_looking(match.group(0)) else None
 
 
-def _segmented(value: str) -> bool:
+def segmented(value: str) -> bool:
     """Identifiers of short parts (model names, versions, slugs): not generated keys."""
     parts = [p for p in re.split(r"[-_.:/]", value) if p]
     return len(parts) >= 3 and max(len(p) for p in parts) < 12
@@ -232,7 +248,7 @@ def _segmented(value: str) -> bool:
 def _assigned_random(match: re.Match[str]) -> str | None:
     """Any NAME=value / NAME: value whose value looks generated (16+ chars)."""
     value = match.group("value").rstrip(".")
-    if _HEX.fullmatch(value) or _UUID.fullmatch(value) or _segmented(value):
+    if _HEX.fullmatch(value) or _UUID.fullmatch(value) or segmented(value):
         return None  # digests, ids, versions and slugs
     if named_public(match.string, match.start("value")) or public_at(
         match.string, match.start("value")
@@ -265,7 +281,8 @@ SHAPE_HINT = (
     r"(?i:://|hooks\.|webhook|bearer|basic|pass|pwd|secret|token|key|cred|auth|sig|ssws"
     r"|digest|splunk|negotiate|ntlm|kennwort|mot de|contrase|clave|senha|wachtwoord|has[łl]o"
     r"|l[öo]senord|adgangskode|salasana|parola|пароль|密码|パスワード|비밀번호"
-    r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=])"
+    r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=]|psk|log[ \-]?in|logon|sign[ \-]?in"
+    r"|zugangs|anmelde|identifiants|logowania)"
     r"|" + PREFIX_HINT + r"|[A-Za-z0-9+/]{32}|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
 )
 SHAPE_PREFILTER = re.compile(SHAPE_HINT)
@@ -344,7 +361,7 @@ def _named_rules() -> list[Rule]:
                 r"((?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|KEY"
                 r"|CREDENTIALS?)[A-Z0-9_]*=[\"']?)(?!\[REDACTED\])(?P<value>[^\s\"'`]{8,})"
             ),
-            _keep_plausible,
+            keep_plausible,
         ),
         (
             "named_secret",
@@ -362,13 +379,27 @@ def _named_rules() -> list[Rule]:
                 r"(\b(?:auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|DigestAuth|HTTPProxyAuth)"
                 r"\s*(?:=\s*)?[(\[]\s*" + quoted + r"[\"'])(?P<value>[^\"'\n]+)(?=[\"'])"
             ),
-            _keep_plausible,
+            keep_plausible,
+        ),
+        # A key handed to the call that takes it, positionally: `Account.from_key('0x..')`,
+        # `new Wallet("0x..")`, `privateKeyToAccount(..)`, `SigningKey.from_string(..)`. The
+        # call decides, not the shape (64 hex is a SHA-256 as often): a literal that reads
+        # as generated, as the first argument of a call named for a key, secret or seed.
+        (
+            "key_call",
+            re.compile(
+                r"((?<![\w.])(?:[\w.]*?(?i:private_?key|secret_?key|signing_?key|from_?key"
+                r"|from_?secret|from_?seed|from_?mnemonic|keypair|wallet|signingkey"
+                r"|privatekey)[\w.]*)\s*\(\s*(?:bytes\.fromhex\(\s*)?(?P<q>[\"'`]))"
+                r"(?P<value>[A-Za-z0-9+/_\-]{24,}={0,2})(?=(?P=q))"
+            ),
+            _call_key,
         ),
         # A Twilio auth token is plain hex: known by the account SID handed over with it.
         (
             "twilio_token",
             re.compile(r"(\bAC[0-9a-f]{30,34}\b[\"']?\s*[,:]\s*[\"']?)(?P<value>[0-9a-f]{32})\b"),
-            _keep_plausible,
+            keep_plausible,
         ),
     ]
 
@@ -400,96 +431,12 @@ def _generic_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
     ]
 
 
-def _said_rules() -> list[Rule]:
-    """A value that markup or a sentence names as a secret: `<password>pw</password>`,
-    `key="DbPassword" value="pw"`, "the password is pw", `Authorization: token pw`."""
-    return [
-        (
-            "xml_secret",
-            re.compile(
-                r"(<(?P<tag>" + SECRET_NAME + r")>)(?P<value>[^<\s]{4,})(?=</(?P=tag)>)",
-                re.IGNORECASE,
-            ),
-            _keep_plausible,
-        ),
-        (
-            "keyed_value",
-            re.compile(
-                r"((?i:\b(?:key|name)\s*=\s*[\"'])" + SECRET_NAME + r"[\"']\s+(?i:value)\s*=\s*"
-                r"[\"'])(?P<value>[^\"'\n]{4,})(?=[\"'])",
-                re.IGNORECASE,
-            ),
-            _keep_plausible,
-        ),
-        (
-            "said_secret",
-            re.compile(
-                r"((?i:\b" + _SAID_NAME + r")(?:[ \t]+[\w'’\-]+){0,4}?[ \t]*"
-                r"(?:[ \t](?i:" + _SAID_VERB + r")[ \t]+|[ \t]*[:=][ \t]*)[\"'`«“]?)"
-                # a password has a digit or a symbol: the words before it are passed over
-                r"(?=[^\s\"'`»”]*[0-9!#%&*+?@^~_\-])(?P<value>[^\s\"'`»”]{6,})"
-            ),
-            _said_value,
-        ),
-        # ...and the value before its name: "is `x` still the staging password?"
-        (
-            "said_secret_before",
-            re.compile(
-                r"(?<![\w\-])([\"'`«“]?)(?P<value>[^\s\"'`»”]{6,})[\"'`»”]?"
-                # "x is the password", or a question's quoted "`x` still the password?"
-                r"(?:[ \t]+(?i:is|was|are)|(?<=[\"'`»”])(?=[ \t]+(?i:still|really|now|also)\b))"
-                r"(?:[ \t]+(?i:still|now|not|also|really))?"
-                r"(?:[ \t]+(?i:the|our|my|your|his|her|their|a))?"
-                r"(?:[ \t]+[\w\-]+){0,2}?[ \t]+(?i:" + _SAID_NAME + r")\b"
-            ),
-            _said_before,
-        ),
-    ]
+def named_rules() -> list[Rule]:
+    """The rules a text's own marks decide: key blocks, URLs, headers, then a value its
+    name, flag or call says is a secret (before `llm.said_secrets`' sentences)."""
+    return [*_text_rules(), *_named_rules()]
 
 
-# What a sentence calls a secret, in the languages users write in, and the words between
-# it and its value ("my password is x", "the client secret to x", "mot de passe est x").
-_SAID_NAME = (
-    r"(?:password|passwd|passphrase|pass\s?code|pwd|token|secret|api[ _\-]?key|access[ _\-]?key"
-    r"|private[ _\-]?key|secret[ _\-]?key|passwort|kennwort|zugangsdaten|mot\s+de\s+passe"
-    r"|contrase[ñn]a|clave|senha|wachtwoord|has[łl]o|l[öo]senord|adgangskode|passord"
-    r"|salasana|parola(?:\s+d'ordine)?|пароль|密码|パスワード|비밀번호)"
-)
-_SAID_VERB = (
-    r"is|was|reads|to|as|=|:|ist|lautet|war|auf|est|était|es|era|é|è|er|är|jest|is\s+now"
-    r"|(?:was|has\s+been|is|got)\s+(?:reset|changed|set|rotated|updated)\s+to"
-    r"|set\s+to|changed\s+to|now"
-)
-# What a password looks like where a sentence names it: a letter and a digit or symbol,
-# none of a call's, a path's or a placeholder's marks.
-_SAID_SHAPE = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9!#%&*+?@^~_\-])[^()<>{}\[\]$/\\]+")
-
-
-_VERSION = re.compile(r"[vV]?\d+(?:\.\d+)+(?:[-+][\w.]+)?")
-
-
-def _said_value_ok(value: str) -> bool:
-    if value.startswith("-") or not _SAID_SHAPE.fullmatch(value) or _VERSION.fullmatch(value):
-        return False  # a flag (`--password --host`), a call, a path, a version
-    if value == value.lower() and _segmented(value):
-        return False  # a slug: my-service-v2
-    return plausible_secret(value) and not value.lower().startswith(("http", "www."))
-
-
-def _said_value(match: re.Match[str]) -> str | None:
-    value = match.group("value").rstrip(".,;:!?)")
-    if not _said_value_ok(value):
-        return None
-    return match.group(1) + REDACTED + match.group("value")[len(value) :]
-
-
-def _said_before(match: re.Match[str]) -> str | None:
-    value = match.group("value")
-    if _said_value_ok(value):
-        return match.group(0).replace(value, REDACTED, 1)
-    return None
-
-
-def shape_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
-    """Every secret rule of this module, in the order the scrubber applies them."""
-    return [*_text_rules(), *_named_rules(), *_said_rules(), *_generic_rules(exempt_hex)]
+def generic_rules(exempt_hex: tuple[int, ...] = DIGEST_HEX_LENGTHS) -> list[Rule]:
+    """Provider formats, then anything random-looking where a value stands: last."""
+    return _generic_rules(exempt_hex)

@@ -21,6 +21,7 @@ window of it survives a reply that joins or re-wraps the lines.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 from collections.abc import Iterable
@@ -41,9 +42,16 @@ def _unescape(match: re.Match[str]) -> str:
     return chr(int(code[1:], 16)) if code[0] == "u" else _ESCAPES[code]
 
 
+# An HTML character reference (`&#72;`, `&#x48;`, `&amp;`): a browser shows what it encodes.
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
 def decoded_views(text: str) -> list[str]:
-    """The percent-decoded and JSON-unescaped views of `text` that differ from it."""
+    """The percent-decoded, JSON-unescaped and HTML-unescaped views of `text` that differ
+    from it."""
     views: list[str] = []
+    if "&" in text and _ENTITY.search(text):
+        views.append(html.unescape(text))
     if "%" in text and _PERCENT.search(text):
         views.append(unquote(text))
     if "\\" in text and _ESCAPE.search(text):
@@ -54,11 +62,25 @@ def decoded_views(text: str) -> list[str]:
 
 
 def encoded_forms(value: str) -> set[str]:
-    """`value` as a URL or a JSON string may carry it."""
+    """`value` as a URL, a JSON string or HTML may carry it (every character a decimal or
+    a hex reference, or only the markup's own escaped; `entity_pattern` finds a mix)."""
     forms = {value, quote(value, safe=""), quote(value, safe="/:@"), quote_plus(value)}
     forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
     forms.add(json.dumps(value)[1:-1])
+    forms.add(html.escape(value))
+    forms.add("".join(f"&#{ord(c)};" for c in value))
+    forms.add("".join(f"&#x{ord(c):x};" for c in value))
     return forms
+
+
+def entity_pattern(value: str) -> re.Pattern[str]:
+    """`value` with any of its characters written as an HTML character reference (a mix:
+    `H&#116;5u`, which no one encoded form matches)."""
+    parts = []
+    for char in value:
+        hex_digits = "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{ord(char):x}")
+        parts.append(f"(?:{re.escape(char)}|&#0*{ord(char)};|&#[xX]0*{hex_digits};)")
+    return re.compile("".join(parts))
 
 
 class HeldSecrets:

@@ -24,6 +24,7 @@ from typing import Any
 from agenteval.fileio import write_atomic
 from agenteval.llm.private import PrivateScrubber
 from agenteval.llm.scrub import REDACTED
+from agenteval.llm.unit_public import hide
 
 FILE_MODE, FOLDER_MODE = 0o600, 0o700
 log = logging.getLogger(__name__)
@@ -35,7 +36,9 @@ class PrivacyError(ValueError):
     """A write would expose private text, or the output folder is not private."""
 
 
-def withhold(value: Any, scrubber: SessionScrubber) -> tuple[Any, list[str]]:
+def withhold(
+    value: Any, scrubber: SessionScrubber, public: list[str] | None = None
+) -> tuple[Any, list[str]]:
     """`value` (already scrubbed, JSON-like) with every string that still holds private data
     replaced by [REDACTED], and the kinds found (never the values). The check reads the
     strings the scrubber read, not the JSON they become: quoting and escapes (`"x":"…"`,
@@ -45,7 +48,10 @@ def withhold(value: Any, scrubber: SessionScrubber) -> tuple[Any, list[str]]:
 
     def walk(item: Any) -> Any:
         if isinstance(item, str):
-            found = scrubber.leaks(item) if item != REDACTED else []
+            # `public`: what the unit `value` shows in a public form (`llm.unit_public`)
+            found = (
+                scrubber.leaks(hide(item, public) if public else item) if item != REDACTED else []
+            )
             kinds.extend(found)
             return REDACTED if found else item
         if isinstance(item, Mapping):

@@ -33,6 +33,7 @@ from agenteval.benchmarks.sessions.privacy import (
 from agenteval.benchmarks.sessions.transcript import MAX_LINE_BYTES
 from agenteval.fileio import digest_of, sha256_file
 from agenteval.llm.residue import residue, strings_of
+from agenteval.llm.unit_public import hide
 from agenteval.measured import Coverage
 from agenteval.schema.sessions import (
     DatasetSource,
@@ -123,7 +124,8 @@ def pass_grade(params: dict[str, Any]) -> int:
 def write_model(path: Path, model: BaseModel, scrubber: SessionScrubber) -> BaseModel:
     """Write `model` scrubbed and checked string by string as JSON (a string still holding
     private data is withheld, never the file); the model as written."""
-    clean, kinds = withhold(scrubber.scrub(model.model_dump(mode="json")), scrubber)
+    scrubbed = scrubber.scrub(model.model_dump(mode="json"))
+    clean, kinds = withhold(scrubbed, scrubber, public=scrubber.unit_public)
     text = orjson.dumps(clean, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
     warn_withheld(path, kinds)
     write_private(path, text, None)
@@ -150,7 +152,8 @@ def private_cases(
         # String by string, not the case's JSON: texts repeat across cases (a follow-up's
         # context), and JSON quoting would show detect-secrets every field as a quoted string.
         clean = scrubber.scrub(value)
-        strings = list(strings_of(clean))
+        # the gates read what the case shows in a public form as the scrubber did: passed
+        strings = [hide(text, scrubber.unit_public) for text in strings_of(clean)]
         reason = _drop_reason(strings, scrubber)
         if reason is None:
             kept.append(SessionCase.model_validate(clean))

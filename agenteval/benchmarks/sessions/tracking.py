@@ -10,10 +10,11 @@ used. Logging the same results again finds the run already logged (tag agenteval
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
-from agenteval.benchmarks.sessions.privacy import private_files
+from agenteval.benchmarks.sessions.privacy import FILE_MODE, private_files
 from agenteval.benchmarks.sessions.steps import Paths, load_dataset
 from agenteval.benchmarks.tracking import benchmark_run, tracking_enabled
 from agenteval.fileio import digest_of, sha256_file, sha256_text, write_json
@@ -133,6 +134,21 @@ def _log_run(params: dict[str, Any], paths: Paths, card: SessionScorecard, log_t
     return traced
 
 
+def _restrict_local_store(params: dict[str, Any], root: Path) -> None:
+    """A local SQLite store and its journal files, readable by this user only (an existing
+    store made 0644 before now holds the texts too)."""
+    from agenteval.tracking.store import SQLITE_PREFIX, repository_root, resolve_tracking_uri
+
+    uri = resolve_tracking_uri((params.get("tracking") or {}).get("uri"), repository_root(root))
+    if not uri.startswith(SQLITE_PREFIX) or uri.endswith(":memory:"):
+        return
+    database = Path(uri[len(SQLITE_PREFIX) :])
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        path = database.with_name(database.name + suffix)
+        if path.is_file():
+            path.chmod(FILE_MODE)
+
+
 def log_sessions(params: dict[str, Any], root: Path, paths: Paths) -> TrackResult | None:
     """Log the scored replay in `paths` as one MLflow run; None when tracking is off."""
     if not tracking_enabled(params):
@@ -144,9 +160,16 @@ def log_sessions(params: dict[str, Any], root: Path, paths: Paths) -> TrackResul
                      "scorecard": sha256_file(paths.scorecard), "log_text": log_text})  # fmt: skip
     name = f"sessions-{(card.target.model if card.target else None) or 'agent'}-{key[:8]}"
     traced = 0
-    with benchmark_run(params, root, key, name=name, experiment=DEFAULT_EXPERIMENT) as run:
+    # With the texts, the store holds the user's own code as the private folder does: what
+    # it creates meanwhile is this user's only, and a local store file is made so after.
+    with (
+        private_files() if log_text else contextlib.nullcontext(),
+        benchmark_run(params, root, key, name=name, experiment=DEFAULT_EXPERIMENT) as run,
+    ):
         if run.created:
             traced = _log_run(params, paths, card, log_text)
+    if log_text:
+        _restrict_local_store(params, root)
     result = run.result(traced)
     record = {"run_id": result.run_id, "created": result.created, "traces": traced,
               "uri": result.tracking_uri}  # fmt: skip
