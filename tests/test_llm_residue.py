@@ -43,6 +43,11 @@ LOOKS_PRIVATE = [
     ("unlock it with passphrase 'purple lamp seven rivers'", "pass phrase"),
     ("生年月日：昭和52年8月9日", "birth date"),
     ("the GPS fix at home was 48.137154, 11.576124", "coordinates"),
+    # half a pair the scrubber took, the other half left; a tuple is no call's argument
+    ("home location = (47.376887, 8.[REDACTED]) within 50 m", "coordinates"),
+    ("home location = (47.376887, 8.541694) within 50 m", "coordinates"),
+    # a document number of a letter and digits is no capitals hex digest
+    ("Alien Registration Number: B318847026 on the card", "identifier"),
     ("Anschrift: Am Kirchberg 12, Ortsteil Nord", "street address"),
     ("kontakt: j.kowalczyk＠wp.pl", "e-mail"),
     ("scrivi a l.bianchi chiocciola tiscali punto it", "e-mail"),

@@ -332,6 +332,16 @@ def business_line(raw: str, region: str | None = None) -> bool:
     return False
 
 
+def _argument(text: str, match: re.Match[str]) -> bool:
+    """A run with an unbalanced parenthesis that is a call's argument, `f(3.14159...)` (read
+    without it), not a tuple's first member, `home = (52.2297, ...`: its parenthesis follows
+    no name."""
+    if not match.group(0).startswith("("):
+        return True
+    before = text[match.start() - 1] if match.start() else " "
+    return before.isalnum() or before == "_"
+
+
 def safe_number(text: str, match: re.Match[str], min_digits: int, named: bool = False) -> bool:
     """Whether a digit run is a known-safe form; `named` (a word beside it names a
     document or a phone) makes a counting run (1234567) no placeholder."""
@@ -344,7 +354,7 @@ def safe_number(text: str, match: re.Match[str], min_digits: int, named: bool = 
     tokens = run.split()
     if len(tokens) > 1 and any(DECIMAL.fullmatch(t) for t in tokens):
         return True  # a list of measurements: 0.25 0.25 0.5
-    core = run.strip("()") if run.count("(") != run.count(")") else run  # `f(3.14159...)`
+    core = run.strip("()") if run.count("(") != run.count(")") and _argument(text, match) else run
     if VERSION.fullmatch(core) or DECIMAL.fullmatch(core) or _ROUND.fullmatch(core):
         return True
     if core.isdigit() and _power_of_two_ish(int(core)):

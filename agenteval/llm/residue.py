@@ -49,10 +49,12 @@ _KEEP = re.compile(
 
 # Hex digests and ids (git SHAs, ObjectIds, container ids): safe, but the credential rule
 # reads them (a key may be hex).
-# Either case, not mixed: a GPG fingerprint is written in capitals.
+# Either case, not mixed: a GPG key id or fingerprint is written in capitals (16 or 40
+# digits). Capitals shorter than a long key id are not taken for hex: a document number
+# such as a letter and nine digits is all hex characters too.
 _HEX = re.compile(
     r"(?<![A-Za-z0-9+/])(?:(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,128}"
-    r"|(?=[0-9A-F]*[A-F])(?=[0-9A-F]*\d)[0-9A-F]{7,128})(?![A-Za-z0-9+/])"
+    r"|(?=[0-9A-F]*[A-F])(?=[0-9A-F]*\d)[0-9A-F]{16,128})(?![A-Za-z0-9+/])"
 )
 
 # -- long digit runs ------------------------------------------------------------------------
@@ -157,7 +159,11 @@ _PHRASE = re.compile(
 )
 # Coordinates precise to a house (5+ decimals: a city's 4 are public) beside a word
 # saying whose place they are.
-_COORDINATES = re.compile(r"-?\d{1,2}\.\d{5,},\s*-?\d{1,3}\.\d{5,}")
+# A pair of house-level coordinates, also when the scrubber took one half (or its digits)
+# and left the other: "(48.137154, 11.[REDACTED])" still says where someone lives.
+_COORDINATES = re.compile(
+    r"-?\d{1,2}\.\d{5,},\s*(?:-?\d{1,3}\.\d{5,}|(?:-?\d{1,3}\.)?\[REDACTED\])"
+)
 _PLACE = re.compile(r"(?i:gps|\blat|\blng|\blon|coord|location|standort|position|home|wohn|位置)")
 
 
