@@ -56,6 +56,13 @@ _APPENDIX = ("appendix", "annex", "schedule", "exhibit")
 _TITLE_FILLER = frozenset("the a an of and for on in to annual quarterly q1 q2 q3 q4".split())
 
 
+# A web address: the page a reply says its answer is from. Looked up by its host and path in
+# the indexed documents' text (a corpus indexes files, so the address must be one they give).
+URL = re.compile(
+    r"\bhttps?://[^\s<>()\[\]`]+|\bwww\.[a-z0-9-]+(?:\.[a-z0-9-]+)+[^\s<>()\[\]`]*", re.I
+)
+
+
 @dataclass(frozen=True)
 class Reference:
     kind: str
@@ -89,6 +96,9 @@ def references(reply: str) -> list[Reference]:
         if kind not in _APPENDIX and not label[0].isdigit() and not _ID_LABEL.fullmatch(label):
             continue  # "part A", "line B": not numbered references
         found.append(Reference(kind, label.strip(), m.start(), m.end(), m.group(0)))
+    for m in URL.finditer(reply):
+        url = m.group(0).rstrip(".,;:!?)\"'’”")
+        found.append(Reference("url", url, m.start(), m.start() + len(url), url))
     for m in TITLE.finditer(reply):
         group = 1 if m.group(1) else 2
         title = m.group(group)
@@ -244,6 +254,8 @@ def _in(ref: Reference, doc: Document) -> tuple[str, str | None]:
         return _row(ref, doc)
     if ref.kind == "document":
         return _titled(ref, doc)
+    if ref.kind == "url":
+        return _addressed(ref, doc)
     return UNRESOLVED, None  # pages: a text file has none code could count
 
 
@@ -305,3 +317,16 @@ def _titled(ref: Reference, doc: Document) -> tuple[str, str | None]:
 
 def _company(word: str, name: str) -> bool:
     return word.rstrip("'s").rstrip("’s") in name.split()
+
+
+def _addressed(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    """A web address: found when the document gives it (or a longer one it starts); a page
+    under a host the document names may be one it does not list (unresolved); a host no
+    document names is not a source the corpus has (missing)."""
+    address = re.sub(r"^(?:https?://)?(?:www\.)?", "", ref.label.lower()).rstrip("/")
+    host = address.split("/")[0].split("#")[0].split("?")[0]
+    text = doc.raw.lower()
+    if address in text:
+        return "found", doc.text
+    named = re.search(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", text)
+    return (UNRESOLVED, None) if named else (MISSING, None)
