@@ -173,6 +173,10 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
         c.note = f"{deviation:.1%} off"
         if c.matches and expected.excluded_by(q):
             c.matches, c.grade, c.note = False, SCORE_MIN, "a range that leaves the figure out"
+        elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
+            # 43.0% beside an expected 41.5% is not a rounding: it is the document's
+            # prior-year figure, another fact, hence a wrong answer.
+            c.matches, c.grade, c.note = False, SCORE_MIN, "another figure of the documents"
         elif c.matches and misquoted(expected, q):
             # the table would give marks, the labels a fail: code cannot tell (defer)
             c.matches, c.grade, c.note = False, SCORE_MIN, MISQUOTED
@@ -180,10 +184,6 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
             c.matches, c.grade, c.note = False, SCORE_MIN, APPROXIMATED
         elif c.matches and expected.low < expected.high and q.low == q.high:
             c.matches, c.grade, c.note = False, SCORE_MIN, RANGE_END
-        elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
-            # 43.0% beside an expected 41.5% is not a rounding: it is the document's
-            # prior-year figure, another fact, hence a wrong answer.
-            c.matches, c.grade, c.note = False, SCORE_MIN, "another figure of the documents"
         found.append(c)
     return found
 
