@@ -389,8 +389,9 @@ def audited(q: Question, reply: str, ctx: Context, graded: Result) -> Result:
     (`judges.audit`); otherwise code cannot tell an invented fact from a true one: defer."""
     if graded.score is None or graded.score <= SCORE_MIN:
         return graded
+    seen = backing_text(q)
     for part in parts_of(q.expected or ""):
-        why = audit.spread_rate(q.text, ctx.text, part)
+        why = audit.spread_rate(q.text, ctx.text, part) or audit.other_period(ctx.text, part, seen)
         why = why or audit.added_period(q.text, q.expected or "", ctx.text, part)
         if why is not None:
             return Result(None, why)
@@ -398,7 +399,7 @@ def audited(q: Question, reply: str, ctx: Context, graded: Result) -> Result:
         if other is not None:
             return Result(None, f"emphasises {other!r} as its answer, not {part.text!r}")
     answers = tuple(p.key for p in parts_of(q.expected or "") if isinstance(p.key, Quantity))
-    why = audit.unbacked(reply, backing_text(q), english(reply), answers)
+    why = audit.unbacked(reply, seen, english(reply), answers)
     return graded if why is None else Result(None, f"{why}; cannot tell it is not invented")
 
 
