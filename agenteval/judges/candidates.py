@@ -118,8 +118,10 @@ APPROXIMATED = "an approximation of a figure the documents give exactly"
 # One figure where the expected answer is a range ("at least $34 million" for "$34 million to
 # $36 million"): a part of the answer, not the answer.
 RANGE_END = "one end of a range the documents give"
+# A span or a change ("from 41.5% to 43.0%") where the answer is one figure.
+POINT_AS_RANGE = "a range or change where one figure is asked"
 # Notes of candidates that neither match nor fail: the caller defers on them.
-UNSETTLED = frozenset({MISQUOTED, APPROXIMATED, RANGE_END})
+UNSETTLED = frozenset({MISQUOTED, APPROXIMATED, RANGE_END, POINT_AS_RANGE})
 _APPROXIMATE = re.compile(
     r"(?:\b(?:about|around|roughly|approximately|approx\.?|nearly|almost|circa|ca\.|some|"
     r"close to|just (?:under|over|below|above)|(?:a (?:bit|little|touch) )?(?:over|under|"
@@ -184,6 +186,10 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
             c.matches, c.grade, c.note = False, SCORE_MIN, APPROXIMATED
         elif c.matches and expected.low < expected.high and q.low == q.high:
             c.matches, c.grade, c.note = False, SCORE_MIN, RANGE_END
+        elif c.matches and expected.low == expected.high and q.low < q.high:
+            # "somewhere between 99.5% and 99.9%", "rose from 41.5% to 43.0%" for one figure:
+            # a span, or a change, commits to no one value (code cannot tell which end)
+            c.matches, c.grade, c.note = False, SCORE_MIN, POINT_AS_RANGE
         found.append(c)
     return found
 

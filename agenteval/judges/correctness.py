@@ -30,6 +30,7 @@ from agenteval.judges.answers import (
     Context,
     alternatives,
     annotate,
+    called_off,
     corrected,
     hits,
     make_context,
@@ -149,6 +150,9 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         return finding("other_entity", f"says {what} of another entity, never the asked one")
     if matches and not conflicts and all(another_line(ctx, c, part) for c in matches):
         return Result(None, f"states {what} in words of another line of the documents")
+    if matches and all(called_off(ctx, c) for c in matches):
+        why = f"states {matches[0].text!r} as called off (deferred, dropped, rejected)"
+        return Result(None, f"{why}; cannot tell it is the answer")
     if matches:
         best = max(matches, key=lambda c: c.grade)
         extra = f" ({best.note})" if best.note else ""
