@@ -320,9 +320,41 @@ def added_period(question: str, expected: str, text: str, part: Part) -> str | N
     asked = f"{question} {expected}".lower()
     asked += "".join(f" {period}" for word, period in _ADJECTIVES.items() if word in asked)
     for x in quantities(text, literal_spans(text)):
-        m = _PER_WORD.search(text[x.start : x.end])
+        # the period in the figure ("18 days/month") or a few words on ("18 days of PTO per
+        # month")
+        m = _PER_WORD.search(text[x.start : x.end]) or _PER_AFTER.match(text, x.end)
         if m and key.deviation(x) == 0 and m.group(1).lower() not in asked:
-            return f"states {text[x.start : x.end].strip()!r}, a rate the question never asks"
+            return f"states {text[x.start : m.end()].strip()!r}, a rate the question never asks"
+    return None
+
+
+_PER_AFTER = re.compile(
+    r"(?:\s+(?!per\b|a\b|an\b|each\b|every\b)[\w-]+){0,3}?\s+(?:per|a|an|each|every)\s+"
+    r"(?:calendar\s+)?(year|month|week|day|quarter|hour|minute|second|night|meal|trip)\b",
+    re.I,
+)
+# "4% of your annual bonus" for a match of base salary: a share of a base the question
+# never names. Words that say nothing of which base.
+_OF_BASE = re.compile(r"\s+of\s+((?:[\w-]+\s+){0,3}[\w-]+)")
+_BASE_FILLER = frozenset("the your their its his her our a an this that each every".split())
+
+
+def other_base(question: str, expected: str, text: str, part: Part) -> str | None:
+    """The expected percentage given as a share of something the question and answer never
+    name ("4% of your annual bonus" for a match of base salary): defer."""
+    key = part.key
+    if part.kind != "quantity" or not isinstance(key, Quantity) or key.kind != "percent":
+        return None
+    asked = set(re.findall(r"[a-z]{3,}", f"{question} {expected}".lower()))
+    if not re.search(r"\bof\b", question.lower()):
+        return None  # the question names no base: any the reply names is its own
+    for x in quantities(text, literal_spans(text)):
+        m = _OF_BASE.match(text, x.end)
+        if not m or key.deviation(x) != 0:
+            continue
+        words = [w for w in re.findall(r"[a-z]{3,}", m.group(1).lower()) if w not in _BASE_FILLER]
+        if words and not any(w in asked or w.rstrip("s") in asked for w in words):
+            return f"states {text[x.start : m.end()].strip()!r}, a share of another base"
     return None
 
 
