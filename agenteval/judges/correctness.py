@@ -150,6 +150,9 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         return finding("other_entity", f"says {what} of another entity, never the asked one")
     if matches and not conflicts and all(another_line(ctx, c, part) for c in matches):
         return Result(None, f"states {what} in words of another line of the documents")
+    if matches and all(_other_identifier(ctx, *_clause_span(ctx, c)) for c in matches):
+        why = f"ties {matches[0].text!r} to an identifier the question does not ask about"
+        return Result(None, f"{why}; cannot tell it answers {what}")
     if matches and all(called_off(ctx, c) for c in matches):
         why = f"states {matches[0].text!r} as called off (deferred, dropped, rejected)"
         return Result(None, f"{why}; cannot tell it is the answer")
@@ -191,6 +194,24 @@ def _of_named(ctx: Context, c: Candidate) -> bool:
     words = m.group(1).lower().split()
     asked = ctx.question.lower()
     return all(w in ctx.named for w in words) and not any(w in asked for w in words)
+
+
+_IDENTIFIER = re.compile(r"\b([A-Z]{2,6})-\d[\w-]*")
+
+
+def _clause_span(ctx: Context, c: Candidate) -> tuple[int, int]:
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    return clause.start, clause.end
+
+
+def _other_identifier(ctx: Context, start: int, end: int) -> bool:
+    """The text names an identifier of the kind the question asks about, never the asked
+    one ("the expired certificate was behind INC-2303" asked of INC-2291)."""
+    asked = {m.group(0) for m in _IDENTIFIER.finditer(ctx.question)}
+    prefixes = {a.split("-")[0] for a in asked}
+    named = {m.group(0) for m in _IDENTIFIER.finditer(ctx.text, start, end)}
+    named = {n for n in named if n.split("-")[0] in prefixes}
+    return bool(named) and not named & asked
 
 
 def _written_unread(part: Part, text: str) -> bool:
@@ -281,6 +302,8 @@ def _text_part(part: Part, ctx: Context) -> Result:
             r"\b(?:not|never|wasn't|isn't|no longer|rather than|instead of)\b|n't\b", near
         ):
             return finding("negated", f"denies {part.text!r}")
+        if _other_identifier(ctx, start, sentence_bounds(ctx.text, pos)[1]):
+            return Result(None, f"ties {part.text!r} to an identifier not asked about")
         if re.search(r"\beither\b", ctx.text[start:].lower()):
             return finding("alternatives", f"offers {part.text!r} only as one alternative")
         return finding("stated", f"states {part.text!r}", SCORE_MAX)
