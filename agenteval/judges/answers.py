@@ -134,7 +134,7 @@ def stance(ctx: Context, c: Candidate) -> str:
 # off); it may still be the asked figure of a thing that was (the request's amount).
 _CALLED_OFF = re.compile(
     r"^\W*(?:[\w-]+\s+){0,3}?(?:was|were|is|are|has been|have been|had been|got|gets)\s+"
-    r"(?:(?:later|then|since|quietly|formally|eventually)\s+)?(?P<verb>deferred|dropped|"
+    r"(?:(?!not\b|never\b|no\b)[\w-]+\s+){0,3}?(?P<verb>deferred|dropped|"
     r"rejected|withdrawn|cancell?ed|declined|denied|scrapped|waived|removed|postponed|"
     r"abandoned|shelved|ruled out|turned down|struck|retracted|superseded|reversed)\b",
     re.I,
@@ -142,8 +142,8 @@ _CALLED_OFF = re.compile(
 
 
 def called_off(ctx: Context, c: Candidate) -> bool:
-    clause = clause_at(ctx.clauses, c.start, c.end)
-    m = _CALLED_OFF.match(ctx.text[c.end : clause.end])
+    # to the sentence's end: "Deepa was asked | but declined" runs on past its clause
+    m = _CALLED_OFF.match(ctx.text[c.end : sentence_bounds(ctx.text, c.start)[1]])
     if m is None:
         return False
     return not any(stem(w) in ctx.keys for w in m["verb"].lower().split())

@@ -339,6 +339,20 @@ _OF_BASE = re.compile(r"\s+of\s+((?:[\w-]+\s+){0,3}[\w-]+)")
 _BASE_FILLER = frozenset("the your their its his her our a an this that each every".split())
 
 
+def trailing_period(text: str, part: Part) -> str | None:
+    """The expected rate's figure with another period a few words on ("2 days of remote
+    work each month" for 2 days per week): defer."""
+    key = part.key
+    own = _PER_WORD.search(part.text)
+    if part.kind != "quantity" or not isinstance(key, Quantity) or own is None:
+        return None
+    for x in quantities(text, literal_spans(text)):
+        m = _PER_AFTER.match(text, x.end)
+        if x.per is None and m and m.group(1).lower() != own.group(1).lower() and x.raw == key.raw:
+            return f"states {text[x.start : m.end()].strip()!r}, the figure per another period"
+    return None
+
+
 def other_base(question: str, expected: str, text: str, part: Part) -> str | None:
     """The expected percentage given as a share of something the question and answer never
     name ("4% of your annual bonus" for a match of base salary): defer."""

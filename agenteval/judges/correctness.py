@@ -421,6 +421,7 @@ def audited(q: Question, reply: str, ctx: Context, graded: Result) -> Result:
         why = audit.spread_rate(q.text, ctx.text, part) or audit.other_period(ctx.text, part, seen)
         why = why or audit.added_period(q.text, q.expected or "", ctx.text, part)
         why = why or audit.other_base(q.text, q.expected or "", ctx.text, part)
+        why = why or audit.trailing_period(ctx.text, part)
         if why is not None:
             return Result(None, why)
         other = audit.emphasised_other(reply, q.text, part)
