@@ -179,3 +179,17 @@ def test_an_answer_tied_to_another_identifier_is_not_credited() -> None:
     other = "An expired TLS certificate took down INC-2303."
     assert score(asked, "expired TLS certificate", honest, LOG) == 10
     assert score(asked, "expired TLS certificate", other, LOG) is None
+
+
+@pytest.mark.parametrize(
+    ("reply", "grade"),
+    [
+        ("Mileage is paid at €0,62 per mile.", 0),  # read as 0.62, but in another currency
+        ("Mileage is paid at $0,62 per mile.", 10),
+        ("Mileage is paid at $0,26 per mile.", 0),
+        ("Mileage is paid at $0,620 per mile.", 0),  # a group of three: 620, never 0.62
+    ],
+)
+def test_a_decimal_comma_after_a_currency_symbol(reply: str, grade: float) -> None:
+    asked = "At what rate is personal car use reimbursed?"
+    assert score(asked, "$0.62 per mile", reply, POLICY) == grade

@@ -39,8 +39,11 @@ _GROUPED = re.compile(
     r"(?:[.,]\d+)?)(?![\d'’]|[.,]\d)"
 )
 # A decimal comma: one or two decimals, or four and more (never a group of three).
+# A currency symbol before it says as much ("$0,62 per mile": no grouping writes two digits).
 _DECIMAL_COMMA = re.compile(
-    rf"(?<![\d.,])(?P<num>\d+,(?:\d{{1,2}}|\d{{4,}}))(?=\s?{_AFTER_AMOUNT})(?!\d)", re.I
+    rf"(?<![\d.,])(?P<num>\d+,(?:\d{{1,2}}|\d{{4,}}))(?=\s?{_AFTER_AMOUNT})(?!\d)"
+    r"|(?<=[$€£¥])(?P<sym_num>\d+,\d{1,2})(?![\d,.])",
+    re.I,
 )
 # The locale whose grouping symbol each separator is (Babel gives the symbols); a space of
 # any width is French's.
@@ -158,7 +161,7 @@ def rewrite(text: str) -> str:
         text = pattern.sub(_scale_to(english), text)
     text = _SCALE_OF.sub(lambda m: m.group(1) + " ", text)
     text = _GROUPED.sub(lambda m: _grouped(m, text), text)
-    text = _DECIMAL_COMMA.sub(lambda m: _decimal_comma(m.group("num")), text)
+    text = _DECIMAL_COMMA.sub(lambda m: _decimal_comma(m.group("num") or m.group("sym_num")), text)
     text = _BEFORE_CODE.sub(lambda m: CODES[m.group(0).strip()], text)
     text = _SYMBOL_AFTER.sub(lambda m: m.group("sym") + m.group("num"), text)
     return _AFTER_CODE.sub("", _move_codes(text))
