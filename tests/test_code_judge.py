@@ -56,7 +56,8 @@ def answer_match(expected: str, reply: str, question: str = "What is it?") -> fl
         ("15-18%", "We project 18.5% growth.", None),
         ("15-18%", "We project 19% growth.", 0),  # 5.6% from the nearest end
         ("15-18%", "Between 15% and 18%.", 10),
-        ("99.62%", "Availability was between 99.5% and 99.7%.", 10),  # holds the figure
+        # a span for one figure commits to no value, even one that holds it (#49): defer
+        ("99.62%", "Availability was between 99.5% and 99.7%.", None),
         ("99.62%", "Availability was between 98% and 99%.", 0),  # 1.6% off, yet leaves it out
         ("$8.6 million", "Revenue was $8.5-8.55 million.", 0),  # a range beside the figure
         ("$8.6 million", "Revenue was between $7 million and $10 million.", 0),  # commits to none
@@ -69,7 +70,9 @@ def answer_match(expected: str, reply: str, question: str = "What is it?") -> fl
         ("4 hours", "4 hrs.", 10),
         ("112 minutes", "It lasted 1 hour 52 minutes.", 10),
         ("625 Wh", "A 625 W motor.", 0),  # power is not energy
-        ("120 requests per minute", "2 requests per second.", 10),
+        # the rate restated per another period: no document is known to give it (defer)
+        ("120 requests per minute", "2 requests per second.", None),
+        ("120 requests per minute", "2 requests per second (120 a minute).", 10),
         ("120 requests per minute", "120 requests per hour.", 0),
         ("3", "It retries three times.", 10),
     ],

@@ -163,8 +163,11 @@ def test_the_controls_command_shows_the_bound(tmp_path: Path) -> None:
     # whose digits no rounding writes, a German abstention beside a figure no document holds,
     # and the fifth round's: a figure, identifier or name no document holds beside the right
     # answer, an approximated figure, a bold answer of another item): a lenient model passes
-    # them and misses the gate; on everything code settles it is held to code exactly.
-    assert done.returncode == 2 and "held: below thresholds: 13 false pass(es)" in done.stderr
+    # them and misses the gate; on everything code settles it is held to code exactly. The
+    # sixth round's new reply forms add three wrong replies code defers (sixteen), the
+    # seventh's five (hedges_called_off.yaml: a span, a called-off value, another period or
+    # base): twenty-one, and the agreement falls below the gate too.
+    assert done.returncode == 2 and "21 false pass(es)" in done.stderr
     line = r"^held: on the (\d+) control\(s\) the code judge settles, (\d+) judged: .*"
     settled = re.search(line + r" false passes 0 \(code alone 0\)$", done.stdout, re.M)
     assert settled and settled[1] == settled[2], done.stdout

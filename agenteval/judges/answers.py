@@ -65,7 +65,8 @@ AFTER_OTHER = re.compile(
     r"previously|everywhere else|elsewhere|in other|before that|in total|nearby)\b",
     re.I,
 )
-_LIST_GAP = re.compile(r"^[\s,]*(?:(?:or|and|/)\s*)?(?:maybe|possibly|perhaps|even)?[\s,]*$", re.I)
+# "38 (possibly 44)": a hedge in brackets joins two values as much as a comma does
+_LIST_GAP = re.compile(r"^[\s,(]*(?:(?:or|and|/)\s*)?(?:maybe|possibly|perhaps|even)?[\s,]*$", re.I)
 _WORDS = re.compile(r"[A-Za-z\u00c0-\u024f][\w'-]*")
 _NOUN_MARKERS = frozenset({"default", "closest"})
 _LETTERS = re.compile(r"[A-Za-z\u00c0-\u024f]+")
@@ -126,6 +127,26 @@ def stance(ctx: Context, c: Candidate) -> str:
     ):
         return HEDGED
     return ASSERTED
+
+
+# "the $48,000 request was deferred", "PostgreSQL 16 was rejected": what the clause says
+# was called off is not plainly the reply's answer (unless the question asks what was called
+# off); it may still be the asked figure of a thing that was (the request's amount).
+_CALLED_OFF = re.compile(
+    r"^\W*(?:[\w-]+\s+){0,3}?(?:was|were|is|are|has been|have been|had been|got|gets)\s+"
+    r"(?:(?!not\b|never\b|no\b)[\w-]+\s+){0,3}?(?P<verb>deferred|dropped|"
+    r"rejected|withdrawn|cancell?ed|declined|denied|scrapped|waived|removed|postponed|"
+    r"abandoned|shelved|ruled out|turned down|struck|retracted|superseded|reversed)\b",
+    re.I,
+)
+
+
+def called_off(ctx: Context, c: Candidate) -> bool:
+    # to the sentence's end: "Deepa was asked | but declined" runs on past its clause
+    m = _CALLED_OFF.match(ctx.text[c.end : sentence_bounds(ctx.text, c.start)[1]])
+    if m is None:
+        return False
+    return not any(stem(w) in ctx.keys for w in m["verb"].lower().split())
 
 
 def level(ctx: Context, c: Candidate, others: list[Candidate]) -> str:
@@ -243,7 +264,10 @@ def alternatives(ctx: Context, cands: list[Candidate]) -> list[list[Candidate]]:
             continue
         gaps = [ctx.text[a.end : b.start] for a, b in itertools.pairwise(g)]
         either = re.search(r"\beither\s*$", ctx.text[max(0, g[0].start - 12) : g[0].start])
-        disjunctive = either or any(re.search(r"\bor\b|/", gap) for gap in gaps)
+        # "58%, possibly 31%": a value offered as a maybe beside another is an alternative
+        disjunctive = either or any(
+            re.search(r"\bor\b|/|\b(?:maybe|possibly|perhaps)\b", gap) for gap in gaps
+        )
         if disjunctive or (len(g) >= 3 and g[0].kind != "name"):
             found.append(g)
     return found

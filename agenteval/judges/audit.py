@@ -95,6 +95,35 @@ def _held(value: float, kind: str, values: tuple[tuple[str, float], ...]) -> boo
     )
 
 
+# A figure after a slash ("38/48"): no quantity (a fraction, a ratio, or an alternative to
+# the figure before it), but a value the reply commits to all the same.
+_SLASHED = re.compile(r"(?<=\d)\s?/\s?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d/])")
+
+
+def _slashed_figure(text: str, values: tuple[tuple[str, float], ...]) -> str | None:
+    masked = literal_spans(text)
+    for m in _SLASHED.finditer(text):
+        if any(s < m.end() and m.start() < e for s, e in masked):
+            continue  # a date ("7/11/2026") or an identifier
+        if not _held(float(m.group(1).replace(",", "")), "plain", values):
+            return f"states {m.group(0).strip()!r}, a figure no document holds"
+    return None
+
+
+# A figure the reply rules out in the same breath ("not $99 but $79", "16 weeks, not 12"):
+# no claim. Only "not" right before the figure and a clause's end or "but" right after it:
+# "not counting the extra 4 weeks" still claims the 4 weeks.
+_NOT_BEFORE = re.compile(r"\b(?:not|rather than|instead of)\s+$", re.I)
+_NOT_AFTER = re.compile(r"\s*(?:,?\s*but\b|[.,;!?)\n]|$)")
+
+
+def _ruled_out(text: str, x: Quantity) -> bool:
+    before = text[max(0, x.start - 14) : x.start]
+    # "not 12 but 16": the reader takes "but" for the noun a bare count counts
+    after = _NOT_AFTER.match(text, x.end) or x.noun.split()[:1] == ["but"]
+    return bool(_NOT_BEFORE.search(before) and after)
+
+
 def unbacked(
     reply: str, seen: str, english: bool, answers: tuple[Quantity, ...] = ()
 ) -> str | None:
@@ -110,9 +139,14 @@ def unbacked(
     for x in quantities(text, literal_spans(text)):
         if x.end <= withdrawn or _backed_figure(x, text, values) or _converted(x, physical):
             continue
+        if _ruled_out(text, x):
+            continue
         if any(a.deviation(x) <= AUTO_ZERO_DEVIATION and not misquoted(a, x) for a in answers):
             continue
         return f"states {text[x.start : x.end].strip()!r}, a figure no document holds"
+    slashed = _slashed_figure(text, values)
+    if slashed is not None:
+        return slashed
     for d in literals.dates(text):
         if not _date_backed(d.key, dates):
             return f"states {d.text!r}, a date no document holds"
@@ -286,9 +320,55 @@ def added_period(question: str, expected: str, text: str, part: Part) -> str | N
     asked = f"{question} {expected}".lower()
     asked += "".join(f" {period}" for word, period in _ADJECTIVES.items() if word in asked)
     for x in quantities(text, literal_spans(text)):
-        m = _PER_WORD.search(text[x.start : x.end])
+        # the period in the figure ("18 days/month") or a few words on ("18 days of PTO per
+        # month")
+        m = _PER_WORD.search(text[x.start : x.end]) or _PER_AFTER.match(text, x.end)
         if m and key.deviation(x) == 0 and m.group(1).lower() not in asked:
-            return f"states {text[x.start : x.end].strip()!r}, a rate the question never asks"
+            return f"states {text[x.start : m.end()].strip()!r}, a rate the question never asks"
+    return None
+
+
+_PER_AFTER = re.compile(
+    r"(?:\s+(?!per\b|a\b|an\b|each\b|every\b)[\w-]+){0,3}?\s+(?:per|a|an|each|every)\s+"
+    r"(?:calendar\s+)?(year|month|week|day|quarter|hour|minute|second|night|meal|trip)\b",
+    re.I,
+)
+# "4% of your annual bonus" for a match of base salary: a share of a base the question
+# never names. Words that say nothing of which base.
+_OF_BASE = re.compile(r"\s+of\s+((?:[\w-]+\s+){0,3}[\w-]+)")
+_BASE_FILLER = frozenset("the your their its his her our a an this that each every".split())
+
+
+def trailing_period(text: str, part: Part) -> str | None:
+    """The expected rate's figure with another period a few words on ("2 days of remote
+    work each month" for 2 days per week): defer."""
+    key = part.key
+    own = _PER_WORD.search(part.text)
+    if part.kind != "quantity" or not isinstance(key, Quantity) or own is None:
+        return None
+    for x in quantities(text, literal_spans(text)):
+        m = _PER_AFTER.match(text, x.end)
+        if x.per is None and m and m.group(1).lower() != own.group(1).lower() and x.raw == key.raw:
+            return f"states {text[x.start : m.end()].strip()!r}, the figure per another period"
+    return None
+
+
+def other_base(question: str, expected: str, text: str, part: Part) -> str | None:
+    """The expected percentage given as a share of something the question and answer never
+    name ("4% of your annual bonus" for a match of base salary): defer."""
+    key = part.key
+    if part.kind != "quantity" or not isinstance(key, Quantity) or key.kind != "percent":
+        return None
+    asked = set(re.findall(r"[a-z]{3,}", f"{question} {expected}".lower()))
+    if not re.search(r"\bof\b", question.lower()):
+        return None  # the question names no base: any the reply names is its own
+    for x in quantities(text, literal_spans(text)):
+        m = _OF_BASE.match(text, x.end)
+        if not m or key.deviation(x) != 0:
+            continue
+        words = [w for w in re.findall(r"[a-z]{3,}", m.group(1).lower()) if w not in _BASE_FILLER]
+        if words and not any(w in asked or w.rstrip("s") in asked for w in words):
+            return f"states {text[x.start : m.end()].strip()!r}, a share of another base"
     return None
 
 
@@ -302,4 +382,31 @@ def spread_rate(question: str, text: str, part: Part) -> str | None:
     for x in quantities(text, literal_spans(text)):
         if key.deviation(x) == 0 and (m := _SPREAD.match(text, x.end)):
             return f"states {text[x.start : m.end()].strip()!r}, a total over several periods"
+    return None
+
+
+def other_period(text: str, part: Part, seen: str) -> str | None:
+    """The expected rate restated per another period ("$476 per week" for $68 per day): the
+    arithmetic may be right, but the document never gives that figure, and a day's rate
+    times seven is not what a week's allowance is (working days, caps): defer, unless the
+    documents (`seen`) state the restated figure themselves or the reply gives the
+    document's own rate beside it (its working shown)."""
+    key = part.key
+    if part.kind != "quantity" or not isinstance(key, Quantity) or key.per is None:
+        return None
+    given = quantities(seen, literal_spans(seen)) if seen.strip() else []
+    found = quantities(text, literal_spans(text))
+    if any(x.per == key.per and key.deviation(x) == 0 for x in found):
+        return None  # "7,200 per hour (120 a minute)": the document's own rate shown beside
+    for x in found:
+        if (
+            x.per is None
+            or x.per[0] != key.per[0]
+            or math.isclose(x.per[1], key.per[1], rel_tol=0.05)
+        ):
+            continue
+        if key.deviation(x) > AUTO_ZERO_DEVIATION:
+            continue  # another figure altogether: the grade has read it
+        if not any(g.per == x.per and g.raw == x.raw for g in given):
+            return f"states {text[x.start : x.end].strip()!r}, the rate per another period"
     return None

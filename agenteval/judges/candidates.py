@@ -118,8 +118,10 @@ APPROXIMATED = "an approximation of a figure the documents give exactly"
 # One figure where the expected answer is a range ("at least $34 million" for "$34 million to
 # $36 million"): a part of the answer, not the answer.
 RANGE_END = "one end of a range the documents give"
+# A span or a change ("from 41.5% to 43.0%") where the answer is one figure.
+POINT_AS_RANGE = "a range or change where one figure is asked"
 # Notes of candidates that neither match nor fail: the caller defers on them.
-UNSETTLED = frozenset({MISQUOTED, APPROXIMATED, RANGE_END})
+UNSETTLED = frozenset({MISQUOTED, APPROXIMATED, RANGE_END, POINT_AS_RANGE})
 _APPROXIMATE = re.compile(
     r"(?:\b(?:about|around|roughly|approximately|approx\.?|nearly|almost|circa|ca\.|some|"
     r"close to|just (?:under|over|below|above)|(?:a (?:bit|little|touch) )?(?:over|under|"
@@ -173,6 +175,10 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
         c.note = f"{deviation:.1%} off"
         if c.matches and expected.excluded_by(q):
             c.matches, c.grade, c.note = False, SCORE_MIN, "a range that leaves the figure out"
+        elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
+            # 43.0% beside an expected 41.5% is not a rounding: it is the document's
+            # prior-year figure, another fact, hence a wrong answer.
+            c.matches, c.grade, c.note = False, SCORE_MIN, "another figure of the documents"
         elif c.matches and misquoted(expected, q):
             # the table would give marks, the labels a fail: code cannot tell (defer)
             c.matches, c.grade, c.note = False, SCORE_MIN, MISQUOTED
@@ -180,10 +186,10 @@ def quantity_candidates(part: Part, ctx: Context, evidence: list[Quantity]) -> l
             c.matches, c.grade, c.note = False, SCORE_MIN, APPROXIMATED
         elif c.matches and expected.low < expected.high and q.low == q.high:
             c.matches, c.grade, c.note = False, SCORE_MIN, RANGE_END
-        elif c.matches and deviation > 0 and _another_fact(q, expected, evidence):
-            # 43.0% beside an expected 41.5% is not a rounding: it is the document's
-            # prior-year figure, another fact, hence a wrong answer.
-            c.matches, c.grade, c.note = False, SCORE_MIN, "another figure of the documents"
+        elif c.matches and expected.low == expected.high and q.low < q.high:
+            # "somewhere between 99.5% and 99.9%", "rose from 41.5% to 43.0%" for one figure:
+            # a span, or a change, commits to no one value (code cannot tell which end)
+            c.matches, c.grade, c.note = False, SCORE_MIN, POINT_AS_RANGE
         found.append(c)
     return found
 

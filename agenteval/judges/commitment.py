@@ -35,7 +35,8 @@ RETRACTION_CUES = re.compile(
     r"having (?:re-?)?checked|(?:checked|checking|looked|looking|reading) (?:\w+ ){0,4}again|"
     r"on (?:a )?closer (?:look|reading|inspection)|re-?(?:add|check|count|calculat|read|tot)\w*|"
     r"first (?:pass|instinct|guess|attempt|reading)|i first (?:wrote|said|gave|put)|"
-    r"(?:was|is) a slip|slipped|dropped a|i stand corrected)\b",
+    r"(?:was|is) a slip|slipped|dropped a|i stand corrected|on (?:further )?reflection|"
+    r"revised|revision|amended|strike (?:that|this))\b",
     re.I,
 )
 # The right value, reached after a correction, counts only when it is the expected one to

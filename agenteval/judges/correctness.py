@@ -30,6 +30,7 @@ from agenteval.judges.answers import (
     Context,
     alternatives,
     annotate,
+    called_off,
     corrected,
     hits,
     make_context,
@@ -149,6 +150,12 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
         return finding("other_entity", f"says {what} of another entity, never the asked one")
     if matches and not conflicts and all(another_line(ctx, c, part) for c in matches):
         return Result(None, f"states {what} in words of another line of the documents")
+    if matches and all(_other_identifier(ctx, *_clause_span(ctx, c)) for c in matches):
+        why = f"ties {matches[0].text!r} to an identifier the question does not ask about"
+        return Result(None, f"{why}; cannot tell it answers {what}")
+    if matches and all(called_off(ctx, c) for c in matches):
+        why = f"states {matches[0].text!r} as called off (deferred, dropped, rejected)"
+        return Result(None, f"{why}; cannot tell it is the answer")
     if matches:
         best = max(matches, key=lambda c: c.grade)
         extra = f" ({best.note})" if best.note else ""
@@ -187,6 +194,24 @@ def _of_named(ctx: Context, c: Candidate) -> bool:
     words = m.group(1).lower().split()
     asked = ctx.question.lower()
     return all(w in ctx.named for w in words) and not any(w in asked for w in words)
+
+
+_IDENTIFIER = re.compile(r"\b([A-Z]{2,6})-\d[\w-]*")
+
+
+def _clause_span(ctx: Context, c: Candidate) -> tuple[int, int]:
+    clause = clause_at(ctx.clauses, c.start, c.end)
+    return clause.start, clause.end
+
+
+def _other_identifier(ctx: Context, start: int, end: int) -> bool:
+    """The text names an identifier of the kind the question asks about, never the asked
+    one ("the expired certificate was behind INC-2303" asked of INC-2291)."""
+    asked = {m.group(0) for m in _IDENTIFIER.finditer(ctx.question)}
+    prefixes = {a.split("-")[0] for a in asked}
+    named = {m.group(0) for m in _IDENTIFIER.finditer(ctx.text, start, end)}
+    named = {n for n in named if n.split("-")[0] in prefixes}
+    return bool(named) and not named & asked
 
 
 def _written_unread(part: Part, text: str) -> bool:
@@ -277,6 +302,8 @@ def _text_part(part: Part, ctx: Context) -> Result:
             r"\b(?:not|never|wasn't|isn't|no longer|rather than|instead of)\b|n't\b", near
         ):
             return finding("negated", f"denies {part.text!r}")
+        if _other_identifier(ctx, start, sentence_bounds(ctx.text, pos)[1]):
+            return Result(None, f"ties {part.text!r} to an identifier not asked about")
         if re.search(r"\beither\b", ctx.text[start:].lower()):
             return finding("alternatives", f"offers {part.text!r} only as one alternative")
         return finding("stated", f"states {part.text!r}", SCORE_MAX)
@@ -389,16 +416,19 @@ def audited(q: Question, reply: str, ctx: Context, graded: Result) -> Result:
     (`judges.audit`); otherwise code cannot tell an invented fact from a true one: defer."""
     if graded.score is None or graded.score <= SCORE_MIN:
         return graded
+    seen = backing_text(q)
     for part in parts_of(q.expected or ""):
-        why = audit.spread_rate(q.text, ctx.text, part)
+        why = audit.spread_rate(q.text, ctx.text, part) or audit.other_period(ctx.text, part, seen)
         why = why or audit.added_period(q.text, q.expected or "", ctx.text, part)
+        why = why or audit.other_base(q.text, q.expected or "", ctx.text, part)
+        why = why or audit.trailing_period(ctx.text, part)
         if why is not None:
             return Result(None, why)
         other = audit.emphasised_other(reply, q.text, part)
         if other is not None:
             return Result(None, f"emphasises {other!r} as its answer, not {part.text!r}")
     answers = tuple(p.key for p in parts_of(q.expected or "") if isinstance(p.key, Quantity))
-    why = audit.unbacked(reply, backing_text(q), english(reply), answers)
+    why = audit.unbacked(reply, seen, english(reply), answers)
     return graded if why is None else Result(None, f"{why}; cannot tell it is not invented")
 
 

@@ -28,7 +28,8 @@ _YEAR = r"(?P<year>(?:19|20)\d{2})"
 DATE_PATTERNS = (
     re.compile(rf"\b{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?\b", re.I),
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.I),
-    re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b"),
+    # ISO 8601, a date-time's date included ("2026-11-07T14:05Z")
+    re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<month>[01]\d)-(?P<day>[0-3]\d)(?:\b|(?=T\d))"),
     re.compile(rf"\b{_MONTH}\s+{_YEAR}\b", re.I),
     re.compile(r"\b(?P<year>(?:19|20)\d{2})([/.])(?P<month>[01]?\d)\2(?P<day>[0-3]?\d)\b"),
 )

@@ -15,7 +15,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass, replace
-from decimal import Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 from typing import Any
 
 from agenteval.judges import literals
@@ -354,4 +354,12 @@ def misquoted(expected: Quantity, found: Quantity) -> bool:
         return False
     if expected.low != expected.high or found.low != found.high or found.low == expected.low:
         return False
-    return _grain(found.low) <= _grain(expected.low)
+    grain = _grain(found.low)
+    if grain <= _grain(expected.low):
+        return True
+    # Written coarser: a rounding (or a truncation) of the expected figure to that place is
+    # an approximation; any other figure is not ('96.2%' for 99.62% drops a digit).
+    exact = Decimal(repr(expected.low))
+    written = Decimal(repr(found.low))
+    roundings = {exact.quantize(grain, rounding=mode) for mode in (ROUND_HALF_UP, ROUND_DOWN)}
+    return written.quantize(grain) not in roundings

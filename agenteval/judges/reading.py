@@ -74,7 +74,8 @@ def normalize(text: str) -> str:
     words, one spelling of periods. Offsets refer to this text, never to the original.
     Remembered: every turn's grading reads its question's documents through here again, and
     a climb or a repeated judging reads the same replies again."""
-    text = _FOOTNOTE_MARK.sub(" ", layout.flatten(text))
+    # a superscript exponent ("10⁴") is read before superscripts are taken for footnote marks
+    text = _FOOTNOTE_MARK.sub(" ", written.scientific(layout.flatten(text)))
     text = _digits(written.rewrite(text).translate(_DASHES))
     text = _ORDINAL_PERIOD.sub(lambda m: f"Q{m.group(1)[0]}", text)
     text = _QUARTER_WORD.sub(lambda m: _quarter_word(m.group(1)), text)

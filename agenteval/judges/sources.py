@@ -56,6 +56,38 @@ _APPENDIX = ("appendix", "annex", "schedule", "exhibit")
 _TITLE_FILLER = frozenset("the a an of and for on in to annual quarterly q1 q2 q3 q4".split())
 
 
+# A web address: the page a reply says its answer is from. Looked up by its host and path in
+# the indexed documents' text (a corpus indexes files, so the address must be one they give).
+URL = re.compile(
+    r"\bhttps?://[^\s<>()\[\]`]+|\bwww\.[a-z0-9-]+(?:\.[a-z0-9-]+)+[^\s<>()\[\]`]*", re.I
+)
+
+
+# Things a reply names as where its answer is, besides numbered parts and titles: a file by
+# its name ("budget_summary.xlsx"), a code constant ("RATE_LIMIT_PER_MINUTE"), a part by its
+# quoted label ("the 'H1 totals' summary row") and a document filed under an identifier
+# ("the INC-2291 postmortem document"). Each is a claim about the corpus code can look up.
+_FILE_EXTENSIONS = r"xlsx|xls|csv|tsv|py|md|txt|json|ya?ml|pdf|docx?|html?|toml|ini|cfg|js|ts|sql"
+FILE_NAME = re.compile(rf"(?<![\w/.-])([\w-]+\.(?:{_FILE_EXTENSIONS}))(?![\w.-]*\w)", re.I)
+CONSTANT = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])")
+QUOTED_PART = re.compile(
+    r"['\u2018\"\u201c]([^'\u2019\"\u201d\n]{2,60})['\u2019\"\u201d]\s+(?:[a-z-]+\s+){0,2}"
+    r"(?:rows?|lines?|columns?|entry|entries|fields?|headings?|tabs?|sheets?)\b",
+    re.I,
+)
+ID_DOCUMENT = re.compile(
+    r"\b([A-Z]{2,5}-\d[\w-]*)\s+(?:[a-z-]+\s+){0,2}(?:documents?|docs?|post-?mortems?|"
+    r"reports?|memos?|write-?ups?|runbooks?)\b"
+)
+_NAMED_KINDS = (("file", FILE_NAME), ("constant", CONSTANT), ("label", QUOTED_PART))
+# A named thing is credited when the reply says the answer is in, from, by or per it.
+_NAMED_BEFORE = re.compile(
+    r"\b(?:in|from|by|per|under|of|at|see|via|according to)\s+"
+    r"(?:the\s+|its\s+|[\w'\u2019]+['\u2019]s\s+)?[`'\"\u2018\u201c]?$",
+    re.I,
+)
+
+
 @dataclass(frozen=True)
 class Reference:
     kind: str
@@ -89,6 +121,15 @@ def references(reply: str) -> list[Reference]:
         if kind not in _APPENDIX and not label[0].isdigit() and not _ID_LABEL.fullmatch(label):
             continue  # "part A", "line B": not numbered references
         found.append(Reference(kind, label.strip(), m.start(), m.end(), m.group(0)))
+    for m in URL.finditer(reply):
+        url = m.group(0).rstrip(".,;:!?)\"'’”")
+        found.append(Reference("url", url, m.start(), m.start() + len(url), url))
+    for kind, pattern in _NAMED_KINDS:
+        for m in pattern.finditer(reply):
+            start = m.start() if kind == "label" else m.start(1)
+            found.append(Reference(kind, m.group(1), start, m.end(1), m.group(1)))
+    for m in ID_DOCUMENT.finditer(reply):
+        found.append(Reference("filed", m.group(1), m.start(1), m.end(1), m.group(0)))
     for m in TITLE.finditer(reply):
         group = 1 if m.group(1) else 2
         title = m.group(group)
@@ -126,6 +167,8 @@ _SENTENCE_END = re.compile(r"\n|[.!?](?=\s+[A-Z*#]|\s*$)")
 
 def credited(text: str, ref: Reference) -> bool:
     before = text[max(0, ref.start - 40) : ref.start]
+    if ref.kind in ("file", "constant", "label", "filed") and _NAMED_BEFORE.search(before):
+        return True
     if _CREDIT_BEFORE.search(before) or _CREDIT_AFTER.match(text[ref.end : ref.end + 60]):
         return True
     return _in_citation(text, ref.start)
@@ -235,6 +278,8 @@ def _in(ref: Reference, doc: Document) -> tuple[str, str | None]:
         count = _tables(doc)
         number = int(re.match(r"\d+", ref.label).group(0))  # type: ignore[union-attr]
         return ("found", doc.text) if 1 <= number <= count else (MISSING, None)
+    if ref.kind in ("file", "constant", "label", "filed"):
+        return _named(ref, doc)
     if _ID_LABEL.fullmatch(ref.label):
         return _filed_under(ref, doc)
     if ref.kind == "note":
@@ -244,6 +289,8 @@ def _in(ref: Reference, doc: Document) -> tuple[str, str | None]:
         return _row(ref, doc)
     if ref.kind == "document":
         return _titled(ref, doc)
+    if ref.kind == "url":
+        return _addressed(ref, doc)
     return UNRESOLVED, None  # pages: a text file has none code could count
 
 
@@ -305,3 +352,39 @@ def _titled(ref: Reference, doc: Document) -> tuple[str, str | None]:
 
 def _company(word: str, name: str) -> bool:
     return word.rstrip("'s").rstrip("’s") in name.split()
+
+
+def _addressed(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    """A web address: found when the document gives it (or a longer one it starts); a page
+    under a host the document names may be one it does not list (unresolved); a host no
+    document names is not a source the corpus has (missing)."""
+    address = re.sub(r"^(?:https?://)?(?:www\.)?", "", ref.label.lower()).rstrip("/")
+    host = address.split("/")[0].split("#")[0].split("?")[0]
+    text = doc.raw.lower()
+    if address in text:
+        return "found", doc.text
+    named = re.search(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", text)
+    return (UNRESOLVED, None) if named else (MISSING, None)
+
+
+def _named(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    """A file by name (the indexed file itself; a file the document only mentions may be
+    one the corpus lacks: unresolved), a constant or a quoted label (some indexed file
+    writes it), a document filed under an identifier (a file titled by it; the identifier
+    only in the text may be an entry, not a document: unresolved)."""
+    if ref.kind == "file":
+        if Path(doc.path).name.lower() == ref.label.lower():
+            return "found", doc.text
+        mentioned = ref.label.lower() in doc.raw.lower()
+        return (UNRESOLVED, None) if mentioned else (MISSING, None)
+    if ref.kind == "constant":
+        return ("found", doc.text) if ref.label in doc.raw else (MISSING, None)
+    if ref.kind == "label":
+        label = " ".join(ref.label.lower().split())
+        texts = (" ".join(t.lower().split()) for t in (doc.raw, doc.text))
+        return ("found", doc.text) if any(label in t for t in texts) else (MISSING, None)
+    head = " ".join(doc.text.strip().splitlines()[:3]).lower()
+    label = ref.label.lower()
+    if label in head or label in Path(doc.path).stem.lower().replace("_", "-"):
+        return "found", doc.text
+    return (UNRESOLVED, None) if label in doc.text.lower() else (MISSING, None)

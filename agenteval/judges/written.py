@@ -39,8 +39,11 @@ _GROUPED = re.compile(
     r"(?:[.,]\d+)?)(?![\d'’]|[.,]\d)"
 )
 # A decimal comma: one or two decimals, or four and more (never a group of three).
+# A currency symbol before it says as much ("$0,62 per mile": no grouping writes two digits).
 _DECIMAL_COMMA = re.compile(
-    rf"(?<![\d.,])(?P<num>\d+,(?:\d{{1,2}}|\d{{4,}}))(?=\s?{_AFTER_AMOUNT})(?!\d)", re.I
+    rf"(?<![\d.,])(?P<num>\d+,(?:\d{{1,2}}|\d{{4,}}))(?=\s?{_AFTER_AMOUNT})(?!\d)"
+    r"|(?<=[$€£¥])(?P<sym_num>\d+,\d{1,2})(?![\d,.])",
+    re.I,
 )
 # The locale whose grouping symbol each separator is (Babel gives the symbols); a space of
 # any width is French's.
@@ -126,15 +129,39 @@ def _scale_to(english: str) -> Any:
     return sub
 
 
+# Scientific notation: "8.6e6", "5.2412E+05", "8.6 × 10^6", "8.6 x 10**6", "8.6·10⁶". Only a
+# mantissa with a decimal point or an explicit "× 10" reads so: "2e5" alone may be a code.
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+_SCIENTIFIC = re.compile(
+    r"(?<![\w.,])(?P<mantissa>\d+\.\d+)[eE](?P<e>[+-]?\d{1,2})(?!\w|\.\d)"
+    r"|(?<![\w.,])(?P<mantissa2>\d+(?:\.\d+)?)\s?[×x·*]\s?10\s?"
+    r"(?:(?:\^|\*\*)\s?(?P<e2>[+-]?\d{1,2})|(?P<sup>[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,2}))(?!\w|\.\d)"
+)
+
+
+def _scientific(m: re.Match[str]) -> str:
+    mantissa = m.group("mantissa") or m.group("mantissa2")
+    exponent = m.group("e") or m.group("e2") or (m.group("sup") or "").translate(_SUPERSCRIPT)
+    value = Decimal(mantissa).scaleb(int(exponent))
+    plain = f"{value:f}"
+    return plain.rstrip("0").rstrip(".") if "." in plain else plain
+
+
+def scientific(text: str) -> str:
+    """Figures in scientific notation written out ("8.6e6" -> "8600000")."""
+    return _SCIENTIFIC.sub(_scientific, text)
+
+
 def rewrite(text: str) -> str:
     """Locale-written figures and currency codes as the quantity reader reads them."""
     if not re.search(r"\d", text):
         return text
+    text = scientific(text)
     for pattern, english in _SCALE:
         text = pattern.sub(_scale_to(english), text)
     text = _SCALE_OF.sub(lambda m: m.group(1) + " ", text)
     text = _GROUPED.sub(lambda m: _grouped(m, text), text)
-    text = _DECIMAL_COMMA.sub(lambda m: _decimal_comma(m.group("num")), text)
+    text = _DECIMAL_COMMA.sub(lambda m: _decimal_comma(m.group("num") or m.group("sym_num")), text)
     text = _BEFORE_CODE.sub(lambda m: CODES[m.group(0).strip()], text)
     text = _SYMBOL_AFTER.sub(lambda m: m.group("sym") + m.group("num"), text)
     return _AFTER_CODE.sub("", _move_codes(text))
