@@ -9,21 +9,8 @@ from __future__ import annotations
 import pytest
 
 from agenteval.judges import sources
-from agenteval.judges.correctness import Question, grade_answer
 from agenteval.judges.written import scientific
-
-CLIENT = "eval/corpus/documents/ledgerline_client.py"
-POLICY = "eval/corpus/documents/saltmarsh_travel_expense_policy.txt"
-HANDBOOK = "eval/corpus/documents/fenwick_orla_handbook.md"
-REPORT = "eval/corpus/documents/harbor_lantern_q2_report.md"
-LOG = "eval/corpus/documents/kestrel_incident_log.txt"
-MINUTES = "eval/corpus/documents/quillfeather_migration_minutes.md"
-
-
-def score(question: str, expected: str, reply: str, document: str) -> float | None:
-    asked = Question(question, expected, False, True, documents=[document])
-    return grade_answer(asked, reply).score
-
+from tests.judge_documents import CLIENT, HANDBOOK, LOG, MINUTES, POLICY, REPORT, score
 
 PAGE = "What is the maximum page size for list endpoints?"
 

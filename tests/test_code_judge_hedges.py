@@ -9,20 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agenteval.judges.correctness import Question, grade_answer
-
-CLIENT = "eval/corpus/documents/ledgerline_client.py"
-HANDBOOK = "eval/corpus/documents/fenwick_orla_handbook.md"
-REPORT = "eval/corpus/documents/harbor_lantern_q2_report.md"
-LOG = "eval/corpus/documents/kestrel_incident_log.txt"
-MINUTES = "eval/corpus/documents/quillfeather_migration_minutes.md"
-POLICY = "eval/corpus/documents/saltmarsh_travel_expense_policy.txt"
-
-
-def score(question: str, expected: str, reply: str, document: str) -> float | None:
-    asked = Question(question, expected, False, True, documents=[document])
-    return grade_answer(asked, reply).score
-
+from tests.judge_documents import CLIENT, HANDBOOK, LOG, MINUTES, POLICY, REPORT, score
 
 TIMEOUT = "What is the default request timeout?"
 
