@@ -31,6 +31,20 @@ from agenteval.tracking.records import session_id
 from agenteval.tracking.run import log_evaluation
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def read_traces(url: str, experiment_id: str, run_id: str) -> list[Any]:
+    """The run's traces with their spans, read as agenteval reads them: through
+    `mlflow_client`, which points MLflow's process-wide URI at the server too. A bare
+    `MlflowClient(tracking_uri=url)` is not enough: when the server could not take a trace's
+    spans and the exporter put them in `mlflow-artifacts:` instead, MLflow (3.18) resolves that
+    scheme against the process-wide URI, not the client's, and fails on the local default."""
+    from agenteval.tracking.store import mlflow_client
+
+    with mlflow_client(url) as client:
+        return list(client.search_traces(locations=[experiment_id], run_id=run_id, max_results=500))
+
+
 ISOLATED_ENV = ("MLFLOW_TRACKING_URI", "DVC_ROOT", "DVC_EXP_NAME", "DVC_EXP_BASELINE_REV")
 
 
@@ -97,9 +111,7 @@ def test_a_full_run_with_traces_goes_over_rest_and_reads_back(
     assert len(stored) == 1 and stored[0].read_bytes() == layout.scorecard.read_bytes()
     # Traces: one per turn, grouped in sessions, with spans and the judge's feedback.
     records = [Transcript.model_validate(read_json(p)) for p in layout.transcripts.rglob("*.json")]
-    traces = client.search_traces(
-        locations=[result.experiment_id], run_id=result.run_id, max_results=500
-    )
+    traces = read_traces(url, result.experiment_id, result.run_id)
     assert len(traces) == result.traces_logged == sum(len(t.turns) for t in records)
     sessions = Counter(t.info.trace_metadata["mlflow.trace.session"] for t in traces)
     rid = result.run_id
@@ -146,9 +158,7 @@ def test_two_runs_tracked_at_once_do_not_collide(shared: Shared, tmp_path: Path)
         assert run.info.status == "FINISHED" and json.loads(run.data.params["suite.ids"]) == [
             scenario
         ]
-        traces = client.search_traces(
-            locations=[record["experiment_id"]], run_id=record["run_id"], max_results=500
-        )
+        traces = read_traces(url, record["experiment_id"], record["run_id"])
         assert len(traces) == record["traces_logged"] > 0
         assert {t.info.tags["agenteval.scenario_id"] for t in traces} == {scenario}
         experiments.add(record["experiment_id"])
