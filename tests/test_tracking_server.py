@@ -36,9 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def read_traces(url: str, experiment_id: str, run_id: str) -> list[Any]:
     """The run's traces with their spans, read as agenteval reads them: through
     `mlflow_client`, which points MLflow's process-wide URI at the server too. A bare
-    `MlflowClient(tracking_uri=url)` is not enough: when the server could not take a trace's
-    spans and the exporter put them in `mlflow-artifacts:` instead, MLflow (3.18) resolves that
-    scheme against the process-wide URI, not the client's, and fails on the local default."""
+    `MlflowClient(tracking_uri=url)` is not enough: for a trace whose spans the exporter stored
+    as `mlflow-artifacts:` (seen on a loaded CI machine), MLflow 3.18 resolves that scheme
+    against the process-wide URI, not the client's, and fails on the local default."""
     from agenteval.tracking.store import mlflow_client
 
     with mlflow_client(url) as client:
