@@ -147,6 +147,15 @@ def postgres_server() -> Iterator[Postgres]:
 # ----- MLflow tracking server ---------------------------------------------------------------
 
 
+# MLflow 3's server starts a job runner beside it by default (a pool of huey consumers for
+# the server's own jobs: online scoring, trace rollups), which nothing agenteval does uses.
+# On CI's two cores those processes take CPU from every test and slow each server's start
+# (tests/test_mlflow_ui.py's `mlflow ui` runs without it for the same reason), so the
+# servers the tests start run without it; what they are asked (runs, traces, artifacts,
+# /health) is served the same.
+NO_JOB_RUNNER = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+
+
 @dataclass
 class TrackingServer:
     url: str
@@ -166,7 +175,7 @@ def mlflow_server(backend_uri: str, artifacts: Path) -> Iterator[TrackingServer]
         "--artifacts-destination", artifacts.as_uri(), "--serve-artifacts",
         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
     ]  # fmt: skip
-    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
+    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true", **NO_JOB_RUNNER)
     env.pop("MLFLOW_TRACKING_URI", None)
     with log.open("wb") as out:
         proc = subprocess.Popen(
