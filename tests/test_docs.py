@@ -4,10 +4,11 @@ README runs in tests/test_docs_readme.py: its blocks in the order written, in on
 Every other page runs here (or in tests/test_docs_pages.py) in its own scratch copy of one
 base: a `git clone` of this repository (the working tree's uncommitted changes committed on
 top) in which README's main job (`dvc repro` on the embedded offline default) already ran,
-so the pipeline runs once for all these pages. The blocks of a page run in order in its copy
-and each command must exit as shown (0 unless `# exit N`) and print the lines the page shows
-after it. The block grammar is in tests/docblocks.py. The copies share the base's MLflow
-artifact folder (an absolute path in the copied store); nothing checks its contents.
+so the pipeline runs once for all these pages (once per session: CI's workers share it,
+shared_base). The blocks of a page run in order in its copy and each command must exit as
+shown (0 unless `# exit N`) and print the lines the page shows after it. The block grammar
+is in tests/docblocks.py. The copies share the base's MLflow artifact folder (an absolute
+path in the copied store); nothing checks its contents.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import pytest
 from docblocks import Block, Command, missing_lines, parse, problems
 from servers import OpenAIServer, Reply
 from servers.judges import lenient
-from services import REQUIRED, mlflow_server
+from services import NO_JOB_RUNNER, REQUIRED, mlflow_server
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -336,19 +337,16 @@ class Pages:
     """Runs each page once per session, in a copy of the base; results are kept."""
 
     tmp: Path
+    shared: Path  # a folder every xdist worker of this session sees (session_folder)
     results: dict[str, list[Ran]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     _base: Path | None = None
 
     def base(self) -> Path:
-        """A fresh copy in which README's main job ran: its steps after the install."""
+        """A fresh copy in which README's main job ran: its steps after the install; built
+        once for the session, whichever worker asks first (see shared_base)."""
         if self._base is None:
-            repo = git_clone(ROOT, self.tmp / "base")
-            main_job = " && ".join(setup_commands()[0][3:])
-            code, out = run(["bash", "-c", main_job], repo)
-            assert code == 0, f"{main_job}: exit {code}\n{out[-3000:]}"
-            commit(repo, "reproduced")
-            self._base = repo
+            self._base = shared_base(self.shared)
         return self._base
 
     def run_page(self, page: Path) -> list[Ran]:
@@ -379,6 +377,34 @@ class Pages:
                     done.append(run_shown(block, command, ports, repo))
         shutil.rmtree(repo)  # what it printed is kept; a failed page's copy stays to look at
         return done
+
+
+def session_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of this test session that every xdist worker sees (pytest-xdist's
+    documented pattern: the parent of the workers' own base folders); without xdist, the
+    session's own base folder."""
+    own = tmp_path_factory.getbasetemp()
+    return own.parent if os.environ.get("PYTEST_XDIST_WORKER") else own
+
+
+def shared_base(shared: Path) -> Path:
+    """The docs' base (a `git clone` in which README's main job ran), built once per session
+    for test_docs.py and test_docs_pages.py, which CI runs on different xdist workers: the
+    first to ask builds it under a file lock, the others wait and use it (each page still
+    runs in its own copy of it, so none sees another's changes)."""
+    from filelock import FileLock
+
+    repo, ready = shared / "docs-base", shared / "docs-base.ready"
+    with FileLock(shared / "docs-base.lock"):
+        if not ready.exists():
+            shutil.rmtree(repo, ignore_errors=True)  # what a failed attempt left
+            git_clone(ROOT, repo)
+            main_job = " && ".join(setup_commands()[0][3:])
+            code, out = run(["bash", "-c", main_job], repo)
+            assert code == 0, f"{main_job}: exit {code}\n{out[-3000:]}"
+            commit(repo, "reproduced")
+            ready.touch()
+    return repo
 
 
 def missing_extra(block: Block) -> bool:
@@ -439,14 +465,15 @@ def free_port() -> int:
 
 
 def run_server(text: str, repo: Path, timeout: float = 300) -> tuple[int, str]:
-    """Start a documented server on a free port, wait until it answers HTTP, stop it."""
+    """Start a documented server on a free port, wait until it answers HTTP, stop it (an
+    MLflow one without the job runner, as the tests' own servers: tests/services.py)."""
     port = free_port()
     text, count = re.subn(r"--port\s+\d+", f"--port {port}", text)
     assert count == 1, f"a background command needs --port: {text}"
     log = repo / f".server-{port}.log"
     with log.open("w") as sink:
         proc = subprocess.Popen(
-            ["bash", "-c", f"exec {text}"], cwd=repo, env=command_env(repo),
+            ["bash", "-c", f"exec {text}"], cwd=repo, env=command_env(repo) | NO_JOB_RUNNER,
             stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
@@ -479,7 +506,7 @@ def answers(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> Pages:
-    return Pages(tmp_path_factory.mktemp("docs"))
+    return Pages(tmp_path_factory.mktemp("docs"), session_folder(tmp_path_factory))
 
 
 # README runs in tests/test_docs_readme.py: its blocks in the order written, in one clone.

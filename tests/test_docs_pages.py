@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_docs import ROOT, RUNNABLE_PAGES, WITH_README, Pages, check_page
+from test_docs import ROOT, RUNNABLE_PAGES, WITH_README, Pages, check_page, session_folder
 
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> Pages:
-    return Pages(tmp_path_factory.mktemp("docs-pages"))
+    return Pages(tmp_path_factory.mktemp("docs-pages"), session_folder(tmp_path_factory))
 
 
 @pytest.mark.timeout(3600)
