@@ -644,12 +644,33 @@ def test_a_run_of_less_than_the_suite_is_partial() -> None:
         assert partial(args, cwd, SUITE_ARGS), (args, cwd)
 
 
+CFG = b"[flake8]\nmax-line-length = 99\n\n[tool:pytest]\ntestpaths = tests\n"
+TOX = b"[tox]\nenvlist = py311\n"
+# (file, before, after, what is tampering): pytest's own sections of shared files, never the
+# rest of them (an honest `[flake8]` edit); a new `__init__.py` in a test folder.
+SHARED_FILES = [
+    ("sub/pyproject.toml", b"[project]\nname = 'x'\n",
+     b"[tool.pytest]\naddopts = ['-p', 'x']\n", ["sub/pyproject.toml [tool.pytest]"]),
+    ("setup.cfg", CFG, CFG.replace(b"99", b"120"), []),
+    ("setup.cfg", CFG, CFG + b"addopts = -k 'not money'\n", ["setup.cfg [tool:pytest]"]),
+    ("setup.cfg", CFG, CFG.replace(b"[tool:pytest]", b"[tool:pytest]\n"), []),
+    ("setup.cfg", None, b"[metadata]\nname = x\n", []),
+    ("tox.ini", TOX, TOX + b"[testenv]\ncommands = pytest\n", []),
+    ("tox.ini", TOX, TOX + b"[pytest]\naddopts = -p no:x -k 'not money'\n", ["tox.ini [pytest]"]),
+    ("tests/__init__.py", None, b"", ["tests/__init__.py"]),
+    ("tests/unit/__init__.py", None, b"", ["tests/unit/__init__.py"]),
+    ("tests/test_mine.py", None, b"def test_x():\n    pass\n", []),
+]  # fmt: skip
+
+
 def test_every_pytest_configuration_file_is_protected() -> None:
-    for rel in ("pytest.toml", ".pytest.toml", "pytest.ini", "tests/.pytest.ini", "setup.cfg"):
+    for rel in ("pytest.toml", ".pytest.toml", "pytest.ini", "tests/.pytest.ini", "conftest.py"):
         assert protected.is_protected(rel), rel
-    snapshot = {"sub/pyproject.toml": b"[project]\nname = 'x'\n"}
-    planted = {"sub/pyproject.toml": b"[tool.pytest]\naddopts = ['-p', 'x']\n"}
-    assert protected.guard(snapshot, planted, []).tampered == ["sub/pyproject.toml [tool.pytest]"]
+    for rel, before, after, tampered in SHARED_FILES:
+        snapshot = {rel: before} if before is not None else {}
+        kept = protected.guard(snapshot, {rel: after}, [])
+        assert kept.tampered == tampered, rel
+        assert kept.files.get(rel) == (before if tampered else after), rel
 
 
 def test_hidden_inputs_catch_what_the_visible_ones_do_not(graded: dict) -> None:
