@@ -703,6 +703,21 @@ def test_hidden_inputs_catch_what_the_visible_ones_do_not(graded: dict) -> None:
         assert all(c.ok for c in visible), (name, visible)  # the old grader was fooled
 
 
+def test_hidden_inputs_an_acting_agent_grades_on_are_drawn_after_it_stopped() -> None:
+    """The run's seed is in params.yaml and hidden.py is public: an agent could make the
+    very inputs and hard-code them. An agent that acts gets a seed drawn at grading time."""
+    from types import SimpleNamespace
+
+    def seed_for(in_process: bool) -> int:
+        fake = SimpleNamespace(harness=SimpleNamespace(in_process=in_process),
+                               settings=SimpleNamespace(seed=0))  # fmt: skip
+        return TaskRunner._grading_seed(fake, 1)  # type: ignore[arg-type]
+
+    assert seed_for(True) == 1  # a pre-written script: the run's seed, reproducible
+    drawn = seed_for(False)
+    assert drawn != seed_for(False) and drawn != 1  # hypothesis draws other inputs from it
+
+
 def test_a_report_rewritten_at_exit_is_tampering(graded: dict) -> None:
     attempt, result = graded["config-env", "a package rewriting pytest's report at exit"]
     tampered = [c for c in attempt.checks if c.name == "tests_tampered"]
