@@ -25,8 +25,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 # Every file pytest reads its configuration from (pytest 9: `pytest.toml` and `.pytest.toml`
-# come first, then `pytest.ini`/`.pytest.ini`, `pyproject.toml`, `tox.ini`, `setup.cfg`).
-CONFIG_NAMES = frozenset({"conftest.py", "pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"})
+# come first, then `pytest.ini`/`.pytest.ini`, `pyproject.toml`, `tox.ini`, `setup.cfg`); the
+# last three are shared with other tools: only pytest's section of them is the task's.
+CONFIG_NAMES = frozenset(
+    {"conftest.py", "pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"}
+)
 TEST_FOLDERS = frozenset({"tests", "test"})
 PYPROJECT = "pyproject.toml"
 # Files other tools share, and the sections of them pytest reads (the one home of that rule).

@@ -9,6 +9,13 @@ status when it finishes, with `os.write` and `json.dumps` bound before the proje
 process's reach. A run passes only when the stream, the report and the exit status all say
 so; where they disagree (a report with no failure after a streamed one, an exit status the
 session did not end with) the run is `tests_tampered`: a finding that fails the task.
+
+Code the tests import can also make the three agree, by changing pytest itself (every
+failed `TestReport` made a pass, `Function.runtest` emptied, a module's `call_and_report`
+replaced, a function's `__code__` swapped). So the launcher imports all of `_pytest` and
+takes fingerprints (the identity of each function, class member and code object of
+pytest, pluggy and the launcher) before the project is on `sys.path`; at the session's end
+the plugin compares, and any change is streamed as `patched`: tampering too.
 """
 
 from __future__ import annotations
@@ -105,7 +112,8 @@ class Streamed:
 
 def parse(data: bytes) -> Streamed:
     outcomes: dict[str, str] = {}
-    finished, unreadable, patched = None, 0, ()
+    finished, unreadable = None, 0
+    patched: tuple[str, ...] = ()
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             row = json.loads(line)

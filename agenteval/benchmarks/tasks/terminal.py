@@ -32,7 +32,6 @@ from agenteval.benchmarks.tasks.commands import (
 )
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
 
-
 # Colours and cursor movements (CSI, OSC): a program may colour what a terminal shows
 # (pytest does), which is not a different answer.
 ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
