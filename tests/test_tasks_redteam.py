@@ -708,7 +708,7 @@ SHARED_FILES = [
     ("tox.ini", TOX, TOX + b"[testenv]\ncommands = pytest\n", []),
     ("tox.ini", TOX, TOX + b"[pytest]\naddopts = -p no:x -k 'not money'\n", ["tox.ini [pytest]"]),
     ("tests/__init__.py", None, b"", ["tests/__init__.py"]),
-    ("tests/unit/__init__.py", None, b"", ["tests/unit/__init__.py"]),
+    ("tests/unit/__init__.py", None, b"", []),  # a package of the agent's own tests
     ("tests/test_mine.py", None, b"def test_x():\n    pass\n", []),
 ]  # fmt: skip
 
@@ -717,8 +717,8 @@ def test_every_pytest_configuration_file_is_protected() -> None:
     for rel in ("pytest.toml", ".pytest.toml", "pytest.ini", "tests/.pytest.ini", "conftest.py"):
         assert protected.is_protected(rel), rel
     for rel, before, after, tampered in SHARED_FILES:
-        snapshot = {rel: before} if before is not None else {}
-        kept = protected.guard(snapshot, {rel: after}, [])
+        snapshot = {"tests/test_durations.py": b"", **({rel: before} if before else {})}
+        kept = protected.guard(snapshot, {**snapshot, rel: after}, [])
         assert kept.tampered == tampered, rel
         assert kept.files.get(rel) == (before if tampered else after), rel
 

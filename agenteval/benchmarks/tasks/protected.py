@@ -5,8 +5,9 @@ every file under a `tests`/`test` folder, `test_*.py` / `*_test.py`, every `conf
 `pytest.toml`, `.pytest.toml`, `pytest.ini`, `.pytest.ini`, and pytest's own section of the
 files other tools share: `pyproject.toml`'s `[tool.pytest...]`, `setup.cfg`'s `[tool:pytest]`,
 `tox.ini`'s `[pytest]` (the rest of them, a `[flake8]` section say, is the agent's to edit).
-A new `__init__.py` in a test folder is tampering too: it changes how pytest imports the
-task's tests (rootdir-relative package names, a different conftest). A task lets the agent
+A new `__init__.py` in a test folder that holds the task's tests is tampering too: it
+changes how pytest imports them (rootdir-relative package names, a different conftest); one
+in a folder of the agent's own new tests is the agent's. A task lets the agent
 change named ones
 (`tests_pass.editable`: the red test it must update). Any other change to them, and any new
 configuration file (a planted `conftest.py` or `pytest.toml`), is tampering: the snapshot's
@@ -109,12 +110,21 @@ def guard(snapshot: dict[str, bytes], files: dict[str, bytes], editable: Iterabl
             continue
         if not is_protected(rel):
             continue
+        if before is None and name == PACKAGE_MARK and not _over_task_tests(rel, snapshot):
+            continue  # a package of the agent's own tests: the task's import as they did
         if before is None and name not in CONFIG_NAMES and name != PACKAGE_MARK:
             out.agent_tests.append(rel)  # a new test file of the agent's: run on its own
             continue
         out.tampered.append(rel)
         _restore(out.files, rel, before)
     return out
+
+
+def _over_task_tests(rel: str, snapshot: dict[str, bytes]) -> bool:
+    """Whether the folder of `rel` holds one of the task's test files (at any depth)."""
+    folder = str(PurePosixPath(rel).parent)
+    prefix = "" if folder == "." else folder + "/"
+    return any(t.startswith(prefix) and is_test_file(t) for t in snapshot)
 
 
 def _restore(files: dict[str, bytes], rel: str, before: bytes | None) -> None:
