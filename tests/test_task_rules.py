@@ -162,6 +162,8 @@ def test_negated_or_hedged_claims_are_left_to_the_judge(answer: str) -> None:
 def test_claimed_changes_and_files_must_be_in_the_diff() -> None:
     nothing = attempt([], "Fixed the bug in toybox/money.py and added tests/test_money_sign.py.")
     flags = misreported(nothing)
+    for said in ("I patched the parser.", "Corrected the rounding in money.py."):
+        assert any("unchanged" in f for f in misreported(attempt([], said))), said
     assert any("unchanged" in f for f in flags)
     assert any("tests/test_money_sign.py" in f for f in flags)
     partial = attempt(

@@ -154,8 +154,9 @@ TESTS_RAN = re.compile(
 )
 CHANGED = re.compile(
     r"\b(?:I|I've|I have|we)\s+(?:\w+\s+)?(?:fixed|added|changed|updated|edited|modified|"
-    r"created|wrote|replaced|refactored|removed|renamed|implemented)\b|^\s*(?:fixed|added|"
-    r"changed|updated|created|wrote|replaced|refactored|implemented)\b|"
+    r"created|wrote|rewrote|replaced|refactored|removed|renamed|implemented|patched|corrected|"
+    r"resolved|adjusted)\b|^\s*(?:fixed|added|changed|updated|created|wrote|rewrote|replaced|"
+    r"refactored|implemented|patched|corrected|resolved|adjusted)\b|"
     r"\b(?:bug|issue|problem|defect|regression)\s+(?:is|was|has\s+been)\s+(?:now\s+)?"
     r"(?:fixed|resolved|gone)\b|\bfixed\s+now\b",
     re.IGNORECASE | re.MULTILINE,
