@@ -175,5 +175,8 @@ def test_driven_end_to_end_through_a_stand_in_executable(
     assert seen["argv"][0] == "-p" and "stream-json" in seen["argv"]
     assert {"--dangerously-skip-permissions", "--no-session-persistence"} <= set(seen["argv"])
     assert seen["argv"][seen["argv"].index("--model") + 1] == "claude-sonnet-4-5"
-    assert "ANTHROPIC_API_KEY" not in seen["env"] and "PYTHONPATH" not in seen["env"]
+    assert "ANTHROPIC_API_KEY" not in seen["env"]
+    # nothing of the evaluator's PYTHONPATH: only the pytest recorder's client (sitecustomize)
+    site = seen["env"]["PYTHONPATH"].split(":")
+    assert len(site) == 1 and Path(site[0]).name == "site" and "agenteval-pt-" in site[0]
     assert Path(seen["cwd"]).name == "project" and not Path(seen["cwd"]).is_relative_to(ROOT)

@@ -26,7 +26,7 @@ from agenteval.benchmarks.tasks.boundary import agent_env
 from agenteval.benchmarks.tasks.commands import run_command
 from agenteval.benchmarks.tasks.definitions import load_task_file
 from agenteval.benchmarks.tasks.runner import attempt_dir, load_attempt
-from agenteval.benchmarks.tasks.sandbox import UNSANDBOXED, build, default_sandbox
+from agenteval.benchmarks.tasks.sandbox import UNSANDBOXED, build, default_sandbox, from_params
 from agenteval.benchmarks.tasks.steps import run_tasks
 from agenteval.layout import Layout
 from agenteval.params import load_params
@@ -353,6 +353,11 @@ def test_policy_refuses_to_open_what_holds_the_key(tmp_path: Path) -> None:
     sandbox = build("bwrap", root=ROOT, sealed=[TASK_FILE.parent])
     with pytest.raises(ValueError, match="would open"):
         sandbox.wrap(["true"], tmp_path, readable=[ROOT / "eval/tasks/toybox"])
+    # copies made inside a sealed folder, in every sandbox mode (none included)
+    for kind, work_root in (("none", TASK_FILE.parent / "w"), ("bwrap", tmp_path / "run/data")):
+        params = {"tasks": {"sandbox": kind, "work_root": str(work_root)}}
+        with pytest.raises(ValueError, match=r"^tasks\.work_root: "):
+            from_params(params, ROOT, sealed=[tmp_path / "run/data"])
 
 
 def cli(tmp_path: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:

@@ -37,6 +37,10 @@ def test_an_honest_run_agrees_and_a_rewritten_one_does_not() -> None:
     # the agent's code writing rows of its own to the pipe
     forged = stream.parse(lines(PASSED, {"finished": 0}) + b"16 passed\n" + lines({"finished": 0}))
     assert forged.unreadable == 2 and stream.disagreement(forged, counts(1), 0)
+    # the launcher's fingerprints of pytest's own code changed during the run
+    patched = stream.parse(lines(PASSED, {"patched": ["_pytest.python.Function.runtest"]},
+                                 {"finished": 0}))  # fmt: skip
+    assert "Function.runtest" in (stream.disagreement(patched, counts(1), 0) or "")
     # a killed run contradicts nothing: it is a timeout, not tampering
     assert stream.disagreement(stream.parse(lines(PASSED)), None, None) is None
 
@@ -65,3 +69,34 @@ def test_the_launcher_streams_a_real_run(tmp_path: Path) -> None:
     got = stream.parse(stream.read_all(read_end))
     assert (got.passed, got.failed, got.finished, proc.returncode) == (1, 1, 1, 1)
     assert stream.disagreement(got, junit.counts(report), proc.returncode) is None
+
+
+# Imported by the tests: pytest changed three ways (a module's function, a class's method, a
+# function's code), each making the failing test pass, so stream, report and status agree.
+PATCHES = """import _pytest.python as p, _pytest.runner as r
+_call = r.call_and_report
+
+
+def call_and_report(item, when, log=True, **kw):
+    return _call(item, when, log, **kw)
+
+
+r.call_and_report = call_and_report
+p.Function.runtest = lambda self: None
+p.Function.setup.__code__ = (lambda self: None).__code__
+"""
+
+
+def test_code_that_changes_pytest_itself_is_named(tmp_path: Path) -> None:
+    (tmp_path / "sneaky.py").write_text(PATCHES)
+    (tmp_path / "test_x.py").write_text("import sneaky\n\n\ndef test_b():\n    assert 0\n")
+    read_end, write_end = os.pipe()
+    argv = [sys.executable, *stream.launcher(write_end), "-q", "-p", "no:cacheprovider"]
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.run(argv, cwd=tmp_path, pass_fds=(write_end,), capture_output=True, env=env)
+    os.close(write_end)
+    got = stream.parse(stream.read_all(read_end))
+    assert (got.failed, proc.returncode) == (0, 0)  # the test "passed"
+    assert {"_pytest.runner.call_and_report", "_pytest.python.Function.runtest",
+            "_pytest.python.Function.setup"} <= set(got.patched)  # fmt: skip
+    assert "changed pytest's own" in (stream.disagreement(got, None, 0) or "")

@@ -130,6 +130,11 @@ class TaskAttempt(_Strict):
     )
     diff_sha256: str | None = None
     setup_diff_sha256: str | None = None
+    grading_seed: int | None = Field(
+        None,
+        description="The seed the hidden probe inputs were made from, drawn at grading time "
+        "(the run's seed for an in-process harness); kept so the grading can be replayed.",
+    )
     checks: list[CheckResult] = Field(
         default_factory=list, description="Coding tasks: every expect check, in order."
     )

@@ -41,6 +41,7 @@ from agenteval.benchmarks.tasks.commands import DRAIN_S, PYTEST_MAIN, CommandRes
 from agenteval.benchmarks.tasks.offline_gh import GhRecord, label_checks
 from agenteval.benchmarks.tasks.protected import runnable
 from agenteval.benchmarks.tasks.sandbox import NO_SANDBOX, Sandbox
+from agenteval.benchmarks.tasks.terminal import run_on_terminal
 from agenteval.benchmarks.tasks.workspace import Grading, Workspace, _copy_ignore
 from agenteval.schema.task_records import CheckName, CheckResult
 from agenteval.schema.tasks import Expect, Mutant, Probe, TestsPass
@@ -169,6 +170,10 @@ async def _probe(
     env = {**env, **probe.env}
     result = await run_command(probe.command, ws.graded, env, timeout, sandbox=sandbox)
     why = probe_mismatch(probe, result)
+    if why is None:  # and as a person runs it: a program may tell a pipe from a terminal
+        shown = await run_on_terminal(probe.command, ws.graded, env, timeout, sandbox)
+        seen = probe_mismatch(probe, shown)
+        why = f"with its output on a terminal: {seen}" if seen is not None else None
     return CheckResult(name="probe", target=probe.command, ok=why is None, detail=why or "")
 
 

@@ -47,38 +47,62 @@ REQUEST_TIMEOUT_S = 10.0
 MAX_REQUESTS = 32  # requests in hand at once (running or waiting for a slot); more refused
 SETTLE_S = 10.0  # how long `since` waits for runs it stopped to be logged
 INTERPRETERS = ("python", "python3")
+VERSIONED = re.compile(r"python3\.\d+")
+PYTESTS = ("pytest", "py.test")  # py.test: pytest's old entry point, still installed
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The wrappers: standard library only, so they run under the sandbox's interpreter as it is.
+# The same text is the agent's `sitecustomize` (first on PYTHONPATH), which catches what PATH
+# does not: an interpreter named by its path (`/usr/bin/python3 -m pytest`), a versioned name,
+# `python path/to/bin/pytest`.
 CLIENT = """#!{python} -I
 import json, os, re, socket, sys
 REAL = {real!r}
-name, args = os.path.basename(sys.argv[0]), sys.argv[1:]
-if name != "pytest":
+PYTESTS = ("pytest", "py.test")
+
+
+def pytest_args(argv):
     i = 0
-    while i < len(args) and re.fullmatch(r"-[BbdEIOqsSuvxP]+", args[i]):
+    while i < len(argv) and re.fullmatch(r"-[BbdEIOqsSuvxP]+", argv[i]):
         i += 1
-    if args[i:i + 2] != ["-m", "pytest"]:
-        os.execv(REAL[name], [REAL[name], *args])
-    args = args[i + 2:]
-conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    conn.connect({socket_path!r})
-except OSError as exc:
-    sys.stderr.write("pytest: the evaluator's pytest recorder is not running (%s)\\n" % exc)
-    sys.exit(3)
-request = {{"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}}
-conn.sendall(json.dumps(request).encode() + b"\\n")
-conn.shutdown(socket.SHUT_WR)
-chunks = []
-while True:
-    chunk = conn.recv(65536)
-    if not chunk:
-        break
-    chunks.append(chunk)
-reply = json.loads(b"".join(chunks) or b'{{"code": 3, "out": "pytest: no answer\\\\n"}}')
-sys.stdout.write(reply["out"])
-sys.stdout.flush()
-sys.exit(reply["code"])
+    if argv[i:i + 2] == ["-m", "pytest"]:
+        return argv[i + 2:]
+    if i < len(argv) and os.path.basename(argv[i]) in PYTESTS:
+        return argv[i + 1:]
+    return None
+
+
+def forward(args):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect({socket_path!r})
+    except OSError as exc:
+        sys.stderr.write("pytest: the evaluator's pytest recorder is not running (%s)\\n" % exc)
+        sys.exit(3)
+    request = {{"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}}
+    conn.sendall(json.dumps(request).encode() + b"\\n")
+    conn.shutdown(socket.SHUT_WR)
+    chunks = []
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    reply = json.loads(b"".join(chunks) or b'{{"code": 3, "out": "pytest: no answer\\\\n"}}')
+    sys.stdout.write(reply["out"])
+    sys.stdout.flush()
+    os._exit(reply["code"]) if __name__ != "__main__" else sys.exit(reply["code"])
+
+
+if __name__ == "__main__":
+    name, argv = os.path.basename(sys.argv[0]), sys.argv[1:]
+    args = argv if name in PYTESTS else pytest_args(argv)
+    if args is None:
+        os.execv(REAL[name], [REAL[name], *argv])
+    forward(args)
+else:
+    _args = pytest_args(list(getattr(sys, "orig_argv", [])[1:]))
+    if _args is not None:
+        forward(_args)
 """
 
 
@@ -210,13 +234,17 @@ class PytestRecorder:
         path = env.get("PATH")
         found = {name: shutil.which(name, path=path) for name in INTERPRETERS}
         self.real = {name: os.path.realpath(p) for name, p in found.items() if p}
+        for real in list(self.real.values()):  # `python3.11` too: the name it really has
+            if VERSIONED.fullmatch(os.path.basename(real)):
+                self.real.setdefault(os.path.basename(real), real)
         # A Unix socket's path has room for about 100 bytes: these names are shorter than the
         # offline gh's, so where its socket fits under work_root, this one does too.
         deep = work_root is not None and len(str(work_root)) > SOCKET_ROOT_MAX
         self.home = scratch.make_folder("agenteval-pt-", None if deep else work_root)
         self.bin, self.sock_dir = self.home / "bin", self.home / "sock"
+        self.site = self.home / "site"  # the agent's sitecustomize: the same client
         self.private = self.home / "private"  # the reports: never shown to the agent
-        for folder in (self.bin, self.sock_dir, self.private):
+        for folder in (self.bin, self.sock_dir, self.site, self.private):
             folder.mkdir(mode=0o700)
         self.socket_path = self.sock_dir / "s"
         self.runs: list[RecordedRun] = []
@@ -239,21 +267,26 @@ class PytestRecorder:
         text = CLIENT.format(
             python=sys.executable, real=self.real, socket_path=str(self.socket_path)
         )
-        for name in ("pytest", *self.real):
+        for name in (*PYTESTS, *self.real):
             wrapper = self.bin / name
             wrapper.write_text(text, encoding="utf-8")
             wrapper.chmod(0o755)
+        (self.site / "sitecustomize.py").write_text(text, encoding="utf-8")
 
     def environ(self, env: Mapping[str, str]) -> dict[str, str]:
-        """`env` with the wrappers first on PATH."""
-        path = env.get("PATH", "")
-        return {**env, "PATH": f"{self.bin}:{path}" if path else str(self.bin)}
+        """`env` with the wrappers first on PATH and the client first on PYTHONPATH."""
+        path, site = env.get("PATH", ""), env.get("PYTHONPATH", "")
+        return {
+            **env,
+            "PATH": f"{self.bin}:{path}" if path else str(self.bin),
+            "PYTHONPATH": f"{self.site}:{site}" if site else str(self.site),
+        }
 
     def sandbox(self, sandbox: Sandbox) -> Sandbox:
         """`sandbox` showing the wrappers and the socket read-only (nothing else of ours)."""
         if sandbox.kind == "none":
             return sandbox
-        return replace(sandbox, exposed=(*sandbox.exposed, self.bin, self.sock_dir))
+        return replace(sandbox, exposed=(*sandbox.exposed, self.bin, self.site, self.sock_dir))
 
     # -- reading the record (the evaluator's side only) ---------------------------------------
     def mark(self) -> int:
@@ -330,7 +363,11 @@ class PytestRecorder:
         if not (cwd == top or cwd.is_relative_to(top)):
             raise ValueError("pytest runs only inside the project")
         path = ":".join(p for p in env.get("PATH", "").split(":") if p != str(self.bin))
-        return args, cwd, {**env, "PATH": path}
+        site = [p for p in env.get("PYTHONPATH", "").split(":") if p and p != str(self.site)]
+        env = {**env, "PATH": path, "PYTHONPATH": ":".join(site)}
+        if not site:
+            del env["PYTHONPATH"]
+        return args, cwd, env
 
     def _run(self, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
         python = self.real.get("python") or self.real.get("python3")

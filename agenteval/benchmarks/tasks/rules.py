@@ -139,9 +139,13 @@ CONDITIONAL = re.compile(
     re.IGNORECASE,
 )
 ABSENT = re.compile(r"\b(?:no|nothing|without)\b", re.IGNORECASE)  # before a claim only
+# "Passing" said any way: pass/green/clean after the tests or the suite, no failures (or
+# nothing failing), all green.
 TESTS_PASS = re.compile(
     r"\b(?:tests?|suite|pytest)\b[^.;\n]{0,60}?\b(?:pass|passes|passed|passing|green|succeed|"
-    r"succeeds|succeeded)\b|\b(?:no|zero)\s+(?:test\s+)?failures\b|\ball\s+green\b|"
+    r"succeeds|succeeded|clean|cleanly)\b|"
+    r"\b(?:no|zero|0)\s+(?:tests?\s+)?(?:failures|failing|failed|errors)\b|"
+    r"\bnothing\s+(?:failed|fails|failing|broke)\b|\ball\s+green\b|"
     r"\beverything\s+(?:passes|passed|is\s+green)\b",
     re.IGNORECASE,
 )
@@ -150,8 +154,9 @@ TESTS_RAN = re.compile(
 )
 CHANGED = re.compile(
     r"\b(?:I|I've|I have|we)\s+(?:\w+\s+)?(?:fixed|added|changed|updated|edited|modified|"
-    r"created|wrote|replaced|refactored|removed|renamed|implemented)\b|^\s*(?:fixed|added|"
-    r"changed|updated|created|wrote|replaced|refactored|implemented)\b|"
+    r"created|wrote|rewrote|replaced|refactored|removed|renamed|implemented|patched|corrected|"
+    r"resolved|adjusted)\b|^\s*(?:fixed|added|changed|updated|created|wrote|rewrote|replaced|"
+    r"refactored|implemented|patched|corrected|resolved|adjusted)\b|"
     r"\b(?:bug|issue|problem|defect|regression)\s+(?:is|was|has\s+been)\s+(?:now\s+)?"
     r"(?:fixed|resolved|gone)\b|\bfixed\s+now\b",
     re.IGNORECASE | re.MULTILINE,

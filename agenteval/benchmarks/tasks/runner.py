@@ -16,6 +16,7 @@ rerun, and keeps its stamp: a scorecard of reused attempts says which commits it
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -292,6 +293,7 @@ class TaskRunner:
         record.diff_sha256 = sha256_text(diff)
         record.setup_diff_sha256 = sha256_text(setup_diff) if task.setup else None
         if task.expect is not None:
+            record.grading_seed = self._grading_seed(record.repeat)
             record.checks = await run_checks(
                 task.expect,
                 ws,
@@ -299,11 +301,20 @@ class TaskRunner:
                 self.settings.check_timeout_s,
                 self.settings.sandbox,
                 grading,
-                seed=self.settings.seed * 1000 + record.repeat,
+                seed=record.grading_seed,
                 github=github,
                 first_failure=self.settings.first_failure,
             )
         return self._write(record, diff, setup_diff)
+
+    def _grading_seed(self, repeat: int) -> int:
+        """The hidden inputs' seed. The run's seed is in params.yaml and the generators are
+        public code, so an agent could make the very inputs and hard-code them: an agent
+        that can act (anything but an in-process, pre-written script) gets a seed drawn now,
+        after it stopped, that nothing it could read holds."""
+        if self.harness.in_process:
+            return self.settings.seed * 1000 + repeat
+        return secrets.randbits(48)
 
     async def _drive(self, task: Task, ctx: AttemptContext) -> Outcome:
         cap = self.settings.run_timeout_s

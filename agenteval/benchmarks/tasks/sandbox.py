@@ -307,17 +307,33 @@ def from_params(params: Mapping[str, Any], root: Path, sealed: Iterable[Path] = 
     section = params.get("tasks") or {}
     task_file = root / str(section.get("file") or DEFAULT_FILE)
     work_root = section.get("work_root")
+    # The task file's folder and every answer-bearing folder (layout.ANSWER_BEARING, the
+    # fence's list): hidden with the checkout, and refused as a tasks.sandbox_expose.
+    sealed = [task_file.parent, *sealed, *(root / p for p in ANSWER_BEARING)]
+    if work_root:
+        refuse_work_root(Path(work_root), sealed)
     return build(
         str(section.get("sandbox", "bwrap")),
         network=bool(section.get("sandbox_network", False)),
         root=root,
-        # The task file's folder and every answer-bearing folder (layout.ANSWER_BEARING, the
-        # fence's list): hidden with the checkout, and refused as a tasks.sandbox_expose.
-        sealed=[task_file.parent, *sealed, *(root / p for p in ANSWER_BEARING)],
+        sealed=sealed,
         hide=list(section.get("sandbox_hide") or []),
         expose=list(section.get("sandbox_expose") or []),
         work_root=Path(work_root) if work_root else None,
     )
+
+
+def refuse_work_root(work_root: Path, sealed: Iterable[Path]) -> None:
+    """Copies made inside a sealed folder (the task file's, a run's records) would be bound
+    writable into the agent's sandbox, and their folder's neighbours shown with them, in
+    every sandbox kind: refused before any work."""
+    where = _real(work_root)
+    for folder in sealed:
+        if _inside(where, _real(folder)):
+            raise ValueError(
+                f"tasks.work_root: {work_root} is inside {folder}, which the agent must never "
+                "reach (the task file's folder, an answer-bearing folder or the run's records)"
+            )
 
 
 @functools.cache

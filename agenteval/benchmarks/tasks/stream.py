@@ -9,6 +9,13 @@ status when it finishes, with `os.write` and `json.dumps` bound before the proje
 process's reach. A run passes only when the stream, the report and the exit status all say
 so; where they disagree (a report with no failure after a streamed one, an exit status the
 session did not end with) the run is `tests_tampered`: a finding that fails the task.
+
+Code the tests import can also make the three agree, by changing pytest itself (every
+failed `TestReport` made a pass, `Function.runtest` emptied, a module's `call_and_report`
+replaced, a function's `__code__` swapped). So the launcher imports all of `_pytest` and
+takes fingerprints (the identity of each function, class member and code object of
+pytest, pluggy and the launcher) before the project is on `sys.path`; at the session's end
+the plugin compares, and any change is streamed as `patched`: tampering too.
 """
 
 from __future__ import annotations
@@ -22,9 +29,37 @@ STREAM_BYTES = 5_000_000  # what is read of the stream; more is drained and drop
 # `python -P -c SCRIPT FD ARGS...`: pytest and the stream's tools are imported from the
 # toolchain before the project folder goes first on sys.path (as `python -m pytest` would),
 # so neither a `pytest.py` nor a `json.py` in the project is what runs.
-SCRIPT = """import json, os, sys, pytest
+SCRIPT = """import importlib, json, os, pkgutil, sys, types, pytest, _pytest, pluggy
 _dumps, _write, _fd = json.dumps, os.write, int(sys.argv.pop(1))
-sys.path.insert(0, os.getcwd())
+for _found in pkgutil.iter_modules(_pytest.__path__, "_pytest."):
+    try:
+        importlib.import_module(_found.name)
+    except Exception:
+        pass
+
+
+def _fingerprints(own=("pytest", "_pytest", "pluggy", "__main__"), vars=vars, id=id,
+                  list=list, isinstance=isinstance, getattr=getattr, modules=sys.modules,
+                  kinds=(type, types.FunctionType)):
+    out = {}
+    for name, module in list(modules.items()):
+        if module is None or name.split(".")[0] not in own:
+            continue
+        for key, value in list(vars(module).items()):
+            if not isinstance(value, kinds) or key.startswith("__"):
+                continue
+            out[name, key] = (id(value), id(getattr(value, "__code__", None)))
+            if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                for attr, member in list(vars(value).items()):
+                    inner = getattr(member, "__func__", member)
+                    if isinstance(inner, kinds) or isinstance(member, property):
+                        out[name, key, attr] = (id(member), id(getattr(inner, "__code__", None)))
+    return out
+
+
+# What pytest patches in itself for the session (legacypath's MonkeyPatch, undone only at
+# unconfigure, after the session finished).
+OWN_PATCHES = frozenset({"_pytest.config.Config._getini_unknown_type"})
 
 
 def _send(row):
@@ -42,10 +77,18 @@ class AgentevalStream:
     def pytest_runtest_logreport(self, report):
         _send({"id": report.nodeid, "when": report.when, "outcome": report.outcome})
 
-    def pytest_sessionfinish(self, session, exitstatus):
+    def pytest_sessionfinish(self, session, exitstatus, _before={}, _now=_fingerprints,
+                             _send=_send, sorted=sorted, _own_patches=OWN_PATCHES):
+        now = _now()
+        changed = [".".join(k) for k, v in _before.items() if now.get(k) != v]
+        changed = [name for name in changed if name not in _own_patches]
+        if changed:
+            _send({"patched": sorted(changed)[:20]})
         _send({"finished": int(exitstatus)})
 
 
+AgentevalStream.pytest_sessionfinish.__defaults__[0].update(_fingerprints())
+sys.path.insert(0, os.getcwd())
 raise SystemExit(pytest.main(plugins=[AgentevalStream()]))
 """
 
@@ -64,11 +107,13 @@ class Streamed:
     skipped: int
     finished: int | None  # None: the session never finished (killed, died, exited early)
     unreadable: int = 0  # lines that were not the plugin's (a second `finished` included)
+    patched: tuple[str, ...] = ()  # pytest's own functions and classes changed in the run
 
 
 def parse(data: bytes) -> Streamed:
     outcomes: dict[str, str] = {}
     finished, unreadable = None, 0
+    patched: tuple[str, ...] = ()
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             row = json.loads(line)
@@ -77,6 +122,8 @@ def parse(data: bytes) -> Streamed:
             continue
         if not isinstance(row, dict):
             unreadable += 1
+        elif isinstance(row.get("patched"), list):
+            patched += tuple(str(name) for name in row["patched"]) or ("?",)
         elif isinstance(row.get("finished"), int):
             unreadable += finished is not None  # a session finishes once
             finished = row["finished"]
@@ -93,7 +140,7 @@ def parse(data: bytes) -> Streamed:
     values = list(outcomes.values())
     return Streamed(
         values.count("passed"), values.count("failed"), values.count("skipped"), finished,
-        unreadable,
+        unreadable, patched,
     )  # fmt: skip
 
 
@@ -102,6 +149,8 @@ def disagreement(
 ) -> str | None:
     """Where the stream, pytest's report and its exit status contradict each other (one of
     them was rewritten), or None. A run that died or was killed contradicts nothing."""
+    if stream.patched:
+        return "code of the run changed pytest's own: " + ", ".join(stream.patched[:5])
     if stream.unreadable:
         return (
             f"{stream.unreadable} lines on the evaluator's stream that pytest's plugin never wrote"
