@@ -32,27 +32,39 @@ from agenteval.schema.task_records import CheckResult
 REQUEST_BYTES = 1_000_000  # one call's arguments; more is refused
 CALL_TIMEOUT_S = 10.0
 # The client: standard library only, so it runs under the sandbox's interpreter as it is.
-CLIENT = """#!{python} -I
-import json, socket, sys
-conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    conn.connect({socket_path!r})
-except OSError as exc:
-    sys.stderr.write("gh: the offline gh service is not running (%s)\\n" % exc)
-    sys.exit(1)
-conn.sendall(json.dumps({{"argv": sys.argv[1:]}}).encode() + b"\\n")
-conn.shutdown(socket.SHUT_WR)
-chunks = []
-while True:
-    chunk = conn.recv(65536)
-    if not chunk:
-        break
-    chunks.append(chunk)
-reply = json.loads(b"".join(chunks) or b'{{"code": 1, "out": "", "err": "gh: no answer\\\\n"}}')
+# The round trip both of the evaluator's stand-in clients make (this `gh` and pytest's recorder,
+# recorder.py): one JSON request over the evaluator's unix socket, one JSON reply. Standard
+# library only, and free of braces, so each client's format template can hold it.
+ASK = """
+def ask(socket_path, request, tool, service, code):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(socket_path)
+    except OSError as exc:
+        sys.stderr.write("%s: the %s is not running (%s)\\n" % (tool, service, exc))
+        sys.exit(code)
+    conn.sendall(json.dumps(request).encode() + b"\\n")
+    conn.shutdown(socket.SHUT_WR)
+    chunks = []
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    if not chunks:
+        return dict(code=code, out="", err="%s: no answer\\n" % tool)
+    return json.loads(b"".join(chunks))
+"""
+CLIENT = (
+    "#!{python} -I\nimport json, socket, sys\n"
+    + ASK
+    + """
+reply = ask({socket_path!r}, {{"argv": sys.argv[1:]}}, "gh", "offline gh service", 1)
 sys.stdout.write(reply["out"])
-sys.stderr.write(reply["err"])
+sys.stderr.write(reply.get("err", ""))
 sys.exit(reply["code"])
 """
+)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from pathlib import Path
 from agenteval import scratch
 from agenteval.benchmarks.tasks import graded, junit, stream
 from agenteval.benchmarks.tasks.commands import DRAIN_S, Capped, cut
-from agenteval.benchmarks.tasks.offline_gh import SOCKET_ROOT_MAX
+from agenteval.benchmarks.tasks.offline_gh import ASK, SOCKET_ROOT_MAX
 from agenteval.benchmarks.tasks.sandbox import Sandbox
 
 REQUEST_BYTES = 1_000_000  # one run's arguments and environment; more is refused
@@ -54,9 +54,13 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The same text is the agent's `sitecustomize` (first on PYTHONPATH), which catches what PATH
 # does not: an interpreter named by its path (`/usr/bin/python3 -m pytest`), a versioned name,
 # `python path/to/bin/pytest`.
-CLIENT = """#!{python} -I
+CLIENT = (
+    """#!{python} -I
 import json, os, re, socket, sys
 REAL = {real!r}
+"""
+    + ASK
+    + """
 PYTESTS = ("pytest", "py.test")
 
 
@@ -72,24 +76,12 @@ def pytest_args(argv):
 
 
 def forward(args):
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect({socket_path!r})
-    except OSError as exc:
-        sys.stderr.write("pytest: the evaluator's pytest recorder is not running (%s)\\n" % exc)
-        sys.exit(3)
     request = {{"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}}
-    conn.sendall(json.dumps(request).encode() + b"\\n")
-    conn.shutdown(socket.SHUT_WR)
-    chunks = []
-    while True:
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    reply = json.loads(b"".join(chunks) or b'{{"code": 3, "out": "pytest: no answer\\\\n"}}')
+    reply = ask({socket_path!r}, request, "pytest", "evaluator's pytest recorder", 3)
     sys.stdout.write(reply["out"])
+    sys.stderr.write(reply.get("err", ""))
     sys.stdout.flush()
+    sys.stderr.flush()
     os._exit(reply["code"]) if __name__ != "__main__" else sys.exit(reply["code"])
 
 
@@ -104,6 +96,7 @@ else:
     if _args is not None:
         forward(_args)
 """
+)
 
 
 @dataclass(frozen=True)
