@@ -10,7 +10,8 @@ record the call as fenced: the transcript, the scorecard and the summary count t
 
 A root that would hold, or lies inside, what the fence protects (`layout.ANSWER_BEARING`: the
 scenarios, every benchmark's questions and labels, run results, reports, the climb's ledger,
-`.git/`, `.dvc/`, `mlflow.db`; the fetched corpus `data/corpora` excepted) is refused when the
+`.git/`, `.dvc/`, `mlflow.db`, and wherever a setting moved a store: `layout.moved_stores`;
+the fetched corpus `data/corpora` excepted) is refused when the
 target is built, naming the setting, so no configuration can open the key to the agent. Each
 call resolves its path afresh (a file swapped for a symlink after a first read is resolved
 again), and a file that is a hard link to a protected file is refused like the file itself.
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agenteval.corpus.pins import EXTERNAL_DIR, documents, rebased, sub_manifests
-from agenteval.layout import ANSWER_BEARING, READABLE_INSIDE
+from agenteval.layout import ANSWER_BEARING, READABLE_INSIDE, moved_stores
 from agenteval.schema.corpus import Manifest
 
 DEFAULT_LIBRARY = ("eval/corpus/documents",)
@@ -293,6 +294,8 @@ def corpus_fence(params: Mapping[str, Any], root: Path) -> Fence:
     scenarios = suite.get("scenarios") or DEFAULT_SCENARIOS
     protected = [str(p) for p in (*PROTECTED, *([scenarios] if isinstance(scenarios, str)
                                                   else scenarios))]  # fmt: skip
+    # A store a setting moved (run.cache_dir, tracking.uri, sessions.out) keeps its guard.
+    protected += [str(p) for p in moved_stores(params, root)]
     folders += _corpus_home(root, manifest, protected)
     return build_fence(root, folders, keys, list(dict.fromkeys(protected)))
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agenteval.benchmarks.tasks.definitions import DEFAULT_FILE
-from agenteval.layout import ANSWER_BEARING
+from agenteval.layout import ANSWER_BEARING, moved_stores
 from agenteval.scratch import temporary_folder
 
 SandboxKind = Literal["bwrap", "none"]
@@ -313,7 +313,13 @@ def from_params(params: Mapping[str, Any], root: Path, sealed: Iterable[Path] = 
         root=root,
         # The task file's folder and every answer-bearing folder (layout.ANSWER_BEARING, the
         # fence's list): hidden with the checkout, and refused as a tasks.sandbox_expose.
-        sealed=[task_file.parent, *sealed, *(root / p for p in ANSWER_BEARING)],
+        # So are the stores a setting moved elsewhere (layout.moved_stores).
+        sealed=[
+            task_file.parent,
+            *sealed,
+            *(root / p for p in ANSWER_BEARING),
+            *moved_stores(params, root),
+        ],
         hide=list(section.get("sandbox_hide") or []),
         expose=list(section.get("sandbox_expose") or []),
         work_root=Path(work_root) if work_root else None,
