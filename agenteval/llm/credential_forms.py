@@ -302,17 +302,64 @@ COOKIE = re.compile(
 )
 
 
+# A whole Cookie / Set-Cookie header (curl's -b / --cookie too): every pair of it, each
+# value judged alone, a cookie's attributes (Path, Expires, SameSite...) kept.
+COOKIE_HEADER = re.compile(
+    r"(?i)((?:\b(?:set-)?cookie[\"']?\s*[:=]\s*[\"']?|(?:^|\s)(?:-b|--cookie)\s+[\"']?))"
+    r"(?P<value>[^\n\"']+)"
+)
+_PAIR = re.compile(r"(?P<name>[^=;,\s]+)=(?P<value>[^;,\s]*)")
+_ATTRIBUTE = re.compile(
+    r"(?i)path|domain|expires|max-age|samesite|secure|httponly|priority|partitioned|version"
+)
+# A cookie jar handed to an HTTP client: `cookies={"sessionid": "..."}`, `Client(cookies={..})`.
+COOKIE_JAR = re.compile(r"(?i)\bcookies?[\"']?\s*(?:=|:|\()\s*\{[^{}\n]*\}")
+_JAR_VALUE = re.compile(r"(?P<name>[\"'][^\"'\n]+[\"']\s*:\s*)[\"'](?P<value>[^\"'\n]+)[\"']")
+
+
+def _session_value(value: str) -> bool:
+    """A cookie's value that is a session's credential: generated (a digit among 16 or more
+    characters: a lower-case session id reads as a word to `plausible_secret`) or plausible.
+    A preference stays: `consent=accepted`, `theme=darkmode`, `lang=en`."""
+    if value.lower() in ("true", "false", "deleted", "null", "none"):
+        return False
+    if not any(c.isdigit() for c in value) and len(value) < 16:
+        return False
+    generated = len(value) >= 16 and any(c.isdigit() for c in value) and value.isalnum()
+    return generated or plausible_secret(value)
+
+
 def _cookie(match: re.Match[str]) -> str | None:
-    value = match.group("value")
-    if value.lower() in ("true", "false", "deleted", "null", "none") or not plausible_secret(value):
-        return None
-    return match.group(1) + REDACTED
+    return match.group(1) + REDACTED if _session_value(match.group("value")) else None
+
+
+def _header(match: re.Match[str]) -> str | None:
+    def one(pair: re.Match[str]) -> str:
+        name, value = pair.group("name"), pair.group("value")
+        if _ATTRIBUTE.fullmatch(name) or not _session_value(value):
+            return pair.group(0)
+        return f"{name}={REDACTED}"
+
+    pairs = _PAIR.sub(one, match.group("value"))
+    return match.group(1) + pairs if pairs != match.group("value") else None
+
+
+def _jar(match: re.Match[str]) -> str | None:
+    jar = match.group(0)
+    out = _JAR_VALUE.sub(
+        lambda m: m.group("name") + '"' + REDACTED + '"' if _session_value(m.group("value"))
+        else m.group(0),
+        jar,
+    )  # fmt: skip
+    return out if out != jar else None
 
 
 def credential_rules() -> list[Rule]:
     return [
         ("sql_password", SQL_PASSWORD, _keep_plausible_value),
+        ("cookie_header", COOKIE_HEADER, _header),
         ("cookie", COOKIE, _cookie),
+        ("cookie_jar", COOKIE_JAR, _jar),
         ("cli_password", COMMAND, _command),
         ("piped_password", PIPED, _piped),
         ("ftp_user", FTP_USER, _keep_plausible_value),

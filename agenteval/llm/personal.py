@@ -104,8 +104,12 @@ NAMED_ID = re.compile(
     r"(?i:\b(?:passport|national[ \-]insurance|social[ \-]security|driver'?s?[ \-]licen[cs]e"
     r"|licen[cs]e[ \-]number|tax[ \-](?:id|identification|number|code)|identity[ \-]card"
     r"|national[ \-]id|id[ \-]card|personnummer|aadhaar|codice[ \-]fiscale|steuer-?id"
-    r"|medicare|health[ \-]card|nhs|date[ \-]of[ \-]birth|birth[ \-]?date|born[ \-]on))"
-    r"|\b(?:NINO|NI|SSN|SIN|TIN|PAN|BSN|DNI|NIE|NIF|CPF|PESEL|DOB)\b"
+    r"|medicare|health[ \-]card|nhs|date[ \-]of[ \-]birth|birth[ \-]?date|born[ \-]on"
+    # other countries' registers: Canada's social insurance, India's UIDAI, the Dutch
+    # burgerservicenummer / sofinummer, France's sécurité sociale, Ireland's PPS
+    r"|social[ \-]insurance|uidai|burgerservice(?:nummer)?|sofi[ \-]?nummer"
+    r"|s[ée]curit[ée][ \-]sociale|personal[ \-]public[ \-]service))"
+    r"|\b(?:NINO|NI|SSN|SIN|TIN|PAN|BSN|DNI|NIE|NIF|CPF|PESEL|DOB|NIR|NRIC|CURP|PPSN|AHV|RUT)\b"
 )
 _NAMED_VALUE = re.compile(
     r"[ \t]*(?:(?i:number|no\.?|num\.?|nr\.?|#))?[ \t]*(?:(?i:is|was)\b|[:=#\-])?[ \t]*"

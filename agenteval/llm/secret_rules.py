@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from agenteval.llm.provider_keys import PREFIX_HINT, PROVIDER_KEYS
-from agenteval.llm.public_ids import named_public, public_at
+from agenteval.llm.public_ids import PUBLIC_PEM_LABEL, named_public, public_at
 
 REDACTED = "[REDACTED]"
 
@@ -66,17 +66,21 @@ SET_ASIDE = re.compile(
     # public key or certificate, and a bare SubjectPublicKeyInfo body (its DER header for
     # RSA, P-256, P-384 and Ed25519 keys, in base64, starts it).
     r"|\bssh-(?:ed25519|rsa|dss|ecdsa-sha2-nistp\d+)\s+AAAA[A-Za-z0-9+/]+={0,3}"
-    r"|-----BEGIN (?:RSA |EC )?(?:PUBLIC KEY|CERTIFICATE)-----[A-Za-z0-9+/=\s\\n]*"
-    r"-----END (?:RSA |EC )?(?:PUBLIC KEY|CERTIFICATE)-----"
+    # (a PEM block of any public label: `llm.public_ids.PUBLIC_PEM_LABEL`; PGP armour's
+    # `Version:` / `Comment:` lines and a JSON string's `\n` included)
+    r"|-----BEGIN (?P<pem>" + PUBLIC_PEM_LABEL + r")-----[A-Za-z0-9+/=\s\\:,.()\-]*"
+    r"-----END (?P=pem)-----"
     r"|(?:MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE|MCowBQYDK2VwAyEA|MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE"
     r"|MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA|MIICIjANBgkqhkiG9w0BAQEFAAOCAg8AMIICCgKCAgEA)"
     r"[A-Za-z0-9+/=]*"
+    # a public JWK (a key type, no private member: d, p, q, dp, dq, qi, k)
+    r"|\{(?![^{}]*[\"'](?:d|p|q|dp|dq|qi|k)[\"']\s*:)[^{}]*[\"']kty[\"']\s*:[^{}]*\}"
     r"|\bsha(?:256|384|512)-[A-Za-z0-9+/]{20,}={0,2}"
     r"|(?<![\w:])h1:[A-Za-z0-9+/]{43}=(?![\w+/=])"
     r"|(?<![\w:])SHA256:[A-Za-z0-9+/]{43}(?![\w+/=])"
 )
 SET_ASIDE_HINT = re.compile(
-    r"base64,|sha|SHA256:|h1:|ssh-|PUBLIC KEY|CERTIFICATE|MFkw|MCow|MHYw|MIIBIjAN|MIICIjAN"
+    r"base64,|sha|SHA256:|h1:|ssh-|-----BEGIN|kty|MFkw|MCow|MHYw|MIIBIjAN|MIICIjAN"
 )
 # A placeholder in a key's shape: `sk-xxxxxxxxxxxxxxxxxxxx`, `ghp_XXXXXXXX...`,
 # `sk-your-key-here`, and a provider's documented example in capitals (AWS's
@@ -130,6 +134,13 @@ def decodes_to_prose(token: str) -> bool:
 
 
 _ENCODED_SECRET = re.compile(r"(?i)private|pass|secret|token|key|auth|cred|begin|:")
+
+
+def _hook_path(match: re.Match[str]) -> str | None:
+    """A webhook's path redacted, unless it is the docs' placeholder (`T00000000/B00000000/
+    XXXXXXXXXXXXXXXXXXXXXXXX`): runs of x, of zeros, EXAMPLE."""
+    path = match.group(0)[len(match.group(1)) :]
+    return None if _PLACEHOLDER_RUN.search(path.replace("0" * 8, "x" * 8)) else _keep_group1(match)
 
 
 def _keep_group1(match: re.Match[str]) -> str:
@@ -287,6 +298,8 @@ SHAPE_HINT = (
 )
 SHAPE_PREFILTER = re.compile(SHAPE_HINT)
 _VALUE = r"(?P<value>[^\s\"'`,;()\[\]{}<>]+)"
+# An environment variable's upper-case NAME that says its value is a secret.
+ENV_SECRET = r"[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|KEY|CREDENTIALS?)[A-Z0-9_]*"
 
 
 def _text_rules() -> list[Rule]:
@@ -320,7 +333,7 @@ def _text_rules() -> list[Rule]:
                 r"|discord(?:app)?\.com/api/webhooks|outlook\.office\.com/webhook)/)"
                 r"[A-Za-z0-9/_\-@.]+"
             ),
-            _keep_group1,
+            _hook_path,
         ),
         (
             "auth_header",
@@ -358,8 +371,8 @@ def _named_rules() -> list[Rule]:
         (
             "env_secret",
             re.compile(
-                r"((?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|KEY"
-                r"|CREDENTIALS?)[A-Z0-9_]*=[\"']?)(?!\[REDACTED\])(?P<value>[^\s\"'`]{8,})"
+                r"((?<![A-Za-z0-9_])" + ENV_SECRET + r"=[\"']?)(?!\[REDACTED\])"
+                r"(?P<value>[^\s\"'`]{8,})"
             ),
             keep_plausible,
         ),
