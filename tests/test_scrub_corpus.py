@@ -65,6 +65,10 @@ def test_the_leaks_the_issue_found_are_scrubbed() -> None:
         "Cookie: lang=en; sessionid=utfjyrvudnbuuqne1ukw5ariakzvolle": "utfjyrvudnbu",
         "setx SENTRY_AUTH_TOKEN uJWFsStydSjSUUqq49gAF7": "uJWFsStyd",
         "https://x.webhook.office.com/webhookb2/IncomingWebhook/d0b3dc21357789c5505fb": "d0b3dc2",
+        # hidden in what is set aside as public: a block that says CRL, a JWK
+        "-----BEGIN X509 CRL-----\nMIIBzTCBtgIBATANBgkqhkiG9w0B\npassword=Hunter2Secret99\n"
+        "-----END X509 CRL-----": "Hunter2Secret99",
+        '{"kty": "RSA", "n": "abc", "password": "Hunter2Secret99"}': "Hunter2Secret99",
     }
     for text, fragment in planted.items():
         out, counts = scrub_text(text)

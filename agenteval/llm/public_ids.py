@@ -29,6 +29,10 @@ from agenteval.llm.demo_tokens import demo_spans
 # message. Labels with PRIVATE, SECRET or ENCRYPTED (`OPENSSH PRIVATE KEY`, `PGP PRIVATE KEY
 # BLOCK`, `ENCRYPTED PRIVATE KEY`) are keys: never set aside.
 PUBLIC_PEM_LABEL = r"(?!(?:[A-Z0-9]+ )*(?:PRIVATE|SECRET|ENCRYPTED)\b)[A-Z0-9]+(?: [A-Z0-9]+)*"
+# A PEM body: base64 lines (padding only at a line's end), a PGP checksum line `=abcd`, each
+# ended by a newline or a JSON string's `\n`. Nothing else: a `password=…` line inside a
+# block that says CERTIFICATE is no body, so the block is not set aside.
+PEM_BODY = r"\s*(?:(?:[A-Za-z0-9+/]+={0,2}|=[A-Za-z0-9+/]{4})(?:\s+|\\n))*"
 _ID_QUALIFIER = (
     r"cache|content|object|blob|build|request|req|trace|span|parent|correlation|idempotency"
     r"|dedup(?:lication)?|partition|sort|primary|foreign|lookup|index|row|etag|layer|manifest"
@@ -142,8 +146,7 @@ SAFE_FORMS = re.compile(
             # public keys, certificates, base64 images, integrity hashes
             r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)"
             r"\s+AAAA[A-Za-z0-9+/=]+",
-            r"-----BEGIN " + PUBLIC_PEM_LABEL + r"-----"
-            r"[\s\S]*?-----END [A-Z ]+-----",
+            r"-----BEGIN " + PUBLIC_PEM_LABEL + r"-----" + PEM_BODY + r"-----END [A-Z0-9 ]+-----",
             r"data:[\w/+.\-]+;base64,[A-Za-z0-9+/=\s]+",
             r"(?:iVBORw0KGgo|/9j/|R0lGOD|UklGR)[A-Za-z0-9+/=]{16,}",
             # keys public by design: Stripe's publishable keys (pk_live_..., pk_test_...)

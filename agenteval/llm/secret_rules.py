@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from agenteval.llm.provider_keys import PREFIX_HINT, PROVIDER_KEYS
-from agenteval.llm.public_ids import PUBLIC_PEM_LABEL, named_public, public_at
+from agenteval.llm.public_ids import PEM_BODY, PUBLIC_PEM_LABEL, named_public, public_at
 
 REDACTED = "[REDACTED]"
 
@@ -66,15 +66,16 @@ SET_ASIDE = re.compile(
     # public key or certificate, and a bare SubjectPublicKeyInfo body (its DER header for
     # RSA, P-256, P-384 and Ed25519 keys, in base64, starts it).
     r"|\bssh-(?:ed25519|rsa|dss|ecdsa-sha2-nistp\d+)\s+AAAA[A-Za-z0-9+/]+={0,3}"
-    # (a PEM block of any public label: `llm.public_ids.PUBLIC_PEM_LABEL`; PGP armour's
-    # `Version:` / `Comment:` lines and a JSON string's `\n` included)
-    r"|-----BEGIN (?P<pem>" + PUBLIC_PEM_LABEL + r")-----[A-Za-z0-9+/=\s\\:,.()\-]*"
-    r"-----END (?P=pem)-----"
+    # (a PEM block of any public label: `llm.public_ids.PUBLIC_PEM_LABEL`; its body base64
+    # only, so no `password: …` line hides inside a block that says CERTIFICATE)
+    r"|-----BEGIN (?P<pem>" + PUBLIC_PEM_LABEL + r")-----" + PEM_BODY + r"-----END (?P=pem)-----"
     r"|(?:MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE|MCowBQYDK2VwAyEA|MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE"
     r"|MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA|MIICIjANBgkqhkiG9w0BAQEFAAOCAg8AMIICCgKCAgEA)"
     r"[A-Za-z0-9+/=]*"
-    # a public JWK (a key type, no private member: d, p, q, dp, dq, qi, k)
-    r"|\{(?![^{}]*[\"'](?:d|p|q|dp|dq|qi|k)[\"']\s*:)[^{}]*[\"']kty[\"']\s*:[^{}]*\}"
+    # a public JWK: a key type and public members only, each a string (a private one's d,
+    # p, q..., or any other field, such as a password, keeps it out)
+    r"|\{(?=[^{}]*\"kty\")(?:\s*\"(?:kty|use|alg|kid|crv|x|y|n|e|x5t|x5t#S256|x5u)\"\s*:\s*"
+    r"\"[^\"\n]*\"\s*,?)+\s*\}"
     r"|\bsha(?:256|384|512)-[A-Za-z0-9+/]{20,}={0,2}"
     r"|(?<![\w:])h1:[A-Za-z0-9+/]{43}=(?![\w+/=])"
     r"|(?<![\w:])SHA256:[A-Za-z0-9+/]{43}(?![\w+/=])"
