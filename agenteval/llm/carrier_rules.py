@@ -12,16 +12,22 @@ import re
 
 from agenteval.llm.secret_rules import ENV_SECRET, REDACTED, Rule, keep_plausible
 
-_GENERATED_SEGMENT = re.compile(r"(?<![^/@])[A-Za-z0-9_\-]{16,}(?=[/@?#]|$)")
+# A generated path segment: 16 characters or more, or a short id of letters and digits
+# alone (Zapier's `/hooks/catch/123456/5uts1cj/`); a route's words (`stripe-v2`, `v1`) stay.
+_GENERATED_SEGMENT = re.compile(r"(?<![^/@])(?:[A-Za-z0-9_\-]{16,}|[A-Za-z0-9]{6,15})(?=[/@?#]|$)")
+
+
+def _generated(segment: str) -> bool:
+    """A digit among its characters and more than three distinct ones: a placeholder's
+    `T00000000` or `123` is written, not generated."""
+    return any(c.isdigit() for c in segment) and len(set(segment)) > 3
 
 
 def _hook_segments(match: re.Match[str]) -> str | None:
-    """A webhook URL with each path segment that was generated (16 characters or more,
-    a digit among them) redacted: the host, the route's words and the query stay."""
+    """A webhook URL with each path segment that was generated (a digit among them)
+    redacted: the host, the route's words and the query stay."""
     url = match.group(0)
-    out = _GENERATED_SEGMENT.sub(
-        lambda m: REDACTED if any(c.isdigit() for c in m.group(0)) else m.group(0), url
-    )
+    out = _GENERATED_SEGMENT.sub(lambda m: REDACTED if _generated(m.group(0)) else m.group(0), url)
     return out if out != url else None  # None: nothing found (the scrubber counts a hit)
 
 

@@ -85,10 +85,14 @@ class Positional(NamedTuple):
     when: tuple[str, ...]  # a short flag letter (htpasswd's b) or a subcommand; () always
     position: int  # among the words that are no option (after the subcommand); -1 the last
     how: str = VALUE  # or "/": the password follows user/ (and ends at @)
+    valued: tuple[str, ...] = ()  # options whose next word is their value, not an argument
+    fileless: str = ""  # a flag letter that drops the first argument (htpasswd -n: no file)
 
 
 CLI_POSITIONAL = (
-    Positional(("htpasswd",), ("b",), -1),
+    # htpasswd -b[cBmsi...] FILE USER PW: counted from the front, so prose after the
+    # command ("... and nginx still says 401") is no password; -C/-r take a value.
+    Positional(("htpasswd",), ("b",), 2, valued=("-C", "-r"), fileless="n"),
     Positional(("rabbitmqctl",), ("add_user", "change_password", "authenticate_user"), -1),
     Positional(("wpa_passphrase",), (), 1),
     Positional(("vault",), ("login",), 0),
@@ -172,15 +176,25 @@ def _flag_values(program: str, words: list[tuple[int, str]]) -> list[tuple[int, 
     return found
 
 
+def _arguments(words: list[tuple[int, str]], valued: tuple[str, ...]) -> list[tuple[int, str]]:
+    """The words that are no option nor an option's value (`-C 12`)."""
+    args, skip = [], False
+    for start, word in words:
+        if not skip and not word.startswith("-"):
+            args.append((start, word))
+        skip = not skip and word in valued
+    return args
+
+
 def _positional_values(program: str, words: list[tuple[int, str]]) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
-    plain = [(s, w) for s, w in words if not w.startswith("-")]
     for row in CLI_POSITIONAL:
         if program not in row.programs:
             continue
-        args = plain
+        args = plain = _arguments(words, row.valued)
+        letters = "".join(w[1:] for _, w in words if re.fullmatch(r"-[A-Za-z]+", w))
+        position = row.position - (1 if row.fileless and row.fileless in letters else 0)
         if row.when:
-            letters = "".join(w[1:] for _, w in words if re.fullmatch(r"-[A-Za-z]+", w))
             if plain and plain[0][1] in row.when:
                 args = plain[1:]
             elif not set(letters) & set(row.when):
@@ -189,9 +203,9 @@ def _positional_values(program: str, words: list[tuple[int, str]]) -> list[tuple
             shares = [i for i, (_, w) in enumerate(args) if w.startswith("\\\\")]
             args = args[shares[0] + 1 :] if shares else []
             args = [(s, w) for s, w in args if not w.startswith(("/", "*"))][:1]
-        if not args or not -len(args) <= row.position < len(args):
+        if not args or not -len(args) <= position < len(args):
             continue
-        part = _secret_part(*args[row.position], VALUE if row.how == UNC else row.how)
+        part = _secret_part(*args[position], VALUE if row.how == UNC else row.how)
         if part is not None and "=" not in part[1]:
             found.append(part)
     return found

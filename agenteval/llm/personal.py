@@ -206,6 +206,19 @@ def _tax_id(match: re.Match[str]) -> str | None:
     return _card_code(match)
 
 
+# A phone number a link carries, with or without its +: wa.me/4917..., t.me/+4917...,
+# tel:+49..., sms:, callto:, WhatsApp's and Viber's `phone=`/`number=`.
+PHONE_LINK = re.compile(
+    r"(?i:\bwa\.me/|\bt\.me/\+|\b(?:tel|sms|callto|facetime|skype):(?://)?"
+    r"|[?&](?:phone|number)=)(?P<value>(?:\+|%2B)?\d[\d\-.()]{5,20}\d)(?![\w])"
+)
+
+
+def _phone_link(match: re.Match[str]) -> str:
+    start = match.start("value") - match.start()
+    return match.group(0)[:start] + REDACTED
+
+
 def home_rules() -> list[Rule]:
     return [("home_folder", HOME_FOLDER, _home)]
 
@@ -213,6 +226,7 @@ def home_rules() -> list[Rule]:
 def personal_rules() -> list[Rule]:
     """The personal numbers' rules (phone numbers are `llm.detectors.personal_in`'s)."""
     return [
+        ("phone_link", PHONE_LINK, _phone_link),
         ("ssn", SSN, _whole),
         ("card_number", CARD, _card),
         ("card_code", CARD_CODE, _card_code),

@@ -182,6 +182,10 @@ SAFE_FORMS = re.compile(
             # req_..., chatcmpl-... (what a call returned, not what authorises one)
             r"\b(?:msg|toolu|srvtoolu|msgbatch|compl|req|resp|chatcmpl|call|asst|thread|run"
             r"|batch)[_\-][A-Za-z0-9]{16,40}\b",
+            # a payment API's object ids, typed by their prefix: pi_3Pqr..., ch_..., cus_...
+            # (not a PaymentIntent's client secret `pi_..._secret_...`: `\b` fails before `_`)
+            r"\b(?:pi|ch|cus|in|py|pm|seti|evt|txn|re|sub|prod|price|src|card|ba|acct|po|tr"
+            r"|ii|il|si|plink|promo|payout|file|cs_(?:live|test))_[A-Za-z0-9]{14,40}\b",
             # a process's id in a log line: sshd[2983117]
             r"(?<=[a-z\-_])\[\d{1,10}\]",
             _CARRIER + r"[A-Z]{0,4}\d[\d ]{8,34}\d[A-Z]{0,2}\b",

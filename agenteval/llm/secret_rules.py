@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+from agenteval.llm.cli_prompts import prompts_for_password
 from agenteval.llm.provider_keys import PREFIX_HINT, PROVIDER_KEYS
 from agenteval.llm.public_ids import PEM_BODY, PUBLIC_PEM_LABEL, named_public, public_at
 
@@ -188,6 +189,17 @@ def _named_value(match: re.Match[str]) -> str | None:
     return match.group(1) + REDACTED
 
 
+def _flag_value(match: re.Match[str]) -> str | None:
+    """The value after a `--password`-like flag, unless its program's flag is a switch
+    that prompts (`psql --password app_db`, `mysql --password shop`: the next word is the
+    database)."""
+    flag = match.group("flag")
+    spaced = not match.group(1).rstrip("\"'").endswith("=")
+    if spaced and prompts_for_password(match.string, match.start("flag"), flag):
+        return None
+    return _named_value(match)
+
+
 # A placeholder in docs where a user:password pair goes: PASSWORD, <password>, ${PGPASS}.
 _PAIR_PLACEHOLDER = re.compile(r"[A-Z_]+|<[^>]*>|\$\{?\w+\}?|\*+")
 
@@ -294,7 +306,8 @@ SHAPE_HINT = (
     r"|digest|splunk|negotiate|ntlm|kennwort|mot de|contrase|clave|senha|wachtwoord|has[łl]o"
     r"|l[öo]senord|adgangskode|salasana|parola|пароль|密码|パスワード|비밀번호"
     r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=]|psk|log[ \-]?in|logon|sign[ \-]?in"
-    r"|zugangs|anmelde|identifiants|logowania)"
+    r"|zugangs|anmelde|identifiants|logowania|\bpw\b|pword"
+    r"|\b(?:ssh|s?ftp|scp|rdp|vnc|telnet)\b|recovery|backup|scratch|2fa|mfa)"
     r"|" + PREFIX_HINT + r"|[A-Za-z0-9+/]{32}|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
 )
 SHAPE_PREFILTER = re.compile(SHAPE_HINT)
@@ -362,10 +375,10 @@ def _named_rules() -> list[Rule]:
         (
             "cli_password_flag",
             re.compile(
-                r"(?i)((?:^|\s)--[\w\-]*?(?:password|passwd|pass|token|api-key|apikey|secret)"
-                r"(?:=|\s+)[\"']?)" + _VALUE
+                r"(?i)((?:^|\s)(?P<flag>--[\w\-]*?(?:password|passwd|pass|token|api-key|apikey"
+                r"|secret))(?:=|\s+)[\"']?)" + _VALUE
             ),
-            _named_value,
+            _flag_value,
         ),
         # An environment file's or a shell's upper-case NAME=value: the value runs to the
         # next blank or quote whatever it holds (`django-insecure-%6&*oq(=h8!2...`).
