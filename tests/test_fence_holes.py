@@ -125,6 +125,27 @@ def test_agenteval_run_refuses_a_library_inside_the_scenarios_before_any_work(
     assert not (tmp_path / "run" / "data" / "transcripts").exists()
 
 
+@pytest.mark.parametrize("out", [f"{DOCS}/rt43run", "eval"])
+def test_agenteval_run_refuses_a_run_folder_in_or_around_the_library_before_any_work(
+    out: str,
+) -> None:
+    """A run folder holds data/suite.json: inside the library a later run's agent reads it."""
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
+
+    root = Path(__file__).resolve().parents[1]
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(app, ["run", "--out", out])
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 2, result.output
+    assert f"--out {out}: a run folder holds answers; target.library" in result.output
+    assert not (root / DOCS / "rt43run").exists()
+
+
 def test_one_list_protects_every_answer_bearing_folder() -> None:
     for folder in ("eval/tasks", "eval/memory/scenarios", "eval/sessions", "eval/qa",
                    "eval/code_retrieval", "eval/baselines", "eval/climb", "reports", "data",

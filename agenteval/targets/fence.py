@@ -279,8 +279,9 @@ def _files(path: Path) -> list[os.DirEntry[str]]:
     return found
 
 
-def corpus_fence(params: Mapping[str, Any], root: Path) -> Fence:
-    """The fence of a run: params' library, the manifest's document folders, data/corpora."""
+def corpus_fence(params: Mapping[str, Any], root: Path, run_dirs: Iterable[Path] = ()) -> Fence:
+    """The fence of a run: params' library, the manifest's document folders, data/corpora;
+    `run_dirs` (a run's own folder) protected as ANSWER_BEARING is."""
     suite = params.get("suite") or {}
     target = params.get("target") or {}
     library = [str(f) for f in target.get("library") or DEFAULT_LIBRARY]
@@ -296,8 +297,24 @@ def corpus_fence(params: Mapping[str, Any], root: Path) -> Fence:
                                                   else scenarios))]  # fmt: skip
     # A store a setting moved (run.cache_dir, tracking.uri, sessions.out) keeps its guard.
     protected += [str(p) for p in moved_stores(params, root)]
+    protected += [os.path.abspath(root / p) for p in run_dirs]
     folders += _corpus_home(root, manifest, protected)
     return build_fence(root, folders, keys, list(dict.fromkeys(protected)))
+
+
+def refuse_run_dir(params: Mapping[str, Any], root: Path, out: Path, option: str) -> None:
+    """A run folder holds its answers (data/suite.json, the judged transcripts): one at,
+    inside or around the agent's library would let this run's or a later run's agent read
+    them. A FenceError naming `option`, before any work (a library the fence refuses on its
+    own is the run's own refusal, not this one)."""
+    try:
+        corpus_fence(params, root)
+    except FenceError:
+        return
+    try:
+        corpus_fence(params, root, [out])
+    except FenceError as exc:
+        raise FenceError(f"{option} {out}: a run folder holds answers; {exc}") from exc
 
 
 def _corpus_home(root: Path, manifest: str, protected: list[str]) -> list[tuple[str, str]]:
