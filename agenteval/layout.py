@@ -6,8 +6,11 @@ the tracking edge agree on where a transcript or a verdict is without importing 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -67,6 +70,50 @@ READABLE_INSIDE = (
     "pipelines/retrieval/data/hard_cases/planted_library",
     ".cache/agenteval/hard_cases/planted_library",  # the same, for a run outside the repository
 )
+
+
+# A sqlite store's companions: the rollback journal, the write-ahead log and its index.
+SQLITE_COMPANIONS = ("-journal", "-wal", "-shm")
+
+
+def moved_stores(params: Mapping[str, Any], root: Path) -> list[Path]:
+    """The stores a setting moved away from ANSWER_BEARING's defaults, as absolute paths:
+    the response cache (`run.cache_dir`), the tracking store (`tracking.uri`, and
+    MLFLOW_TRACKING_URI, which other commands read: a sqlite file with its journal, WAL and
+    `mlartifacts/` beside it, or a file store's folder) and session replay's private folder
+    (`sessions.out`). The fence, the climb's guard and the tasks sandbox protect them as
+    they protect ANSWER_BEARING: a store keeps its protection wherever it is put."""
+    from agenteval.tracking.store import resolve_tracking_uri, sqlite_path
+
+    found: list[Path] = []
+    cache = (params.get("run") or {}).get("cache_dir")
+    out = (params.get("sessions") or {}).get("out")
+    found += [_under(root, str(p)) for p in (cache, out) if p and str(p).strip()]
+    configured = (params.get("tracking") or {}).get("uri")
+    for uri in {configured, os.environ.get("MLFLOW_TRACKING_URI")} - {None, ""}:
+        resolved = resolve_tracking_uri(str(uri), root)
+        database = sqlite_path(resolved)
+        if database is not None:
+            database = _under(root, str(database))
+            found += [database, *(Path(f"{database}{c}") for c in SQLITE_COMPANIONS)]
+            found.append(database.parent / "mlartifacts")
+        elif folder := _file_store(resolved):
+            found.append(_under(root, folder))
+    return list(dict.fromkeys(found))
+
+
+def _file_store(uri: str) -> str | None:
+    """The folder of a file store (`file:///x/mlruns`, `file:mlruns` or a bare path); None
+    for a server or a database elsewhere (nothing on this disk to guard)."""
+    if uri.startswith("file:"):
+        rest = uri[len("file:") :]
+        return rest[2:] if rest.startswith("//") else rest
+    scheme = uri.split("/", 1)[0]
+    return None if ":" in scheme or scheme == "databricks" else uri
+
+
+def _under(root: Path, path: str) -> Path:
+    return Path(os.path.abspath(root / os.path.expanduser(path)))
 
 
 @dataclass(frozen=True)

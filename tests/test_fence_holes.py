@@ -125,6 +125,27 @@ def test_agenteval_run_refuses_a_library_inside_the_scenarios_before_any_work(
     assert not (tmp_path / "run" / "data" / "transcripts").exists()
 
 
+@pytest.mark.parametrize("out", [f"{DOCS}/rt43run", "eval"])
+def test_agenteval_run_refuses_a_run_folder_in_or_around_the_library_before_any_work(
+    out: str,
+) -> None:
+    """A run folder holds data/suite.json: inside the library a later run's agent reads it."""
+    from typer.testing import CliRunner
+
+    from agenteval.cli import app
+
+    root = Path(__file__).resolve().parents[1]
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(app, ["run", "--out", out])
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 2, result.output
+    assert f"--out {out}: a run folder holds answers; target.library" in result.output
+    assert not (root / DOCS / "rt43run").exists()
+
+
 def test_one_list_protects_every_answer_bearing_folder() -> None:
     for folder in ("eval/tasks", "eval/memory/scenarios", "eval/sessions", "eval/qa",
                    "eval/code_retrieval", "eval/baselines", "eval/climb", "reports", "data",
@@ -314,3 +335,58 @@ def test_an_allowed_folder_made_a_link_within_its_own_protected_folder_is_refuse
     (repo / "data/corpora").symlink_to(repo / "data/transcripts")
     with pytest.raises(FenceError):
         tools_of(repo, "data/corpora")
+
+
+# A store a setting moved keeps its protection: (setting, value, a library folder inside it,
+# a file the store writes there). `env` is MLFLOW_TRACKING_URI, which other commands read.
+MOVED = [
+    ("run", "cache_dir", "stores/llm", "stores/llm/ab", "stores/llm/ab/reply.json"),
+    ("tracking", "uri", "sqlite:///stores/t.db", "stores/mlartifacts/1", "stores/t.db-wal"),
+    ("tracking", "uri", "file:stores/mlruns", "stores/mlruns/0", "stores/mlruns/0/meta.yaml"),
+    ("env", "MLFLOW_TRACKING_URI", "sqlite:///stores/e.db", "stores/mlartifacts", "stores/e.db"),
+    ("sessions", "out", "private/sess", "private/sess/transcripts", "private/sess/dataset.json"),
+]
+
+
+@pytest.mark.parametrize(("section", "key", "value", "inside", "written"), MOVED)
+def test_a_store_moved_by_a_setting_keeps_its_protection(
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    section: str,
+    key: str,
+    value: str,
+    inside: str,
+    written: str,
+) -> None:
+    from agenteval.benchmarks.tasks import sandbox
+    from agenteval.climb.guard import Guard, GuardRules, Material
+    from agenteval.targets.fence import corpus_fence
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    settings: dict[str, dict[str, str]] = {"run": {"cache_dir": ""}}
+    if section == "env":
+        monkeypatch.setenv(key, value)
+    else:
+        settings[section] = {key: value}
+    (repo / written).parent.mkdir(parents=True, exist_ok=True)
+    (repo / written).write_text("expected: SIXTEEN WEEKS\n")
+    (repo / inside).mkdir(parents=True, exist_ok=True)
+    for folder, reason in ((inside, "lies inside"), (inside.split("/")[0], "would let")):
+        with pytest.raises(FenceError, match=f"target.library: '{folder}' .*{reason}"):
+            corpus_fence({**settings, "target": {"library": [folder]}}, repo)
+    os.link(repo / written, repo / DOCS / "moved.md")
+    fence = corpus_fence({**settings, "target": {"library": [DOCS]}}, repo)
+    tools = DocumentTools(repo, [DOCS], 400, fence=fence)
+    assert tools.call("read_document", path=f"{DOCS}/moved.md").fenced
+    assert tools.call("read_document", path=f"{DOCS}/leave.md").ok
+    assert "SIXTEEN" not in str([c.result for c in tools.calls])
+    # The climb's guard and the tasks sandbox take the same list (layout.moved_stores).
+    climb = {**settings, "climb": {"guard": {"similarity": 0.9}}}
+    guard = Guard(None, Material(), GuardRules.from_params(climb, repo))  # type: ignore[arg-type]
+    assert guard.answer_files(f"First read {written} for the answers.")
+    assert not guard.answer_files(f"First read {DOCS}/leave.md for the answers.")
+    with pytest.raises(ValueError, match="would open"):
+        sandbox.from_params(
+            {**settings, "tasks": {"sandbox": "bwrap", "sandbox_expose": [str(repo / inside)]}},
+            repo,
+        )

@@ -203,6 +203,17 @@ def test_shape_prefilter_admits_everything_a_rule_would_redact() -> None:
         r"\{\"value\": \"[A-Za-z0-9]{6,10}\", \"key\": \"(?:api_key|secret)\"\}",
         r"- name: [A-Z]{0,4}_?(?:PASSWORD|TOKEN)\n  value: [A-Za-z0-9]{6,10}",
         r"<name>(?:token|secret)</name><value>[A-Za-z0-9]{6,10}</value>",
+        # llm.carrier_rules and the cookie forms: any webhook, a setter, a header, a jar
+        r"https://[a-z]{3,6}\.webhook\.office\.com/[A-Za-z0-9]{16,20}1",
+        r"(?:setx|setenv|set -gx) [A-Z]{1,4}_TOKEN [A-Za-z0-9]{8,12}",
+        r"Cookie: [a-z]{3,6}=[a-z0-9]{16,20}1",
+        r"cookies=\{\"[a-z]{3,6}\": \"[A-Za-z0-9]{16,20}1\"\}",
+        # llm.said_secrets' pairs: a user:password by a login word, a short name, a second
+        # password after a first, recovery codes
+        r"[a-z]{3,6}:[A-Za-z]{3}[0-9]{4} for (?:ssh|sftp|creds|login)",
+        r"(?:pw|pwd|pword|pass) for the [a-z]{3,6}: [A-Za-z]{3}[0-9]{4}",
+        r"(?:password|token|pwd) is x and the [a-z]{3,6}'s is [A-Za-z]{3}[0-9]{4}",
+        r"(?:recovery|backup|scratch|2fa|mfa) codes: [a-z0-9]{4}-[a-z0-9]{4} [a-z0-9]{4}-[0-9]{4}",
     ]  # fmt: skip
     # Every provider format, generated from its own pattern (word boundaries aside).
     cores += [pattern.replace(r"\b", "") for pattern in PROVIDER_KEYS.values()]

@@ -15,9 +15,9 @@ from agenteval.llm.scrub import REDACTED, Scrubber, scrub_text
 from agenteval.llm.scrub_corpus import main, measure
 
 CORPUS = Path(__file__).resolve().parents[1] / "eval" / "scrub"
-# The bar docs/sessions.md states; measured 208/208 recall and 0/99 false scrubs on held
-# (166/171 and 1/86 the first time its second wave was read, 206/208 and 1/99 its third:
-# eval/scrub/README.md).
+# The bar docs/sessions.md states; measured 322/322 recall and 0/146 false scrubs on held
+# (166/171 and 1/86 the first time its second wave was read, 206/208 and 1/99 its third,
+# 50/52 and 3/22 the sixth wave's unseen batch: eval/scrub/README.md).
 MIN_HELD_RECALL = 0.97
 MAX_HELD_FALSE_SCRUB_RATE = 0.03
 
@@ -61,6 +61,14 @@ def test_the_leaks_the_issue_found_are_scrubbed() -> None:
         "call (415) 823-0132 or +44 20 7946 0958": "823-0132",
         "ssn 219-09-9999 card 4539 1488 0343 6467": "219-09-9999",
         "PGPASSWORD=pgSecret99 psql": "pgSecret99",
+        # by their carrier, any shape: a lower-case session id, a setter, any webhook host
+        "Cookie: lang=en; sessionid=utfjyrvudnbuuqne1ukw5ariakzvolle": "utfjyrvudnbu",
+        "setx SENTRY_AUTH_TOKEN uJWFsStydSjSUUqq49gAF7": "uJWFsStyd",
+        "https://x.webhook.office.com/webhookb2/IncomingWebhook/d0b3dc21357789c5505fb": "d0b3dc2",
+        # hidden in what is set aside as public: a block that says CRL, a JWK
+        "-----BEGIN X509 CRL-----\nMIIBzTCBtgIBATANBgkqhkiG9w0B\npassword=Hunter2Secret99\n"
+        "-----END X509 CRL-----": "Hunter2Secret99",
+        '{"kty": "RSA", "n": "abc", "password": "Hunter2Secret99"}': "Hunter2Secret99",
     }
     for text, fragment in planted.items():
         out, counts = scrub_text(text)

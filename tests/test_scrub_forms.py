@@ -79,6 +79,11 @@ def test_every_positional_row_redacts_its_argument() -> None:
         "logs under 2024/11/03 and born on a Monday",
         # digits some region would dial, but grouped as none writes a phone number
         "seed 42 1337 2024, PID 12345 67890, ids 4417 8812 9931, weights 0.25 0.25 0.5",
+        # psql's -W and --password prompt: the next word is the database (llm.cli_prompts)
+        "psql -U app -W app_db; pg_dump -U app --password inventory2024 > x.sql",
+        # public ids by prefix and shape; a hook's route words; a login's host:port
+        "ULID 01HZX3K8Q4N7B2M5R9T6V8W0YC, pi_3PqrGrbkF8Mnxs2d4Q3spu, req_011Ce2Kbt9k1nWRNiKjt3D"
+        " from https://example.com/webhooks/stripe-v2/events; ssh to localhost:2222 to log in",
     ],
 )
 def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:
@@ -115,6 +120,14 @@ def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:
         (r"net use Z: \\srv\share Oak.Fern-22 /user:CORP\bob", "Oak.Fern-22"),
         ("sudo -S <<< 'Oak.Fern-22'", "Oak.Fern-22"),
         ("rclone config create r sftp host h user bob pass Oak.Fern-22", "Oak.Fern-22"),
+        # counted from the front: prose after the command is no password
+        ("ran htpasswd -bB -C 12 .htpasswd admin Oak.Fern-22 and got 401", "Oak.Fern-22"),
+        ("POST https://hooks.zapier.com/hooks/catch/123456/5uts1cj/", "5uts1cj"),
+        ("creds as admin / Oak.Fern-22 for staging", "Oak.Fern-22"),
+        ("use root:Oak.Fern-22 for ssh login", "Oak.Fern-22"),
+        ("pw for the test tenant: Oak.Fern-22", "Oak.Fern-22"),
+        ("the password is Reed.Finch-40 and the admin panel's is Oak.Fern-22", "Oak.Fern-22"),
+        ("Recovery codes:\n- nhpe-vfww\n- kq3d-8xzp\n- rtmn-44ab", "nhpe-vfww"),
     ],
 )
 def test_credential_forms_and_provider_prefixes_are_redacted(text: str, gone: str) -> None:
@@ -134,6 +147,7 @@ def test_credential_forms_and_provider_prefixes_are_redacted(text: str, gone: st
         ("mon portable: 06 12 34 56 78", "34 56 78"),
         ("ring 020 7946 0958", "7946 0958"),
         ("DOB: 12/03/1984", "12/03/1984"),
+        ("write me on https://wa.me/4917784904655 or tel:+49-177-8490", "4917784904655"),
     ],
 )
 def test_personal_numbers_of_any_country_are_redacted(text: str, gone: str) -> None:

@@ -92,6 +92,7 @@ def run(
     root = Path.cwd().resolve()
     if resume is not None:
         params, out = _saved_params(resume), resume
+        _outside_library(params, out, "--resume")
     else:
         # --tier is suite.tier: the typed params check its value before any work starts.
         options = {
@@ -151,9 +152,20 @@ def _new_run_dir(
     if strict:
         params["suite"]["strict"] = True
     out = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    _outside_library(params, out, "--out")
     writable_folder("--out", out)
     write_json(out / "params.json", params)
     return out
+
+
+def _outside_library(params: dict[str, Any], out: Path, option: str) -> None:
+    """Refuse before any work a run folder at, inside or around the agent's library."""
+    from agenteval.targets.fence import FenceError, refuse_run_dir
+
+    try:
+        refuse_run_dir(params, Path.cwd().resolve(), out, option)
+    except FenceError as exc:
+        fail([str(exc)])
 
 
 def _print_outcome(result: Any, out: Path) -> None:

@@ -31,7 +31,7 @@ import yaml
 from agenteval.climb.artifacts import PARAMS_FILE, Change, Spec
 from agenteval.climb.ledger import LEDGER
 from agenteval.climb.meaning import Hit, Questions, Similar, Truth, Values
-from agenteval.layout import ANSWER_BEARING
+from agenteval.layout import ANSWER_BEARING, moved_stores
 from agenteval.params import DEFAULTS, flatten
 from agenteval.schema.suite import Suite
 
@@ -83,9 +83,12 @@ class GuardRules:
     forbidden: tuple[str, ...] = ()  # further locations of answers or results
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> GuardRules:
+    def from_params(cls, params: Mapping[str, Any], root: Path | None = None) -> GuardRules:
+        """With the repository `root`: the stores its settings moved (layout.moved_stores)
+        are answer files too, named as an edit would name them (relative to it)."""
         climb = params["climb"]
-        return cls(float(climb["guard"]["similarity"]), (LEDGER,))
+        moved = [_named(p, root) for p in moved_stores(params, root)] if root else []
+        return cls(float(climb["guard"]["similarity"]), (LEDGER, *moved))
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,11 @@ class Guard:
             "corpus, runs/, reports/ and the held split's ledger are not the agent's documents)"
             for w in dict.fromkeys(seen)
         ]
+
+
+def _named(path: Path, root: Path) -> str:
+    base = root.resolve()
+    return path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
 
 
 def _first_per_truth(hits: list[Hit]) -> list[Hit]:

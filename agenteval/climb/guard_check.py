@@ -82,7 +82,7 @@ def measure(root: Path, params: Mapping[str, Any]) -> list[Measured]:
         raise ClimbError(f"{spec.agent_dir}/agent.yaml lists no editable file to add a line to")
     _, everything = suites(root, [])
     material = Material.of(everything, corpus_files(root))
-    rules = replace(GuardRules.from_params(params), similarity=NEVER)
+    rules = replace(GuardRules.from_params(params, root), similarity=NEVER)
     guard = Guard(spec, material, rules)
     known = {item.scenario.id for item in everything.items}
     target = spec.files[0]

@@ -95,7 +95,8 @@ def prepare(
                 f"the {name} split has {len(splits[name])} scenario(s); a paired "
                 "bound needs at least 2 (more scenarios, or pin some with split:)"
             )
-    guard = Guard(spec, Material.of(everything, corpus_files(root)), GuardRules.from_params(params))
+    rules = GuardRules.from_params(params, root)
+    guard = Guard(spec, Material.of(everything, corpus_files(root)), rules)
     ledger = Ledger.open(root, params, HeldSplit.of(everything), folder.name, flags)
     iterations = int(params["climb"]["iterations"])
     resolved = {name: split_suite(suite, ids, iterations) for name, ids in splits.items()}

@@ -85,10 +85,14 @@ class Positional(NamedTuple):
     when: tuple[str, ...]  # a short flag letter (htpasswd's b) or a subcommand; () always
     position: int  # among the words that are no option (after the subcommand); -1 the last
     how: str = VALUE  # or "/": the password follows user/ (and ends at @)
+    valued: tuple[str, ...] = ()  # options whose next word is their value, not an argument
+    fileless: str = ""  # a flag letter that drops the first argument (htpasswd -n: no file)
 
 
 CLI_POSITIONAL = (
-    Positional(("htpasswd",), ("b",), -1),
+    # htpasswd -b[cBmsi...] FILE USER PW: counted from the front, so prose after the
+    # command ("... and nginx still says 401") is no password; -C/-r take a value.
+    Positional(("htpasswd",), ("b",), 2, valued=("-C", "-r"), fileless="n"),
     Positional(("rabbitmqctl",), ("add_user", "change_password", "authenticate_user"), -1),
     Positional(("wpa_passphrase",), (), 1),
     Positional(("vault",), ("login",), 0),
@@ -172,15 +176,25 @@ def _flag_values(program: str, words: list[tuple[int, str]]) -> list[tuple[int, 
     return found
 
 
+def _arguments(words: list[tuple[int, str]], valued: tuple[str, ...]) -> list[tuple[int, str]]:
+    """The words that are no option nor an option's value (`-C 12`)."""
+    args, skip = [], False
+    for start, word in words:
+        if not skip and not word.startswith("-"):
+            args.append((start, word))
+        skip = not skip and word in valued
+    return args
+
+
 def _positional_values(program: str, words: list[tuple[int, str]]) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
-    plain = [(s, w) for s, w in words if not w.startswith("-")]
     for row in CLI_POSITIONAL:
         if program not in row.programs:
             continue
-        args = plain
+        args = plain = _arguments(words, row.valued)
+        letters = "".join(w[1:] for _, w in words if re.fullmatch(r"-[A-Za-z]+", w))
+        position = row.position - (1 if row.fileless and row.fileless in letters else 0)
         if row.when:
-            letters = "".join(w[1:] for _, w in words if re.fullmatch(r"-[A-Za-z]+", w))
             if plain and plain[0][1] in row.when:
                 args = plain[1:]
             elif not set(letters) & set(row.when):
@@ -189,9 +203,9 @@ def _positional_values(program: str, words: list[tuple[int, str]]) -> list[tuple
             shares = [i for i, (_, w) in enumerate(args) if w.startswith("\\\\")]
             args = args[shares[0] + 1 :] if shares else []
             args = [(s, w) for s, w in args if not w.startswith(("/", "*"))][:1]
-        if not args or not -len(args) <= row.position < len(args):
+        if not args or not -len(args) <= position < len(args):
             continue
-        part = _secret_part(*args[row.position], VALUE if row.how == UNC else row.how)
+        part = _secret_part(*args[position], VALUE if row.how == UNC else row.how)
         if part is not None and "=" not in part[1]:
             found.append(part)
     return found
@@ -302,17 +316,64 @@ COOKIE = re.compile(
 )
 
 
+# A whole Cookie / Set-Cookie header (curl's -b / --cookie too): every pair of it, each
+# value judged alone, a cookie's attributes (Path, Expires, SameSite...) kept.
+COOKIE_HEADER = re.compile(
+    r"(?i)((?:\b(?:set-)?cookie[\"']?\s*[:=]\s*[\"']?|(?:^|\s)(?:-b|--cookie)\s+[\"']?))"
+    r"(?P<value>[^\n\"']+)"
+)
+_PAIR = re.compile(r"(?P<name>[^=;,\s]+)=(?P<value>[^;,\s]*)")
+_ATTRIBUTE = re.compile(
+    r"(?i)path|domain|expires|max-age|samesite|secure|httponly|priority|partitioned|version"
+)
+# A cookie jar handed to an HTTP client: `cookies={"sessionid": "..."}`, `Client(cookies={..})`.
+COOKIE_JAR = re.compile(r"(?i)\bcookies?[\"']?\s*(?:=|:|\()\s*\{[^{}\n]*\}")
+_JAR_VALUE = re.compile(r"(?P<name>[\"'][^\"'\n]+[\"']\s*:\s*)[\"'](?P<value>[^\"'\n]+)[\"']")
+
+
+def _session_value(value: str) -> bool:
+    """A cookie's value that is a session's credential: generated (a digit among 16 or more
+    characters: a lower-case session id reads as a word to `plausible_secret`) or plausible.
+    A preference stays: `consent=accepted`, `theme=darkmode`, `lang=en`."""
+    if value.lower() in ("true", "false", "deleted", "null", "none"):
+        return False
+    if not any(c.isdigit() for c in value) and len(value) < 16:
+        return False
+    generated = len(value) >= 16 and any(c.isdigit() for c in value) and value.isalnum()
+    return generated or plausible_secret(value)
+
+
 def _cookie(match: re.Match[str]) -> str | None:
-    value = match.group("value")
-    if value.lower() in ("true", "false", "deleted", "null", "none") or not plausible_secret(value):
-        return None
-    return match.group(1) + REDACTED
+    return match.group(1) + REDACTED if _session_value(match.group("value")) else None
+
+
+def _header(match: re.Match[str]) -> str | None:
+    def one(pair: re.Match[str]) -> str:
+        name, value = pair.group("name"), pair.group("value")
+        if _ATTRIBUTE.fullmatch(name) or not _session_value(value):
+            return pair.group(0)
+        return f"{name}={REDACTED}"
+
+    pairs = _PAIR.sub(one, match.group("value"))
+    return match.group(1) + pairs if pairs != match.group("value") else None
+
+
+def _jar(match: re.Match[str]) -> str | None:
+    jar = match.group(0)
+    out = _JAR_VALUE.sub(
+        lambda m: m.group("name") + '"' + REDACTED + '"' if _session_value(m.group("value"))
+        else m.group(0),
+        jar,
+    )  # fmt: skip
+    return out if out != jar else None
 
 
 def credential_rules() -> list[Rule]:
     return [
         ("sql_password", SQL_PASSWORD, _keep_plausible_value),
+        ("cookie_header", COOKIE_HEADER, _header),
         ("cookie", COOKIE, _cookie),
+        ("cookie_jar", COOKIE_JAR, _jar),
         ("cli_password", COMMAND, _command),
         ("piped_password", PIPED, _piped),
         ("ftp_user", FTP_USER, _keep_plausible_value),

@@ -104,8 +104,12 @@ NAMED_ID = re.compile(
     r"(?i:\b(?:passport|national[ \-]insurance|social[ \-]security|driver'?s?[ \-]licen[cs]e"
     r"|licen[cs]e[ \-]number|tax[ \-](?:id|identification|number|code)|identity[ \-]card"
     r"|national[ \-]id|id[ \-]card|personnummer|aadhaar|codice[ \-]fiscale|steuer-?id"
-    r"|medicare|health[ \-]card|nhs|date[ \-]of[ \-]birth|birth[ \-]?date|born[ \-]on))"
-    r"|\b(?:NINO|NI|SSN|SIN|TIN|PAN|BSN|DNI|NIE|NIF|CPF|PESEL|DOB)\b"
+    r"|medicare|health[ \-]card|nhs|date[ \-]of[ \-]birth|birth[ \-]?date|born[ \-]on"
+    # other countries' registers: Canada's social insurance, India's UIDAI, the Dutch
+    # burgerservicenummer / sofinummer, France's sécurité sociale, Ireland's PPS
+    r"|social[ \-]insurance|uidai|burgerservice(?:nummer)?|sofi[ \-]?nummer"
+    r"|s[ée]curit[ée][ \-]sociale|personal[ \-]public[ \-]service))"
+    r"|\b(?:NINO|NI|SSN|SIN|TIN|PAN|BSN|DNI|NIE|NIF|CPF|PESEL|DOB|NIR|NRIC|CURP|PPSN|AHV|RUT)\b"
 )
 _NAMED_VALUE = re.compile(
     r"[ \t]*(?:(?i:number|no\.?|num\.?|nr\.?|#))?[ \t]*(?:(?i:is|was)\b|[:=#\-])?[ \t]*"
@@ -202,6 +206,19 @@ def _tax_id(match: re.Match[str]) -> str | None:
     return _card_code(match)
 
 
+# A phone number a link carries, with or without its +: wa.me/4917..., t.me/+4917...,
+# tel:+49..., sms:, callto:, WhatsApp's and Viber's `phone=`/`number=`.
+PHONE_LINK = re.compile(
+    r"(?i:\bwa\.me/|\bt\.me/\+|\b(?:tel|sms|callto|facetime|skype):(?://)?"
+    r"|[?&](?:phone|number)=)(?P<value>(?:\+|%2B)?\d[\d\-.()]{5,20}\d)(?![\w])"
+)
+
+
+def _phone_link(match: re.Match[str]) -> str:
+    start = match.start("value") - match.start()
+    return match.group(0)[:start] + REDACTED
+
+
 def home_rules() -> list[Rule]:
     return [("home_folder", HOME_FOLDER, _home)]
 
@@ -209,6 +226,7 @@ def home_rules() -> list[Rule]:
 def personal_rules() -> list[Rule]:
     """The personal numbers' rules (phone numbers are `llm.detectors.personal_in`'s)."""
     return [
+        ("phone_link", PHONE_LINK, _phone_link),
         ("ssn", SSN, _whole),
         ("card_number", CARD, _card),
         ("card_code", CARD_CODE, _card_code),

@@ -76,6 +76,14 @@ PROVIDER_KEYS = {
     "scaleway_key": r"\bSCW[A-Z0-9]{17}\b",
     "atlassian_connect": r"\bATCTT3[\w\-=]{50,}",
     "mailchimp_key": r"\b[0-9a-f]{32}-us\d{1,2}\b",
+    # More of gitleaks' vendor families: Fly.io's org tokens, Render, Mapbox's secret
+    # tokens, Shippo, Netlify, Dropbox's short-lived tokens.
+    "flyio_org_token": r"\bfo1_[\w\-]{40,}",
+    "render_key": r"\brnd_[A-Za-z0-9]{32,}\b",
+    "mapbox_secret": r"\bsk\.eyJ[\w\-.]{60,}",
+    "shippo_token": r"\bshippo_(?:live|test)_[0-9a-f]{40}\b",
+    "netlify_token": r"\bnfp_[A-Za-z0-9]{36,}\b",
+    "dropbox_token": r"\bsl\.[\w\-=]{130,}",
 }
 # One alternative per pattern's first characters (case-sensitive, like the patterns).
 PREFIX_HINT = (
@@ -86,5 +94,5 @@ PREFIX_HINT = (
     r"|xkeysib-|sq0|EAAA|ntn_|figd_|LTAI|key-|SK[0-9a-f]|[MNO][A-Za-z0-9_\-]{23,27}\."
     r"|eyJ|\d{8,10}:AA|AAAA[A-Za-z0-9_\-]{7}:|wandb_v1_|local-[0-9a-f]|AGPA|AIDA|AROA|AIPA|ANPA"
     r"|ANVA|A3T|amzn\.|EAA|dt0c01\.|HRKU-|ops_|pat[A-Za-z0-9]{14}\.|rubygems_|oy2|pnu_"
-    r"|CLOJARS_|FlyV1|fm[12]|SCW|ATCTT3|[0-9a-f]{32}-us"
+    r"|CLOJARS_|FlyV1|fm[12]|SCW|ATCTT3|[0-9a-f]{32}-us|fo1_|rnd_|sk\.eyJ|shippo_|nfp_|sl\."
 )

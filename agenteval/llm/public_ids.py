@@ -24,6 +24,15 @@ from agenteval.llm.demo_tokens import demo_spans
 # Names that make the value right after them a public id or digest, not a credential:
 # "cache key", "request id", "content hash", "pagination token" (never "api key",
 # "session token", "access key": those are no qualifier here).
+# A PEM block's label that says nothing private: a certificate, its request or revocation
+# list, a public key of any algorithm, PKCS#7, parameters, a signature, a PGP public block or
+# message. Labels with PRIVATE, SECRET or ENCRYPTED (`OPENSSH PRIVATE KEY`, `PGP PRIVATE KEY
+# BLOCK`, `ENCRYPTED PRIVATE KEY`) are keys: never set aside.
+PUBLIC_PEM_LABEL = r"(?!(?:[A-Z0-9]+ )*(?:PRIVATE|SECRET|ENCRYPTED)\b)[A-Z0-9]+(?: [A-Z0-9]+)*"
+# A PEM body: base64 lines (padding only at a line's end), a PGP checksum line `=abcd`, each
+# ended by a newline or a JSON string's `\n`. Nothing else: a `password=…` line inside a
+# block that says CERTIFICATE is no body, so the block is not set aside.
+PEM_BODY = r"\s*(?:(?:[A-Za-z0-9+/]+={0,2}|=[A-Za-z0-9+/]{4})(?:\s+|\\n))*"
 _ID_QUALIFIER = (
     r"cache|content|object|blob|build|request|req|trace|span|parent|correlation|idempotency"
     r"|dedup(?:lication)?|partition|sort|primary|foreign|lookup|index|row|etag|layer|manifest"
@@ -35,19 +44,26 @@ _ID_QUALIFIER = (
 )
 # Names whose value is an id whatever its shape (a request id is nobody's secret); a key,
 # hash or digest must have a digest's shape as well (see `public_shape`).
-_ANY_SHAPE = re.compile(r"(?i:(?:ids?|ray|ksuid|ulid|uuid|guid|snowflake)\W*$|^x-|^cf-)")
+# Names whose value is public whatever its shape: an id, a public key (base64 of any length).
+_ANY_SHAPE = re.compile(
+    r"(?i:(?:ids?|ray|ksuid|ulid|uuid|guid|snowflake|(?:public|pub)[\s_\-.]?keys?)\W*$|^x-|^cf-"
+    r"|^content-md5$)"
+)
 PUBLIC_NAME = re.compile(
     rf"(?i:\b(?:{_ID_QUALIFIER})[\s_\-.]?(?:id|ids|hash|digest|sha|sum|checksum|fingerprint"
     r"|etag)s?\b"
     r"|\b(?:cache|content|object|partition|sort|primary|foreign|lookup|index|row|idempotency"
     r"|dedup|s3|storage\s+object)[\s_\-.]?keys?\b"
     r"|\b(?:page|pagination|continuation|next|sync|cursor|idempotency)[\s_\-]?tokens?\b"
+    r"|\bcontent-md5\b"
     r"|\bx-(?:request|correlation|trace|amzn-trace|cache|b3-trace|b3-span|amz-cf-id"
     r"|amz-request-id|amz-id-2|goog-request|github-request|runtime)[\w\-]*|\bcf-ray"
     r"|\b(?:ksuid|ulid|uuid|guid|snowflake)s?\b"
     # a public key's fingerprint or id: "key fingerprint", "GPG key", "signing key (public)"
     r"|\b(?:key[\s_\-])?fingerprints?\b|\b(?:gpg|pgp|openpgp)[\s_\-]?(?:key|id)s?\b"
-    r"|\bkeys?\s+\(public\))"
+    r"|\bkeys?\s+\(public\)"
+    # a key its name says is the public half: `publicKey`, `public_key`, `PUB_KEY`
+    r"|\b(?:public|pub)[\s_\-.]?keys?\b)"
 )
 # A public id or digest after the name saying so: "cache key: 9f86...", "request id
 # req_8XkE...", "x-amzn-trace-id: Root=1-...": blanked when its shape is an id's or a digest's.
@@ -130,8 +146,7 @@ SAFE_FORMS = re.compile(
             # public keys, certificates, base64 images, integrity hashes
             r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)"
             r"\s+AAAA[A-Za-z0-9+/=]+",
-            r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK|CERTIFICATE REQUEST)-----"
-            r"[\s\S]*?-----END [A-Z ]+-----",
+            r"-----BEGIN " + PUBLIC_PEM_LABEL + r"-----" + PEM_BODY + r"-----END [A-Z0-9 ]+-----",
             r"data:[\w/+.\-]+;base64,[A-Za-z0-9+/=\s]+",
             r"(?:iVBORw0KGgo|/9j/|R0lGOD|UklGR)[A-Za-z0-9+/=]{16,}",
             # keys public by design: Stripe's publishable keys (pk_live_..., pk_test_...)
@@ -167,6 +182,10 @@ SAFE_FORMS = re.compile(
             # req_..., chatcmpl-... (what a call returned, not what authorises one)
             r"\b(?:msg|toolu|srvtoolu|msgbatch|compl|req|resp|chatcmpl|call|asst|thread|run"
             r"|batch)[_\-][A-Za-z0-9]{16,40}\b",
+            # a payment API's object ids, typed by their prefix: pi_3Pqr..., ch_..., cus_...
+            # (not a PaymentIntent's client secret `pi_..._secret_...`: `\b` fails before `_`)
+            r"\b(?:pi|ch|cus|in|py|pm|seti|evt|txn|re|sub|prod|price|src|card|ba|acct|po|tr"
+            r"|ii|il|si|plink|promo|payout|file|cs_(?:live|test))_[A-Za-z0-9]{14,40}\b",
             # a process's id in a log line: sshd[2983117]
             r"(?<=[a-z\-_])\[\d{1,10}\]",
             _CARRIER + r"[A-Z]{0,4}\d[\d ]{8,34}\d[A-Z]{0,2}\b",
@@ -189,7 +208,7 @@ SAFE_FORMS = re.compile(
 PUBLIC_BY_DESIGN = re.compile(
     r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)"
     r"\s+AAAA[A-Za-z0-9+/=]+"
-    r"|-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK|CERTIFICATE REQUEST)-----"
+    r"|-----BEGIN " + PUBLIC_PEM_LABEL + r"-----"
     r"|\bpk_(?:live|test)_[A-Za-z0-9]{16,}"
     r"|\b(?:sha(?:256|384|512)-|h1:)[A-Za-z0-9+/=]{20,}"
     r"|data:[\w/+.\-]+;base64,"

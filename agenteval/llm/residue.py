@@ -187,7 +187,13 @@ def _phrase(text: str) -> str | None:
     ):
         return None
     value = (match.group("quoted") or match.group("words") or match.group("stated")).rstrip(".!?")
-    return None if value == REDACTED or REDACTED in value or value.startswith("$") else value
+    if REDACTED in value or value.startswith("$") or _TEMPLATE.fullmatch(value.strip()):
+        return None
+    return value
+
+
+# A template's slot where the value will go (Jinja/Ansible, shell, docs): no value yet.
+_TEMPLATE = re.compile(r"\{\{[^{}]*\}\}|\{%[^%]*%\}|<[^<>]*>|%\([\w.]+\)s")
 
 
 def _coordinates(text: str) -> str | None:

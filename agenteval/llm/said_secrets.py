@@ -70,11 +70,13 @@ def said_rules() -> list[Rule]:
             re.compile(
                 r"((?i:\b(?:log[ \-]?in|logon|sign[ \-]?in|credentials?|creds"
                 r"|zugangsdaten|anmeldedaten|identifiants|dane\s+logowania|credenciales)\b)"
-                r"[^:\n]{0,40}:[ \t]*[\"'`]?[\w.@+\-]{2,}[\"'`]?[ \t]+/[ \t]+[\"'`]?)"
+                r"[^:\n]{0,40}?(?::|[ \t](?i:as|is|are|=))[ \t]*[\"'`]?[\w.@+\-]{2,}[\"'`]?"
+                r"[ \t]+/[ \t]+[\"'`]?)"
                 r"(?P<value>[^\s\"'`]{4,})"
             ),
             keep_plausible,
         ),
+        *pair_rules(),
         # ...and the value before its name: "is `x` still the staging password?"
         (
             "said_secret_before",
@@ -156,3 +158,81 @@ def _said_letters(match: re.Match[str]) -> str | None:
     if "".join(parts) == value and all(_VOWEL.search(part) for part in parts):
         return None
     return match.group(1) + REDACTED
+
+
+# A word that says a user:password pair is a login's: "root:pw for ssh login" (each one
+# the scrubber's prefilter, secret_rules.SHAPE_HINT, admits).
+_LOGIN_WORD = re.compile(
+    r"(?i:\b(?:log[ \-]?ins?|logon|sign[ \-]?in|ssh|sftp|scp|ftp|rdp|vnc|telnet|creds?"
+    r"|credentials?|user(?:name)?\s*/\s*pass(?:word)?)\b)"
+)
+_NEAR = 40  # characters either side of a pair its login word may stand in
+# A word for a password shortened ("pw for the test tenant: x", "pass for the VPN: x").
+_SHORT_NAME = r"(?:pw|pwd|pword|pass|passwd|passw)"
+# A recovery code: groups of letters and digits joined by dashes, or one run with a digit.
+_CODE = r"(?:[A-Za-z0-9]{4,6}-){1,3}[A-Za-z0-9]{4,6}|(?=[A-Za-z]*\d)[A-Za-z0-9]{6,16}"
+
+
+def pair_rules() -> list[Rule]:
+    """Secrets a sentence gives by position: a user:password pair beside a login's word,
+    a shortened password name with words before its colon, a second password referred to
+    by "'s is", a list of recovery codes after its label."""
+    return [
+        (
+            "said_user_pair",
+            re.compile(
+                r"(?<![\w.:/@\-])([a-z_][\w.\-]{0,31}:)(?P<value>[^\s:@/\"'`]{6,})(?![:@/\w])"
+            ),
+            _login_pair,
+        ),
+        (
+            "said_short_name",
+            re.compile(
+                r"((?i:\b" + _SHORT_NAME + r")(?:[ \t]+[\w'’\-]+){0,5}?[ \t]*:[ \t]*[\"'`]?)"
+                r"(?P<value>[^\s\"'`]{6,})"
+            ),
+            _said_value,
+        ),
+        (
+            "said_again",
+            re.compile(
+                r"(?<=\w)(['’]s[ \t]+(?:one[ \t]+)?(?:is|was|=|:)[ \t]+[\"'`]?)"
+                r"(?P<value>[^\s\"'`]{6,})"
+            ),
+            _said_again,
+        ),
+        (
+            "recovery_codes",
+            re.compile(
+                r"((?i:\b(?:recovery|backup|scratch|emergency|mfa|2fa|one[ \-]time)[ \t]+codes?)"
+                r"(?:[^:\n]{0,30}:|[ \t]*:?[ \t]*\n)[ \t]*)"
+                r"(?P<list>(?:[\s,;*•\-]*(?:\d{1,2}[.)][ \t]*)?(?:" + _CODE + r")(?![\w\-]))+)"
+            ),
+            _codes,
+        ),
+    ]
+
+
+def _login_pair(match: re.Match[str]) -> str | None:
+    text, start, end = match.string, match.start(), match.end()
+    if not _LOGIN_WORD.search(text, max(0, start - _NEAR), min(len(text), end + _NEAR)):
+        return None
+    return _said_value(match)
+
+
+def _said_again(match: re.Match[str]) -> str | None:
+    """A second password after a first one named in the same text ("the password is x
+    and the admin panel's is y"): only where a word for a password came before."""
+    before = match.string[: match.start()]
+    if not re.search(r"(?i:\b" + _SAID_NAME + r"\b|\b" + _SHORT_NAME + r"\b)", before):
+        return None
+    return _said_value(match)
+
+
+def _codes(match: re.Match[str]) -> str | None:
+    """Each code of the list; codes without a digit only as a list of two or more."""
+    codes = re.findall(_CODE, match.group("list"))
+    if len(codes) < 2 and not any(c.isdigit() for c in "".join(codes)):
+        return None
+    codes_at = r"(?<![\w\-])(?:" + _CODE + r")(?![\w\-])"
+    return match.group(1) + re.sub(codes_at, REDACTED, match.group("list"))

@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from agenteval.llm.carrier_rules import carrier_rules
 from agenteval.llm.credential_forms import CREDENTIAL_HINT, credential_rules
 from agenteval.llm.demo_tokens import demo_spans
 from agenteval.llm.detectors import personal_in, secrets_in
@@ -97,6 +98,7 @@ def _shape_rules(exempt_hex: tuple[int, ...]) -> list[Rule]:
         *credential_rules(),
         *sibling_rules(),
         *named_rules(),
+        *carrier_rules(),
         *said_rules(),
         *generic_rules(exempt_hex),
     ]

@@ -19,8 +19,9 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+from agenteval.llm.cli_prompts import prompts_for_password
 from agenteval.llm.provider_keys import PREFIX_HINT, PROVIDER_KEYS
-from agenteval.llm.public_ids import named_public, public_at
+from agenteval.llm.public_ids import PEM_BODY, PUBLIC_PEM_LABEL, named_public, public_at
 
 REDACTED = "[REDACTED]"
 
@@ -66,17 +67,22 @@ SET_ASIDE = re.compile(
     # public key or certificate, and a bare SubjectPublicKeyInfo body (its DER header for
     # RSA, P-256, P-384 and Ed25519 keys, in base64, starts it).
     r"|\bssh-(?:ed25519|rsa|dss|ecdsa-sha2-nistp\d+)\s+AAAA[A-Za-z0-9+/]+={0,3}"
-    r"|-----BEGIN (?:RSA |EC )?(?:PUBLIC KEY|CERTIFICATE)-----[A-Za-z0-9+/=\s\\n]*"
-    r"-----END (?:RSA |EC )?(?:PUBLIC KEY|CERTIFICATE)-----"
+    # (a PEM block of any public label: `llm.public_ids.PUBLIC_PEM_LABEL`; its body base64
+    # only, so no `password: …` line hides inside a block that says CERTIFICATE)
+    r"|-----BEGIN (?P<pem>" + PUBLIC_PEM_LABEL + r")-----" + PEM_BODY + r"-----END (?P=pem)-----"
     r"|(?:MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE|MCowBQYDK2VwAyEA|MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE"
     r"|MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA|MIICIjANBgkqhkiG9w0BAQEFAAOCAg8AMIICCgKCAgEA)"
     r"[A-Za-z0-9+/=]*"
+    # a public JWK: a key type and public members only, each a string (a private one's d,
+    # p, q..., or any other field, such as a password, keeps it out)
+    r"|\{(?=[^{}]*\"kty\")(?:\s*\"(?:kty|use|alg|kid|crv|x|y|n|e|x5t|x5t#S256|x5u)\"\s*:\s*"
+    r"\"[^\"\n]*\"\s*,?)+\s*\}"
     r"|\bsha(?:256|384|512)-[A-Za-z0-9+/]{20,}={0,2}"
     r"|(?<![\w:])h1:[A-Za-z0-9+/]{43}=(?![\w+/=])"
     r"|(?<![\w:])SHA256:[A-Za-z0-9+/]{43}(?![\w+/=])"
 )
 SET_ASIDE_HINT = re.compile(
-    r"base64,|sha|SHA256:|h1:|ssh-|PUBLIC KEY|CERTIFICATE|MFkw|MCow|MHYw|MIIBIjAN|MIICIjAN"
+    r"base64,|sha|SHA256:|h1:|ssh-|-----BEGIN|kty|MFkw|MCow|MHYw|MIIBIjAN|MIICIjAN"
 )
 # A placeholder in a key's shape: `sk-xxxxxxxxxxxxxxxxxxxx`, `ghp_XXXXXXXX...`,
 # `sk-your-key-here`, and a provider's documented example in capitals (AWS's
@@ -132,6 +138,13 @@ def decodes_to_prose(token: str) -> bool:
 _ENCODED_SECRET = re.compile(r"(?i)private|pass|secret|token|key|auth|cred|begin|:")
 
 
+def _hook_path(match: re.Match[str]) -> str | None:
+    """A webhook's path redacted, unless it is the docs' placeholder (`T00000000/B00000000/
+    XXXXXXXXXXXXXXXXXXXXXXXX`): runs of x, of zeros, EXAMPLE."""
+    path = match.group(0)[len(match.group(1)) :]
+    return None if _PLACEHOLDER_RUN.search(path.replace("0" * 8, "x" * 8)) else _keep_group1(match)
+
+
 def _keep_group1(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED
 
@@ -174,6 +187,17 @@ def _named_value(match: re.Match[str]) -> str | None:
     if not any(c.isupper() for c in name) and (_WORDS.fullmatch(value) or _SNAKE.fullmatch(value)):
         return None
     return match.group(1) + REDACTED
+
+
+def _flag_value(match: re.Match[str]) -> str | None:
+    """The value after a `--password`-like flag, unless its program's flag is a switch
+    that prompts (`psql --password app_db`, `mysql --password shop`: the next word is the
+    database)."""
+    flag = match.group("flag")
+    spaced = not match.group(1).rstrip("\"'").endswith("=")
+    if spaced and prompts_for_password(match.string, match.start("flag"), flag):
+        return None
+    return _named_value(match)
 
 
 # A placeholder in docs where a user:password pair goes: PASSWORD, <password>, ${PGPASS}.
@@ -282,11 +306,14 @@ SHAPE_HINT = (
     r"|digest|splunk|negotiate|ntlm|kennwort|mot de|contrase|clave|senha|wachtwoord|has[łl]o"
     r"|l[öo]senord|adgangskode|salasana|parola|пароль|密码|パスワード|비밀번호"
     r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=]|psk|log[ \-]?in|logon|sign[ \-]?in"
-    r"|zugangs|anmelde|identifiants|logowania)"
+    r"|zugangs|anmelde|identifiants|logowania|\bpw\b|pword"
+    r"|\b(?:ssh|s?ftp|scp|rdp|vnc|telnet)\b|recovery|backup|scratch|2fa|mfa)"
     r"|" + PREFIX_HINT + r"|[A-Za-z0-9+/]{32}|[=:]\s*[\"']?[A-Za-z0-9+/_\-.]{16}"
 )
 SHAPE_PREFILTER = re.compile(SHAPE_HINT)
 _VALUE = r"(?P<value>[^\s\"'`,;()\[\]{}<>]+)"
+# An environment variable's upper-case NAME that says its value is a secret.
+ENV_SECRET = r"[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|KEY|CREDENTIALS?)[A-Z0-9_]*"
 
 
 def _text_rules() -> list[Rule]:
@@ -320,7 +347,7 @@ def _text_rules() -> list[Rule]:
                 r"|discord(?:app)?\.com/api/webhooks|outlook\.office\.com/webhook)/)"
                 r"[A-Za-z0-9/_\-@.]+"
             ),
-            _keep_group1,
+            _hook_path,
         ),
         (
             "auth_header",
@@ -348,18 +375,18 @@ def _named_rules() -> list[Rule]:
         (
             "cli_password_flag",
             re.compile(
-                r"(?i)((?:^|\s)--[\w\-]*?(?:password|passwd|pass|token|api-key|apikey|secret)"
-                r"(?:=|\s+)[\"']?)" + _VALUE
+                r"(?i)((?:^|\s)(?P<flag>--[\w\-]*?(?:password|passwd|pass|token|api-key|apikey"
+                r"|secret))(?:=|\s+)[\"']?)" + _VALUE
             ),
-            _named_value,
+            _flag_value,
         ),
         # An environment file's or a shell's upper-case NAME=value: the value runs to the
         # next blank or quote whatever it holds (`django-insecure-%6&*oq(=h8!2...`).
         (
             "env_secret",
             re.compile(
-                r"((?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|KEY"
-                r"|CREDENTIALS?)[A-Z0-9_]*=[\"']?)(?!\[REDACTED\])(?P<value>[^\s\"'`]{8,})"
+                r"((?<![A-Za-z0-9_])" + ENV_SECRET + r"=[\"']?)(?!\[REDACTED\])"
+                r"(?P<value>[^\s\"'`]{8,})"
             ),
             keep_plausible,
         ),

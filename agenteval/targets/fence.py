@@ -10,7 +10,8 @@ record the call as fenced: the transcript, the scorecard and the summary count t
 
 A root that would hold, or lies inside, what the fence protects (`layout.ANSWER_BEARING`: the
 scenarios, every benchmark's questions and labels, run results, reports, the climb's ledger,
-`.git/`, `.dvc/`, `mlflow.db`; the fetched corpus `data/corpora` excepted) is refused when the
+`.git/`, `.dvc/`, `mlflow.db`, and wherever a setting moved a store: `layout.moved_stores`;
+the fetched corpus `data/corpora` excepted) is refused when the
 target is built, naming the setting, so no configuration can open the key to the agent. Each
 call resolves its path afresh (a file swapped for a symlink after a first read is resolved
 again), and a file that is a hard link to a protected file is refused like the file itself.
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agenteval.corpus.pins import EXTERNAL_DIR, documents, rebased, sub_manifests
-from agenteval.layout import ANSWER_BEARING, READABLE_INSIDE
+from agenteval.layout import ANSWER_BEARING, READABLE_INSIDE, moved_stores
 from agenteval.schema.corpus import Manifest
 
 DEFAULT_LIBRARY = ("eval/corpus/documents",)
@@ -278,8 +279,9 @@ def _files(path: Path) -> list[os.DirEntry[str]]:
     return found
 
 
-def corpus_fence(params: Mapping[str, Any], root: Path) -> Fence:
-    """The fence of a run: params' library, the manifest's document folders, data/corpora."""
+def corpus_fence(params: Mapping[str, Any], root: Path, run_dirs: Iterable[Path] = ()) -> Fence:
+    """The fence of a run: params' library, the manifest's document folders, data/corpora;
+    `run_dirs` (a run's own folder) protected as ANSWER_BEARING is."""
     suite = params.get("suite") or {}
     target = params.get("target") or {}
     library = [str(f) for f in target.get("library") or DEFAULT_LIBRARY]
@@ -293,8 +295,26 @@ def corpus_fence(params: Mapping[str, Any], root: Path) -> Fence:
     scenarios = suite.get("scenarios") or DEFAULT_SCENARIOS
     protected = [str(p) for p in (*PROTECTED, *([scenarios] if isinstance(scenarios, str)
                                                   else scenarios))]  # fmt: skip
+    # A store a setting moved (run.cache_dir, tracking.uri, sessions.out) keeps its guard.
+    protected += [str(p) for p in moved_stores(params, root)]
+    protected += [os.path.abspath(root / p) for p in run_dirs]
     folders += _corpus_home(root, manifest, protected)
     return build_fence(root, folders, keys, list(dict.fromkeys(protected)))
+
+
+def refuse_run_dir(params: Mapping[str, Any], root: Path, out: Path, option: str) -> None:
+    """A run folder holds its answers (data/suite.json, the judged transcripts): one at,
+    inside or around the agent's library would let this run's or a later run's agent read
+    them. A FenceError naming `option`, before any work (a library the fence refuses on its
+    own is the run's own refusal, not this one)."""
+    try:
+        corpus_fence(params, root)
+    except FenceError:
+        return
+    try:
+        corpus_fence(params, root, [out])
+    except FenceError as exc:
+        raise FenceError(f"{option} {out}: a run folder holds answers; {exc}") from exc
 
 
 def _corpus_home(root: Path, manifest: str, protected: list[str]) -> list[tuple[str, str]]:

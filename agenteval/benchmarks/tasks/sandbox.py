@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agenteval.benchmarks.tasks.definitions import DEFAULT_FILE
-from agenteval.layout import ANSWER_BEARING
+from agenteval.layout import ANSWER_BEARING, moved_stores
 from agenteval.scratch import temporary_folder
 
 SandboxKind = Literal["bwrap", "none"]
@@ -307,9 +307,15 @@ def from_params(params: Mapping[str, Any], root: Path, sealed: Iterable[Path] = 
     section = params.get("tasks") or {}
     task_file = root / str(section.get("file") or DEFAULT_FILE)
     work_root = section.get("work_root")
-    # The task file's folder and every answer-bearing folder (layout.ANSWER_BEARING, the
-    # fence's list): hidden with the checkout, and refused as a tasks.sandbox_expose.
-    sealed = [task_file.parent, *sealed, *(root / p for p in ANSWER_BEARING)]
+    # The task file's folder, every answer-bearing folder (layout.ANSWER_BEARING, the fence's
+    # list) and the stores a setting moved elsewhere (layout.moved_stores): hidden with the
+    # checkout, refused as a tasks.sandbox_expose and as a tasks.work_root.
+    sealed = [
+        task_file.parent,
+        *sealed,
+        *(root / p for p in ANSWER_BEARING),
+        *moved_stores(params, root),
+    ]
     if work_root:
         refuse_work_root(Path(work_root), sealed)
     return build(
