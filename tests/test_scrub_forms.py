@@ -84,6 +84,14 @@ def test_every_positional_row_redacts_its_argument() -> None:
         # public ids by prefix and shape; a hook's route words; a login's host:port
         "ULID 01HZX3K8Q4N7B2M5R9T6V8W0YC, pi_3PqrGrbkF8Mnxs2d4Q3spu, req_011Ce2Kbt9k1nWRNiKjt3D"
         " from https://example.com/webhooks/stripe-v2/events; ssh to localhost:2222 to log in",
+        # content-addressed names: a cache key (a prefix, then a digest), a remote cache's
+        # digest/size, a Nix store path; prose about passwords in unspaced scripts
+        "restored from cache-key: Linux-pip-"
+        + "3f2a" * 16
+        + "; digest "
+        + "9c0e" * 16
+        + "/4096 missing; /nix/store/0c7wzp2kq9xlb5c1vvg3hd9a8f4m6n2r-openssl-3.0.14/lib",
+        "密码是必填项; 비밀번호는 8자 이상",
     ],
 )
 def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:
@@ -128,6 +136,12 @@ def test_look_alikes_of_the_new_rules_are_left_alone(text: str) -> None:
         ("pw for the test tenant: Oak.Fern-22", "Oak.Fern-22"),
         ("the password is Reed.Finch-40 and the admin panel's is Oak.Fern-22", "Oak.Fern-22"),
         ("Recovery codes:\n- nhpe-vfww\n- kq3d-8xzp\n- rtmn-44ab", "nhpe-vfww"),
+        # a password named in other languages: spaced scripts, and unspaced ones (CJK) whose
+        # name has its copula or particle glued on
+        ("Пароль от сервера сборки: VetrKlnDhz.", "VetrKlnDhz"),
+        ("veritabanı şifresi: Kartal-19x", "Kartal-19x"),
+        ("测试环境的密码是 Qiao-88Lin，别外传", "Qiao-88Lin"),
+        ("스테이징 서버 비밀번호는 Bada7Wave 입니다", "Bada7Wave"),
     ],
 )
 def test_credential_forms_and_provider_prefixes_are_redacted(text: str, gone: str) -> None:
@@ -140,6 +154,7 @@ def test_credential_forms_and_provider_prefixes_are_redacted(text: str, gone: st
     [
         ("wire it to FR76 3000 6000 0112 3456 7890 189 today", "3456 7890"),
         ("IBAN: DE89370400440532013000", "DE89370400440532013000"),
+        ("pay to es9121000418450200051332 please", "es9121000418450200051332"),  # lower case
         ("employee NI number QQ 12 34 56 C", "12 34 56"),
         ("My passport number is 548190372.", "548190372"),
         ("Rückruf unter +49 (0)30 90182077", "90182077"),

@@ -92,8 +92,11 @@ _CARD_PREFIX = re.compile(
     r"4\d{12}(?:\d{3}){0,2}|(?:5[1-5]|2[2-7])\d{14}|3[47]\d{13}|6(?:011|5\d\d)\d{12}(?:\d{3})?"
     r"|35\d{14}|3(?:0[0-5]|[68]\d)\d{11}"
 )
-# Country, check digits, then the account in groups of four (spaced or not).
-IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
+# Country, check digits, then the account in groups of four (spaced or not); or pasted in
+# lower case, compact (spaced, a lower-case group could be the next word).
+IBAN = re.compile(
+    r"\b(?:[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?|[a-z]{2}\d{2}[a-z0-9]{11,30})\b"
+)
 # A UK national insurance number: two letters (not the pairs HMRC never issues), six
 # digits, a letter A-D; compact or in its printed pairs.
 NINO = re.compile(

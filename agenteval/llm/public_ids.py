@@ -74,6 +74,7 @@ _ID_SHAPE = re.compile(
     r"[0-9a-fA-F]{7,128}|\d{6,20}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
     r"|[0-7][0-9A-HJKMNP-TV-Z]{25}|[0-9A-Za-z]{27}"  # ULID, KSUID
     r"|(?!(?:sk|rk|pk|whsec|rt|at)_)[a-z]{2,8}_[A-Za-z0-9]{8,40}"  # Stripe-style object ids
+    r"|[A-Za-z][\w.\-]{0,60}-[0-9a-f]{32,128}"  # a cache key: a named prefix, then a digest
     r"|(?:Root=)?\d-[0-9a-f]{8}-[0-9a-f]{24}(?:;[\w=\-;]+)?"  # an AWS X-Ray trace id
     r"|(?:sha\d{1,3}[:\-]|md5:)?[A-Za-z0-9+/_\-]+={0,2}"  # a digest, checked by length below
 )
@@ -87,7 +88,8 @@ def public_shape(value: str) -> bool:
     if not _ID_SHAPE.fullmatch(value):
         return False
     if re.fullmatch(r"[\w:\-]*[A-Za-z0-9+/_\-]+={0,2}", value) and not re.fullmatch(
-        r"[0-9a-fA-F\-]+|\d+|[0-7][0-9A-HJKMNP-TV-Z]{25}|[0-9A-Za-z]{27}|[a-z]{2,8}_\w+|(?:Root=)?\d-.*",
+        r"[0-9a-fA-F\-]+|\d+|[0-7][0-9A-HJKMNP-TV-Z]{25}|[0-9A-Za-z]{27}|[a-z]{2,8}_\w+|(?:Root=)?\d-.*"
+        r"|[A-Za-z][\w.\-]{0,60}-[0-9a-f]{32,128}",
         value,
     ):
         body = re.sub(r"^(?:sha\d{1,3}[:\-]|md5:)", "", value)
@@ -143,6 +145,10 @@ SAFE_FORMS = re.compile(
             r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
             r"\b[0-7][0-9A-HJKMNP-TV-Z]{25}\b",
             r"\b0x[0-9a-fA-F]+\b",
+            # a content-addressed store's names: a Nix store path's hash (Nix's base32), a
+            # remote cache's digest and size (Bazel, the remote execution API: <sha256>/<bytes>)
+            r"/nix/store/[0-9a-df-np-sv-z]{32}-",
+            r"\b[0-9a-f]{64}/\d{1,15}\b",
             # public keys, certificates, base64 images, integrity hashes
             r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)"
             r"\s+AAAA[A-Za-z0-9+/=]+",

@@ -60,9 +60,19 @@ def said_rules() -> list[Rule]:
             re.compile(
                 r"((?i:\b" + _PASSWORD_NAME + r")(?:,?[ \t]+[\w'’\-]+){0,4}?,?"
                 r"(?:[ \t](?i:" + _SAID_VERB + r")[ \t]+|[ \t]*[:=][ \t]*)[\"'`«“]?)"
-                r"(?P<value>[A-Za-zÀ-ÿ]*[a-zß-ÿ][A-ZÀ-Þ][A-Za-zÀ-ÿ]*)(?![\w\-./])"
+                r"(?P<value>[A-Za-zÀ-ÿ]*[a-zß-ÿ][A-ZÀ-Þ][A-Za-zÀ-ÿ]*)(?![\w\-/]|\.\w)"
             ),
             _said_letters,
+        ),
+        # "北京服务器的密码是 x", "서버 비밀번호는 x": no word boundary before the name, and
+        # the link glued to it.
+        (
+            "said_unspaced",
+            re.compile(
+                r"(" + _UNSPACED_NAME + _UNSPACED_LINK + r"[ \t]*[\"'`«“「]?)"
+                r"(?P<value>[A-Za-z0-9!#%&*+?@^~_\-.]{6,}?)(?=[\s\"'`»”」；;，,。.]|$)"
+            ),
+            _said_unspaced,
         ),
         # A login's user and password, slash-separated: "login for staging: admin / pw".
         (
@@ -93,18 +103,30 @@ def said_rules() -> list[Rule]:
     ]
 
 
+# A password's name in more of the languages users write in (spaced scripts: the sentence
+# rules below read the words between it and its value).
+_MORE_NAMES = (
+    r"şifre(?:si|niz|m)?|parolas[ıi]|heslo|jelsz[óo]|lozinka|geslo|parool|parole"
+    r"|slapta[žz]odis|κωδικ[όο]ς|סיסמה|كلمة\s+المرور|पासवर्ड|m[ậa]t\s+kh[ẩa]u|kata\s+sandi"
+)
+# Scripts written without spaces between words (Chinese, Japanese, Korean): the name, then a
+# copula or a particle glued to it ("密码是 x", "비밀번호는 x", "パスワードは x"), then the value.
+_UNSPACED_NAME = r"(?:密码|密碼|口令|パスワード|暗証番号|비밀번호|암호)"
+_UNSPACED_LINK = r"(?:是|为|為|：|:|は|が|는|은|:)?"
+
+
 # What a sentence calls a secret, in the languages users write in, and the words between
 # it and its value ("my password is x", "the client secret to x", "mot de passe est x").
 _SAID_NAME = (
     r"(?:password|passwd|passphrase|pass\s?code|pwd|token|secret|api[ _\-]?key|access[ _\-]?key"
     r"|private[ _\-]?key|secret[ _\-]?key|passwort|kennwort|zugangsdaten|mot\s+de\s+passe"
     r"|contrase[ñn]a|clave|senha|wachtwoord|has[łl]o|l[öo]senord|adgangskode|passord"
-    r"|salasana|parola(?:\s+d'ordine)?|пароль|密码|パスワード|비밀번호)"
+    r"|salasana|parola(?:\s+d'ordine)?|пароль|密码|パスワード|비밀번호|" + _MORE_NAMES + r")"
 )
 # The words that name a password (not a token or a key, whose "value" is often a type name).
 _PASSWORD_NAME = (
     r"(?:password|passwd|passphrase|passwort|kennwort|mot\s+de\s+passe|contrase[ñn]a|senha"
-    r"|wachtwoord|has[łl]o|l[öo]senord|adgangskode|passord|salasana|пароль)"
+    r"|wachtwoord|has[łl]o|l[öo]senord|adgangskode|passord|salasana|пароль|" + _MORE_NAMES + r")"
 )
 _SAID_VERB = (
     r"is|was|reads|to|as|=|:|ist|lautet|war|auf|est|était|es|era|é|è|er|är|jest|is\s+now"
@@ -139,6 +161,14 @@ def _said_before(match: re.Match[str]) -> str | None:
     if _said_value_ok(value):
         return match.group(0).replace(value, REDACTED, 1)
     return None
+
+
+def _said_unspaced(match: re.Match[str]) -> str | None:
+    value = match.group("value").rstrip(".")
+    mixed = value.lower() != value and value.upper() != value
+    if not (_said_value_ok(value) or (mixed and len(value) >= _LETTERS_MIN)):
+        return None
+    return match.group(1) + REDACTED + match.group("value")[len(value) :]
 
 
 _LETTERS_MIN = 8  # "Required", "Optional": shorter words a sentence may put after "password is"

@@ -304,7 +304,8 @@ def _hex_key(exempt: tuple[int, ...]) -> Decide:
 SHAPE_HINT = (
     r"(?i:://|hooks\.|webhook|bearer|basic|pass|pwd|secret|token|key|cred|auth|sig|ssws"
     r"|digest|splunk|negotiate|ntlm|kennwort|mot de|contrase|clave|senha|wachtwoord|has[łl]o"
-    r"|l[öo]senord|adgangskode|salasana|parola|пароль|密码|パスワード|비밀번호"
+    r"|l[öo]senord|adgangskode|salasana|parola|пароль|密码|密碼|口令|パスワード|暗証|비밀번호|암호"
+    r"|şifre|heslo|jelsz|lozinka|geslo|parool|parole|slapta|κωδικ|סיסמה|المرور|पासवर्ड|kh[ẩa]u|sandi"
     r"|-u\s|--user|PRIVATE|[?&]code=|pw[\"']?\s*[:=]|psk|log[ \-]?in|logon|sign[ \-]?in"
     r"|zugangs|anmelde|identifiants|logowania|\bpw\b|pword"
     r"|\b(?:ssh|s?ftp|scp|rdp|vnc|telnet)\b|recovery|backup|scratch|2fa|mfa)"
@@ -352,7 +353,7 @@ def _text_rules() -> list[Rule]:
         (
             "auth_header",
             re.compile(
-                r"(?i)\b((?:Bearer|Basic|Token|SSWS|Digest|ApiKey|Api-Key|GenieKey|Splunk"
+                r"(?i)\b((?:Bearer|Basic|Token|SSWS|Digest(?!\s+[0-9a-f]{32,128}/\d)|ApiKey|Api-Key|GenieKey|Splunk"
                 r"|DeepL-Auth-Key|sso-key|Negotiate|NTLM)\s+)(?P<value>[A-Za-z0-9._~+/\-]{8,}=*)"
             ),
             _credential,
