@@ -146,6 +146,20 @@ def test_agenteval_run_refuses_a_run_folder_in_or_around_the_library_before_any_
     assert not (root / DOCS / "rt43run").exists()
 
 
+def test_a_run_folder_already_in_the_library_is_not_read(repo: Path) -> None:
+    """A run folder an earlier `--out` left in the library (or copied there) holds the
+    answers in its data/suite.json: nothing under it is admitted, the rest of the library is."""
+    run = repo / DOCS / "old-run"
+    (run / "data").mkdir(parents=True)
+    (run / "data/suite.json").write_text('{"answer": "SIXTEEN WEEKS"}\n')
+    (run / "summary.md").write_text("SIXTEEN WEEKS passed\n")
+    tools = tools_of(repo, DOCS)
+    for path in ("old-run/data/suite.json", "old-run/summary.md"):
+        assert tools.call("read_document", path=f"{DOCS}/{path}").fenced
+    assert tools.call("read_document", path=f"{DOCS}/leave.md").ok
+    assert "SIXTEEN" not in str([c.result for c in tools.calls])
+
+
 def test_one_list_protects_every_answer_bearing_folder() -> None:
     for folder in ("eval/tasks", "eval/memory/scenarios", "eval/sessions", "eval/qa",
                    "eval/code_retrieval", "eval/baselines", "eval/climb", "reports", "data",

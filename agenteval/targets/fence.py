@@ -51,6 +51,8 @@ KEY_FILES = (("qa", "tasks"), ("retrieval", "questions"))
 # The kernel stamps an inode's ctime from a coarse clock, so a link made just after a walk
 # began may carry a ctime a little before it: within this margin the walk is not trusted.
 CTIME_MARGIN_NS = 2_000_000_000
+# What makes a folder a run's records (layout.Layout.run_dir's suite): refused inside a library.
+RUN_MARKER = Path("data") / "suite.json"
 
 
 @dataclass
@@ -91,7 +93,22 @@ class Fence:
         if not inside or resolved in self.keys:
             return False
         guarded = resolved in self.protected or text.startswith(self._guarded)
-        return not guarded or text.startswith(self._readable)
+        if guarded and not text.startswith(self._readable):
+            return False
+        return not self.in_run_folder(resolved)
+
+    def in_run_folder(self, resolved: Path) -> bool:
+        """Whether a folder between `resolved` and its corpus root holds a run's records
+        (`data/suite.json`, the answers: layout.Layout.run_dir), as a run folder an earlier
+        `--out` left in the library does. Asked afresh at every admission, as paths are."""
+        if resolved in self.roots:
+            return False
+        for folder in resolved.parents:
+            if folder in self.roots or str(folder) == folder.anchor:
+                return False
+            if os.path.lexists(folder / RUN_MARKER):
+                return True
+        return False
 
     @functools.cached_property
     def _prefixes(self) -> tuple[str, ...]:
