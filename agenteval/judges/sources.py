@@ -159,13 +159,17 @@ _CREDIT_AFTER = re.compile(
 _CITATION = re.compile(
     r"\bsources?\s*:|\baccording to\b|\bper\b|\bsee\b|\bciting\b|\bcited\b|\bmatches\b|"
     r"\b(?:documented|stated|listed|recorded|printed|published|shown|given|found|confirmed)"
-    r"\s+(?:in|on|at|under|by)\b|\((?![^)]*\))",
+    r"\s+(?:in|on|at|under|by)\b|\((?![^)]*\))|"
+    r"\b(?:set|laid)\s+(?:out|down)\s+in\b|\b(?:defined|specified|described|provided|covered|"
+    r"required|mentioned|detailed|explained)\s+(?:in|under|by)\b",
     re.I,
 )
 _SENTENCE_END = re.compile(r"\n|[.!?](?=\s+[A-Z*#]|\s*$)")
 
 
 def credited(text: str, ref: Reference) -> bool:
+    if ref.kind == "§":
+        return True  # the section sign is only ever written to cite a document's part
     before = text[max(0, ref.start - 40) : ref.start]
     if ref.kind in ("file", "constant", "label", "filed") and _NAMED_BEFORE.search(before):
         return True
