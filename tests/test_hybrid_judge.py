@@ -166,7 +166,8 @@ def test_the_controls_command_shows_the_bound(tmp_path: Path) -> None:
     # them and misses the gate; on everything code settles it is held to code exactly. The
     # sixth round's new reply forms add three wrong replies code defers (sixteen), the
     # seventh's five (hedges_called_off.yaml: a span, a called-off value, another period or
-    # base): twenty-one, and the agreement falls below the gate too.
+    # base): twenty-one, and the agreement falls below the gate too. (The eighth round's
+    # spoken_forms.yaml adds no wrong reply code defers: still twenty-one.)
     assert done.returncode == 2 and "21 false pass(es)" in done.stderr
     line = r"^held: on the (\d+) control\(s\) the code judge settles, (\d+) judged: .*"
     settled = re.search(line + r" false passes 0 \(code alone 0\)$", done.stdout, re.M)

@@ -228,10 +228,8 @@ def literal_candidates(part: Part, ctx: Context, product: str | None) -> list[Ca
             c.matches = str(lit.key).lower() == str(part.key).lower()
             c.grade = SCORE_MAX
         found.append(c)
-    if part.kind == "time" and not _both_ends(part.key, found):
-        # "10:00" for "10:00 to 15:00" is one end of the answer; "from 9 am until 3 pm" (a
-        # start read as a prior value) holds one end and misses the other: neither passes
-        for c in found:
+    if part.kind == "time" and all(c.matches for c in found) and not _both_ends(part.key, found):
+        for c in found:  # "10:00" for "10:00 to 15:00": one end of the answer
             if c.matches:
                 c.matches, c.grade, c.note = False, SCORE_MIN, RANGE_END
     return found

@@ -53,16 +53,20 @@ _IDIOMS = (
 _UNITS_WORDS = "one two three four five six seven eight nine".split()
 _TEENS = "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
 _TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-_TWO_DIGITS = {w: 10 + i for i, w in enumerate(_TEENS)}
-for _t, _tens in enumerate(_TENS_WORDS):
-    _TWO_DIGITS[_tens] = 20 + 10 * _t
-    _TWO_DIGITS.update({f"{_tens}-{u}": 21 + 10 * _t + i for i, u in enumerate(_UNITS_WORDS)})
+_TWO_DIGITS = {
+    **{w: 10 + i for i, w in enumerate(_TEENS)},
+    **{tens: 20 + 10 * t for t, tens in enumerate(_TENS_WORDS)},
+    **{
+        f"{tens}-{unit}": 21 + 10 * t + u
+        for t, tens in enumerate(_TENS_WORDS)
+        for u, unit in enumerate(_UNITS_WORDS)
+    },
+}
 # "twenty twenty-six", "nineteen ninety-nine": a century and its year, as a year is said
 # (text2num reads them as two numbers, "20 26"). Only nineteen and twenty open one.
+_TENS_ALT, _UNITS_ALT, _TEENS_ALT = ("|".join(w) for w in (_TENS_WORDS, _UNITS_WORDS, _TEENS))
 _SPOKEN_YEAR = re.compile(
-    r"\b(nineteen|twenty)[\s-]+((?:%s)(?:[\s-](?:%s))?|%s)\b"
-    % ("|".join(_TENS_WORDS), "|".join(_UNITS_WORDS), "|".join(_TEENS)),
-    re.I,
+    rf"\b(nineteen|twenty)[\s-]+((?:{_TENS_ALT})(?:[\s-](?:{_UNITS_ALT}))?|{_TEENS_ALT})\b", re.I
 )
 # An ISO 8601 duration ("PT1H52M", "P90D", "P2W"): written out in unit words for the
 # quantity reader. At least one part; months before the T, minutes after it.
@@ -73,7 +77,7 @@ _ISO_DURATION = re.compile(
 _ISO_UNITS = (("Y", "years"), ("Mo", "months"), ("W", "weeks"), ("D", "days"), ("H", "hours"),
               ("Mi", "minutes"), ("S", "seconds"))  # fmt: skip
 # "10h00" (French and others' clock) and "3 in the afternoon" as the clock reader reads them.
-_H_CLOCK = re.compile(r"\b([01]?\d|2[0-3])h([0-5]\d)\b")
+_H_CLOCK = re.compile(r"\b([01]\d|2[0-3])h([0-5]\d)\b")
 _DAY_PART = re.compile(
     r"\b(1[0-2]|[1-9])(?:\s+o['’]clock)?\s+in\s+the\s+(morning|afternoon|evening)\b", re.I
 )
@@ -86,6 +90,9 @@ _MARKED_WITHDRAWN = re.compile(
     r"superseded|void|scrapped)\)",
     re.I,
 )
+# "9 am until 3 pm", "10:00 till 15:00": a span of clock times, written as "to" is.
+_CLOCK = r"\d{1,2}(?::[0-5]\d)?\s?(?:[ap]\.?m\.?)?"
+_UNTIL = re.compile(rf"\b({_CLOCK})\s+(?:until|till|til|through|thru)\s+(?={_CLOCK}\b)", re.I)
 _AN_UNIT_AND = re.compile(r"\ban (hour|minute|day|week|month|year)(\s*,?\s+and\s+\d)", re.I)
 
 
@@ -109,11 +116,12 @@ def spoken_and_coded(text: str) -> str:
 
 def day_parts(text: str) -> str:
     """After number words are digits: "an hour and 52 minutes" -> "1 hour and 52 minutes",
-    "3 in the afternoon" -> "3 pm"."""
+    "3 in the afternoon" -> "3 pm", "9 am until 3 pm" -> "9 am to 3 pm"."""
     text = _AN_UNIT_AND.sub(r"1 \1\2", text)
-    return _DAY_PART.sub(
+    text = _DAY_PART.sub(
         lambda m: f"{m.group(1)} {'am' if m.group(2).lower() == 'morning' else 'pm'}", text
     )
+    return _UNTIL.sub(r"\1 to ", text)
 
 
 def _digits(text: str) -> str:
