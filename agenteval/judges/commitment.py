@@ -172,9 +172,9 @@ def ends_elsewhere(ctx: Context, live: list[Candidate]) -> Candidate | None:
 
 def _stands_for(late: Candidate, right: Candidate) -> bool:
     """A bare figure can stand for a count ("so 3" after "2 SEV1 incidents")."""
-    if isinstance(late.value, Quantity) and isinstance(right.value, Quantity):
-        if late.value.kind == "plain" and right.value.kind == "count":
-            return True
+    bare = isinstance(late.value, Quantity) and late.value.kind == "plain"
+    if bare and isinstance(right.value, Quantity) and right.value.kind == "count":
+        return True
     return _same_kind(late, right)
 
 
