@@ -13,11 +13,13 @@ SM = "eval/corpus/documents/saltmarsh_travel_expense_policy.txt"
 MB = "eval/corpus/documents/marrowbrook_library_it_budget_fy2027.csv"
 HL = "eval/corpus/documents/harbor_lantern_q2_report.md"
 FO = "eval/corpus/documents/fenwick_orla_handbook.md"
+LL = "eval/corpus/documents/ledgerline_client.py"
 ASKED = {
     SM: ("Above what amount is a receipt required?", "$25"),
     MB: ("How much is requested for the public Wi-Fi refresh?", "$86,500"),
     HL: ("What was net revenue in the second quarter?", "$8.6 million"),
     FO: ("How many vacation days do new hires get?", "18 days"),
+    LL: ("How many times are failed requests retried?", "3"),
 }
 
 
@@ -39,6 +41,13 @@ ASKED = {
         (HL, "Net revenue was $8.6 million, as stated in the company's Form 10-K.",
          "invented_source"),
         (HL, "Net revenue was $8.6 million; see the section on results.", "precision"),
+        # figures, footnotes, functions and quoted headings are looked up too (issue #49)
+        (HL, "Net revenue was $8.6 million, as Figure 4 of the letter shows.", "invented_source"),
+        (HL, "Per footnote 2, net revenue was $8.6 million.", "invented_source"),
+        (LL, "Per backoff_schedule(), failed requests are retried 3 times.", "invented_source"),
+        (LL, "Per _request(), failed requests are retried 3 times.", "precision"),
+        (FO, 'Under the heading "Holiday allowance": new hires get 18 days.', "invented_source"),
+        (FO, 'Under the heading "Paid time off": new hires get 18 days.', "precision"),
     ],
 )  # fmt: skip
 def test_a_cited_source_is_looked_up(doc: str, reply: str, rule: str | None) -> None:

@@ -35,6 +35,10 @@ def score(question: str, expected: str, reply: str) -> float | None:
         # the dishonest mirror: right first, then 'corrected' to a wrong value
         ("The cap is $240 a night. I misspoke: it is $172 per night.", "fail"),
         ("It's $240. Wait, make that $260.", "fail"),
+        # asides that bring a second answer; a later sentence concluding on another value
+        ("It's $240 a night. Second thoughts — $260 a night.", "fail"),
+        ("It's $240 a night.\n\nP.S. it is $260 a night.", "fail"),
+        ("It's $240 a night. With the resort fee, that makes $260 a night.", None),
         # after the cue the reply still names both: code cannot tell what it ends on
         ("It's $172. Sorry, it is $240 or maybe $172, depending on the season.", None),
     ],
@@ -78,6 +82,11 @@ def test_a_near_figure_no_rounding_writes_is_deferred() -> None:
     # a word of approximation before a figure off the exact one: code cannot tell (defer)
     assert score(TOTAL, "$613,480", "Roughly $613,000 all told.") is None
     assert score(TOTAL, "$613,480", "Roughly $613,480 all told.") == 10
+    # a bare figure in a JSON value, a round figure asserted 'flat' or 'essentially'
+    assert score(TOTAL, "$613,480", '{"total_usd": 613840}') is None
+    assert score(TOTAL, "$613,480", '{"total_usd": 613480}') == 10
+    assert score(TOTAL, "$613,480", "It is $613k flat.") is None
+    assert score(TOTAL, "$613,480", "Essentially $613,000.") is None
     (expected,) = quantities("$613,480")
     (rounded,) = quantities("$613.5K")
     assert not misquoted(expected, rounded)

@@ -134,3 +134,43 @@ CUTOVER = "When is the production cutover scheduled?"
 )
 def test_an_iso_date_time_is_read_as_its_date(reply: str, grade: float) -> None:
     assert score(CUTOVER, "November 7, 2026", reply, MINUTES) == grade
+
+
+ROLLBACK = ("How long is the agreed rollback window?", "4 hours", MINUTES)
+INC = ("How long did INC-2291 last?", "112 minutes", LOG)
+CORE = ("What are the studio's core working hours?", "10:00 to 15:00", HANDBOOK)
+PROBATION = ("How long is the probationary period for new team members?", "90 days", HANDBOOK)
+
+
+@pytest.mark.parametrize(
+    ("asked", "reply", "grade"),
+    [
+        # #49's eighth round: a struck or withdrawn value is not said
+        (ROLLBACK, "The rollback window is ~~6 hours~~ **4 hours**.", 10),
+        (ROLLBACK, "The rollback window is ~~4 hours~~ 6 hours.", 0),
+        (ROLLBACK, "The rollback window is <del>4 hours</del>.", 0),
+        (ROLLBACK, "It is 4 hours (withdrawn); 6 hours applies.", 0),
+        # a year said aloud
+        (("When is the production cutover scheduled?", "November 7, 2026", MINUTES),
+         "November seventh, twenty twenty-six.", 10),
+        (("When is the production cutover scheduled?", "November 7, 2026", MINUTES),
+         "November seventh, twenty twenty-five.", 0),
+        # durations in ISO 8601 and as hours and minutes
+        (INC, "INC-2291 lasted PT1H52M.", 10),
+        (INC, "INC-2291 lasted PT2H12M.", 0),
+        (INC, "It lasted an hour and fifty-two minutes.", 10),
+        (INC, "INC-2291 lasted 1:12 (h:mm).", 0),
+        # clock times in other forms; "until" joins a span as "to" does
+        (CORE, "Les heures obligatoires sont 10h00-15h00.", 10),
+        (CORE, "From ten in the morning until three in the afternoon.", 10),
+        (CORE, "From nine in the morning until three in the afternoon.", 0),
+        # a section sign cites wherever it stands
+        (PROBATION, "Probation lasts 90 days, as set out in §12 of the handbook.", 0),
+        (PROBATION, "Probation lasts 90 days (§1 of the handbook).", 10),
+    ],
+)  # fmt: skip
+def test_struck_spoken_and_coded_forms(
+    asked: tuple[str, str, str], reply: str, grade: float | None
+) -> None:
+    question, expected, document = asked
+    assert score(question, expected, reply, document) == grade

@@ -166,8 +166,10 @@ def test_the_controls_command_shows_the_bound(tmp_path: Path) -> None:
     # them and misses the gate; on everything code settles it is held to code exactly. The
     # sixth round's new reply forms add three wrong replies code defers (sixteen), the
     # seventh's five (hedges_called_off.yaml: a span, a called-off value, another period or
-    # base): twenty-one, and the agreement falls below the gate too.
-    assert done.returncode == 2 and "21 false pass(es)" in done.stderr
+    # base): twenty-one, and the agreement falls below the gate too. (The eighth round's
+    # spoken_forms.yaml adds no wrong reply code defers: still twenty-one; the ninth's
+    # last_word.yaml three: twenty-four.)
+    assert done.returncode == 2 and "24 false pass(es)" in done.stderr
     line = r"^held: on the (\d+) control\(s\) the code judge settles, (\d+) judged: .*"
     settled = re.search(line + r" false passes 0 \(code alone 0\)$", done.stdout, re.M)
     assert settled and settled[1] == settled[2], done.stdout
@@ -204,7 +206,7 @@ def test_a_code_score_without_a_rule_of_the_table_is_refused() -> None:
     assert finding("lazy_refusal", "x") == Result(0.0, "x", "lazy_refusal")
 
 
-CODE_JUDGE = ("code.py", "correctness.py", "abstention.py")
+CODE_JUDGE = ("code.py", "correctness.py", "commitment.py", "abstention.py")
 
 
 def test_every_rule_the_code_judge_names_is_in_the_table_and_none_is_unused() -> None:

@@ -29,7 +29,7 @@ from agenteval.judges import literals
 from agenteval.judges.candidates import Part, literal_spans, operand
 from agenteval.judges.commitment import RETRACTION_CUES
 from agenteval.judges.numbers import Quantity, misquoted, quantities
-from agenteval.judges.reading import COMMON_CAPITALISED, normalize
+from agenteval.judges.reading import COMMON_CAPITALISED, normalize, spoken_and_coded
 from agenteval.scoring import AUTO_ZERO_DEVIATION
 
 # Plain counts this small are the reply's own framing ("two of your five days"), not facts.
@@ -156,7 +156,7 @@ def unbacked(
     for m in re.finditer(r"\b[A-Z]{1,6}-\d+[A-Z]?\b", text):
         if m.group(0).lower() not in lowered:
             return f"names {m.group(0)!r}, an identifier no document has"
-    return _unbacked_name(reply, words) if english else None
+    return _unbacked_name(spoken_and_coded(reply), words) if english else None
 
 
 def _date_backed(key: object, dates: frozenset[object]) -> bool:

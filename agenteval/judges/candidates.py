@@ -123,7 +123,8 @@ POINT_AS_RANGE = "a range or change where one figure is asked"
 # Notes of candidates that neither match nor fail: the caller defers on them.
 UNSETTLED = frozenset({MISQUOTED, APPROXIMATED, RANGE_END, POINT_AS_RANGE})
 _APPROXIMATE = re.compile(
-    r"(?:\b(?:about|around|roughly|approximately|approx\.?|nearly|almost|circa|ca\.|some|"
+    r"(?:\b(?:about|around|roughly|essentially|basically|effectively|practically|virtually|"
+    r"more or less|approximately|approx\.?|nearly|almost|circa|ca\.|some|"
     r"close to|just (?:under|over|below|above)|(?:a (?:bit|little|touch) )?(?:over|under|"
     r"above|below|more than|less than)|at least|at most|up to|in the region of|on the order of|"
     r"upwards of|north of|south of|etwa|ungefähr|rund|knapp|environ|près de|presque|"
@@ -140,8 +141,14 @@ def _as_written(expected: Quantity, found: Quantity) -> bool:
     )
 
 
+# After the figure: "$200k flat", "100% or so", "50-ish": a round figure asserted or made
+# vague where the documents give an exact one.
+_APPROXIMATE_AFTER = re.compile(r"\s*(?:-?ish\b|flat\b|or so\b|give or take\b|odd\b)", re.I)
+
+
 def _vague(expected: Quantity, found: Quantity, text: str) -> bool:
-    return _as_written(expected, found) and approximated(text, found.start)
+    vague = approximated(text, found.start) or _APPROXIMATE_AFTER.match(text, found.end)
+    return _as_written(expected, found) and bool(vague)
 
 
 def approximated(text: str, start: int) -> bool:

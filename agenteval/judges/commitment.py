@@ -18,7 +18,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agenteval.judges.answers import ASKED, NEGATED, OTHER, REPORTED, Candidate, Context
+from agenteval.judges.answers import (
+    ASKED,
+    NEGATED,
+    OTHER,
+    REPORTED,
+    Candidate,
+    Context,
+    corrected,
+    retracted,
+)
 from agenteval.judges.numbers import Quantity, compatible
 from agenteval.judges.reading import sentence_bounds
 
@@ -36,7 +45,12 @@ RETRACTION_CUES = re.compile(
     r"on (?:a )?closer (?:look|reading|inspection)|re-?(?:add|check|count|calculat|read|tot)\w*|"
     r"first (?:pass|instinct|guess|attempt|reading)|i first (?:wrote|said|gave|put)|"
     r"(?:was|is) a slip|slipped|dropped a|i stand corrected|on (?:further )?reflection|"
-    r"revised|revision|amended|strike (?:that|this))\b",
+    r"revised|revision|amended|strike (?:that|this)|"
+    # asides that introduce a second answer: "Second thoughts —", "On second look", "Hmm,
+    # counting X as well", "P.S.", "Final answer:" ("Update:" is not one: a reply that
+    # updates a value commits to both, unit-tested in unseen_kinds.yaml)
+    r"(?:on )?second (?:thoughts?|look|glance|reading)|then again|hmm+|p\.\s?s|"
+    r"final answer|counting (?:\w+ ){1,4}(?:as well|too))\b",
     re.I,
 )
 # The right value, reached after a correction, counts only when it is the expected one to
@@ -133,3 +147,58 @@ def _exact(cands: list[Candidate], expected: Quantity) -> bool:
         isinstance(c.value, Quantity) and expected.deviation(c.value) <= EXACT_AFTER_CORRECTION
         for c in cands
     )
+
+
+def ends_elsewhere(ctx: Context, live: list[Candidate]) -> Candidate | None:
+    """The reply's last value when it is not the expected one but could stand in its place,
+    in a sentence after the last right one, after a word that concludes on it ("14
+    company-operated cafés ... With the three franchised ones that makes 17"): the last word
+    is another answer, with no cue code knows, so the reply commits to two. A value tied to
+    another entity counts only right after the concluding word ("INC-2298 belongs with them,
+    so 3"). None when it ends on the expected value."""
+    said = sorted((c for c in live if c.stance not in (NEGATED, REPORTED)), key=lambda c: c.start)
+    right = [c for c in said if c.matches and c.level != OTHER]
+    if not right or said[-1].matches:
+        return None
+    last = said[-1]
+    after = sentence_bounds(ctx.text, right[-1].start)[1]
+    if last.start < after or not any(_stands_for(last, c) for c in right):
+        return None
+    opening = sentence_bounds(ctx.text, last.start)[0]
+    if last.level == OTHER:
+        opening = max(opening, last.start - 16)
+    return last if _CONCLUDES.search(ctx.text[opening : last.start]) else None
+
+
+def _stands_for(late: Candidate, right: Candidate) -> bool:
+    """A bare figure can stand for a count ("so 3" after "2 SEV1 incidents")."""
+    bare = isinstance(late.value, Quantity) and late.value.kind == "plain"
+    if bare and isinstance(right.value, Quantity) and right.value.kind == "count":
+        return True
+    return _same_kind(late, right)
+
+
+# Words that conclude on a figure: "that makes 17", "so 3", "comes to", "in all". A later
+# sentence ending on another value after them is a second answer, not a neighbouring fact.
+_CONCLUDES = re.compile(
+    r"\b(?:makes?|made|comes? to|came to|brings? (?:it|the \w+|that) to|so|thus|hence|"
+    r"therefore|in (?:all|total)|altogether|all told|totals?|totalling|totaling|sums? to|"
+    r"adds? up to|(?:the |my )?(?:final |real )?answer(?: is)?|that(?:'s| is| gives))\b|=",
+    re.I,
+)
+
+
+def taken_back(ctx: Context, live: list[Candidate], what: str) -> tuple[str | None, str] | None:
+    """(the finding's rule, or None to defer; the reason) for a reply that takes its value
+    back without a settled correction: corrected in its own clause, retracted, or ending on
+    another value after a concluding word. None: it does not."""
+    changed = corrected(ctx, live)
+    if changed is not None:
+        first, then = changed
+        return "corrected", f"commits to {first.text!r}, then corrects it to {then.text!r}"
+    if retracted(ctx, live):
+        return "retracted", f"states a value for {what}, then takes it back"
+    late = ends_elsewhere(ctx, live)
+    if late is not None:
+        return None, f"states {what}, then ends on {late.text!r}; cannot tell which it means"
+    return None

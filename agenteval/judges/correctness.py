@@ -31,12 +31,10 @@ from agenteval.judges.answers import (
     alternatives,
     annotate,
     called_off,
-    corrected,
     hits,
     make_context,
     other_entity,
     replaced,
-    retracted,
 )
 from agenteval.judges.candidates import (
     AMBIGUOUS_DATE,
@@ -112,13 +110,10 @@ def decide(ctx: Context, cands: list[Candidate], what: str, part: Part | None = 
     settled = commitment.settle(ctx, live, _expected_quantity(part))
     if settled is not None:
         return _settled(settled, what)
-    changed = corrected(ctx, live)
-    if changed is not None:
-        first, then = changed
-        why = f"commits to {first.text!r}, then corrects it to {then.text!r}"
-        return finding("corrected", why)
-    if retracted(ctx, live):
-        return finding("retracted", f"states a value for {what}, then takes it back")
+    taken = commitment.taken_back(ctx, live, what)
+    if taken is not None:
+        rule, why = taken
+        return Result(None, why) if rule is None else finding(rule, why)
     for group in alternatives(ctx, cands):
         shown = " / ".join(c.text for c in group)
         why = f"offers alternatives ({shown}) without committing to {what}"

@@ -18,14 +18,19 @@ from typing import Any
 
 # Markdown that changes how a reply reads: table pipes, fences, headings, quotes, bullets,
 # emphasis, inline code. Text without any of these is returned as it is.
-_MARKDOWN = re.compile(r"^\s*(?:\||```|~~~|#{1,6}\s|>|[-*+]\s)|\*\*|__|`|\|.*\|", re.M)
+_MARKDOWN = re.compile(
+    r"^\s*(?:\||```|~~~|#{1,6}\s|>|[-*+]\s)|\*\*|__|`|\|.*\||~~|<(?:del|s|strike)>", re.M | re.I
+)
+# HTML that strikes text through: what it wraps is withdrawn, not said.
+_STRUCK_OPEN = re.compile(r"<(del|s|strike)(?:\s[^>]*)?>", re.I)
+_STRUCK_CLOSE = re.compile(r"</(del|s|strike)\s*>", re.I)
 
 
 @functools.cache
 def _parser() -> Any:
     from markdown_it import MarkdownIt  # lazy: only judging reads markdown
 
-    return MarkdownIt("commonmark").enable("table").disable("reference")
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("reference")
 
 
 def looks_like_markdown(text: str) -> bool:
@@ -58,9 +63,21 @@ def flatten(text: str) -> str:
 
 
 def _inline(tok: Any) -> str:
-    parts = []
+    """An inline run's text; struck-through text (~~6 hours~~, <del>) is left out: a value
+    the reply strikes is one it withdraws, as a grader reads it."""
+    parts, struck = [], 0
     for child in tok.children or []:
-        if child.type in ("text", "code_inline", "html_inline"):
+        if child.type == "s_open" or (
+            child.type == "html_inline" and _STRUCK_OPEN.fullmatch(child.content)
+        ):
+            struck += 1
+        elif child.type == "s_close" or (
+            child.type == "html_inline" and _STRUCK_CLOSE.fullmatch(child.content)
+        ):
+            struck = max(0, struck - 1)
+        elif struck:
+            continue
+        elif child.type in ("text", "code_inline", "html_inline"):
             parts.append(child.content)
         elif child.type == "softbreak":
             parts.append(" ")

@@ -345,21 +345,34 @@ def misquoted(expected: Quantity, found: Quantity) -> bool:
     transposition, '$199,960' for $199,690), however near. Only a figure as written compares
     so: a converted unit's digits say nothing of its rounding, and a range is no one figure;
     only a figure the table would give marks is judged so (further off, it scores zero)."""
-    same_writing = (found.kind, found.per, found.mult) == (
-        expected.kind,
-        expected.per,
-        expected.mult,
-    )
-    if expected.physical or not same_writing or expected.deviation(found) > NEAR:
+    # A bare figure ('542120' in a JSON value for $524,120) is written to the same place; a
+    # physical figure in the expected one's own unit ('6 hours 15 minutes' for 6 hours 10
+    # minutes) compares as written, a converted one ('68.4 mi' for 110 km) does not.
+    bare = found.kind == "plain" and (expected.kind.startswith("money") or expected.kind == "count")
+    kind = expected.kind if bare else found.kind
+    same_writing = (kind, found.per, found.mult) == (expected.kind, expected.per, expected.mult)
+    if expected.physical:
+        same_writing = same_writing and math.isclose(
+            found.raw[0] * expected.low, expected.raw[0] * found.low, rel_tol=1e-9
+        )
+    if not same_writing or expected.deviation(found) > NEAR:
         return False
     if expected.low != expected.high or found.low != found.high or found.low == expected.low:
         return False
-    grain = _grain(found.low)
-    if grain <= _grain(expected.low):
+    mine, theirs = (
+        (expected.raw[0], found.raw[0])
+        if expected.physical
+        else (
+            expected.low,
+            found.low,
+        )
+    )
+    grain = _grain(theirs)
+    if grain <= _grain(mine):
         return True
     # Written coarser: a rounding (or a truncation) of the expected figure to that place is
     # an approximation; any other figure is not ('96.2%' for 99.62% drops a digit).
-    exact = Decimal(repr(expected.low))
-    written = Decimal(repr(found.low))
+    exact = Decimal(repr(round(mine, 6)))
+    written = Decimal(repr(round(theirs, 6)))
     roundings = {exact.quantize(grain, rounding=mode) for mode in (ROUND_HALF_UP, ROUND_DOWN)}
     return written.quantize(grain) not in roundings

@@ -49,6 +49,81 @@ _IDIOMS = (
 )
 
 
+# -- years said aloud, durations and clock times written as codes ------------------------
+_UNITS_WORDS = "one two three four five six seven eight nine".split()
+_TEENS = "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+_TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_TWO_DIGITS = {
+    **{w: 10 + i for i, w in enumerate(_TEENS)},
+    **{tens: 20 + 10 * t for t, tens in enumerate(_TENS_WORDS)},
+    **{
+        f"{tens}-{unit}": 21 + 10 * t + u
+        for t, tens in enumerate(_TENS_WORDS)
+        for u, unit in enumerate(_UNITS_WORDS)
+    },
+}
+# "twenty twenty-six", "nineteen ninety-nine": a century and its year, as a year is said
+# (text2num reads them as two numbers, "20 26"). Only nineteen and twenty open one.
+_TENS_ALT, _UNITS_ALT, _TEENS_ALT = ("|".join(w) for w in (_TENS_WORDS, _UNITS_WORDS, _TEENS))
+_SPOKEN_YEAR = re.compile(
+    rf"\b(nineteen|twenty)[\s-]+((?:{_TENS_ALT})(?:[\s-](?:{_UNITS_ALT}))?|{_TEENS_ALT})\b", re.I
+)
+# An ISO 8601 duration ("PT1H52M", "P90D", "P2W"): written out in unit words for the
+# quantity reader. At least one part; months before the T, minutes after it.
+_ISO_DURATION = re.compile(
+    r"\bP(?=\d|T\d)(?:(?P<Y>\d+)Y)?(?:(?P<Mo>\d+)M)?(?:(?P<W>\d+)W)?(?:(?P<D>\d+)D)?"
+    r"(?:T(?=\d)(?:(?P<H>\d+)H)?(?:(?P<Mi>\d+)M)?(?:(?P<S>\d+(?:\.\d+)?)S)?)?\b"
+)
+_ISO_UNITS = (("Y", "years"), ("Mo", "months"), ("W", "weeks"), ("D", "days"), ("H", "hours"),
+              ("Mi", "minutes"), ("S", "seconds"))  # fmt: skip
+# "10h00" (French and others' clock) and "3 in the afternoon" as the clock reader reads them.
+_H_CLOCK = re.compile(r"\b([01]\d|2[0-3])h([0-5]\d)\b")
+_DAY_PART = re.compile(
+    r"\b(1[0-2]|[1-9])(?:\s+o['’]clock)?\s+in\s+the\s+(morning|afternoon|evening)\b", re.I
+)
+# "1:52 (h:mm)", "1:52 hours": hours and minutes written as a clock.
+_HM_DURATION = re.compile(r"\b(\d{1,2}):([0-5]\d)(?:\s*\(h:mm\)|\s*(?:hours|hrs|h)\b)", re.I)
+# A value marked as taken back in a parenthesis ("$250 per night (withdrawn)"): like a
+# struck value (`judges.layout`), it is not said. A figure and up to three words before it.
+_MARKED_WITHDRAWN = re.compile(
+    r"[$€£]?\d[\d,.]*(?:\s?[A-Za-z%]+){0,3}\s*\((?:withdrawn|struck|struck out|retracted|"
+    r"superseded|void|scrapped)\)",
+    re.I,
+)
+# "9 am until 3 pm", "10:00 till 15:00": a span of clock times, written as "to" is.
+_CLOCK = r"\d{1,2}(?::[0-5]\d)?\s?(?:[ap]\.?m\.?)?"
+_UNTIL = re.compile(rf"\b({_CLOCK})\s+(?:until|till|til|through|thru)\s+(?={_CLOCK}\b)", re.I)
+_AN_UNIT_AND = re.compile(r"\ban (hour|minute|day|week|month|year)(\s*,?\s+and\s+\d)", re.I)
+
+
+def _spoken_year(m: re.Match[str]) -> str:
+    century = 19 if m.group(1).lower() == "nineteen" else 20
+    return str(century * 100 + _TWO_DIGITS[re.sub(r"\s+", "-", m.group(2).lower())])
+
+
+def _iso_duration(m: re.Match[str]) -> str:
+    parts = [f"{m[k]} {unit}" for k, unit in _ISO_UNITS if m[k]]
+    return " ".join(parts) if parts else m.group(0)
+
+
+def spoken_and_coded(text: str) -> str:
+    """Years said aloud, ISO durations, "10h00" and "3 in the afternoon" in the forms the
+    readers read ("2026", "1 hours 52 minutes", "10:00", "3 pm")."""
+    text = _SPOKEN_YEAR.sub(_spoken_year, _ISO_DURATION.sub(_iso_duration, text))
+    text = _HM_DURATION.sub(r"\1 hours \2 minutes", _MARKED_WITHDRAWN.sub(" ", text))
+    return _H_CLOCK.sub(r"\1:\2", text)
+
+
+def day_parts(text: str) -> str:
+    """After number words are digits: "an hour and 52 minutes" -> "1 hour and 52 minutes",
+    "3 in the afternoon" -> "3 pm", "9 am until 3 pm" -> "9 am to 3 pm"."""
+    text = _AN_UNIT_AND.sub(r"1 \1\2", text)
+    text = _DAY_PART.sub(
+        lambda m: f"{m.group(1)} {'am' if m.group(2).lower() == 'morning' else 'pm'}", text
+    )
+    return _UNTIL.sub(r"\1 to ", text)
+
+
 def _digits(text: str) -> str:
     """Number words to digits ("seventeen" -> "17", "third" -> "3rd"); "one" alone is kept
     (it is as often a pronoun as a number) unless a unit follows it."""
@@ -76,7 +151,8 @@ def normalize(text: str) -> str:
     a climb or a repeated judging reads the same replies again."""
     # a superscript exponent ("10⁴") is read before superscripts are taken for footnote marks
     text = _FOOTNOTE_MARK.sub(" ", written.scientific(layout.flatten(text)))
-    text = _digits(written.rewrite(text).translate(_DASHES))
+    text = _digits(spoken_and_coded(written.rewrite(text).translate(_DASHES)))
+    text = day_parts(text)
     text = _ORDINAL_PERIOD.sub(lambda m: f"Q{m.group(1)[0]}", text)
     text = _QUARTER_WORD.sub(lambda m: _quarter_word(m.group(1)), text)
     text = _HALF.sub(lambda m: "H1" if m.group(1).lower() in ("1st", "first") else "H2", text)

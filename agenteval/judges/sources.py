@@ -31,7 +31,7 @@ from pathlib import Path
 MISSING, ELSEWHERE, HOLDS, UNRESOLVED = "missing", "elsewhere", "holds", "unresolved"
 
 _KINDS = r"sections?|§|items?|clauses?|chapters?|parts?|paragraphs?|appendix|annex|schedule|"
-_KINDS += r"exhibit|tables?|rows?|lines?|entry|entries|pages?|notes?"
+_KINDS += r"exhibit|tables?|rows?|lines?|entry|entries|pages?|notes?|figures?|fig\.|footnotes?"
 REFERENCE = re.compile(
     rf"(?:\b(?P<kind>{_KINDS})\s*|(?P<sym>§)\s*)\**"
     r"(?P<label>\d+(?:\.\d+)*(?:\([a-z]\)|[a-z](?![a-z]))?(?![\d]|,\d)|[A-Z]{1,5}-\d[\w-]*|"
@@ -72,20 +72,37 @@ FILE_NAME = re.compile(rf"(?<![\w/.-])([\w-]+\.(?:{_FILE_EXTENSIONS}))(?![\w.-]*
 CONSTANT = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])")
 QUOTED_PART = re.compile(
     r"['\u2018\"\u201c]([^'\u2019\"\u201d\n]{2,60})['\u2019\"\u201d]\s+(?:[a-z-]+\s+){0,2}"
-    r"(?:rows?|lines?|columns?|entry|entries|fields?|headings?|tabs?|sheets?)\b",
+    r"(?:rows?|lines?|columns?|entry|entries|fields?|headings?|tabs?|sheets?|sections?)\b",
     re.I,
 )
+# A part named before its quoted title: 'the heading "Probation and review"'.
+QUOTED_TITLE = re.compile(
+    r"\b(?:headings?|sections?|subsections?|titled|entitled|headed|called)\s+(?:of\s+)?"
+    r"['\u2018\"\u201c]([^'\u2019\"\u201d\n]{2,60})['\u2019\"\u201d]",
+    re.I,
+)
+# A function or method by its call ("retry_policy()", "client.fetch_page()"): looked up verbatim.
+FUNCTION = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*[A-Za-z0-9_])\(\)")
 ID_DOCUMENT = re.compile(
     r"\b([A-Z]{2,5}-\d[\w-]*)\s+(?:[a-z-]+\s+){0,2}(?:documents?|docs?|post-?mortems?|"
     r"reports?|memos?|write-?ups?|runbooks?)\b"
 )
-_NAMED_KINDS = (("file", FILE_NAME), ("constant", CONSTANT), ("label", QUOTED_PART))
+_NAMED_KINDS = (
+    ("file", FILE_NAME),
+    ("constant", CONSTANT),
+    ("label", QUOTED_PART),
+    ("label", QUOTED_TITLE),
+    ("function", FUNCTION),
+)
 # A named thing is credited when the reply says the answer is in, from, by or per it.
 _NAMED_BEFORE = re.compile(
     r"\b(?:in|from|by|per|under|of|at|see|via|according to)\s+"
     r"(?:the\s+|its\s+|[\w'\u2019]+['\u2019]s\s+)?[`'\"\u2018\u201c]?$",
     re.I,
 )
+
+
+_NAMED = ("file", "constant", "label", "filed", "function")
 
 
 @dataclass(frozen=True)
@@ -113,7 +130,8 @@ def references(reply: str) -> list[Reference]:
     for m in REFERENCE.finditer(reply):
         kind = (m.group("kind") or m.group("sym") or "").lower()
         kind = {"sections": "section", "items": "item", "tables": "table", "rows": "row",
-                "lines": "line", "entries": "entry", "pages": "page", "notes": "note"
+                "lines": "line", "entries": "entry", "pages": "page", "notes": "note",
+                "figures": "figure", "fig.": "figure", "footnotes": "footnote",
                 }.get(kind, kind)  # fmt: skip
         label = m.group("label")
         if kind in _APPENDIX and not re.fullmatch(r"[A-Z]|[IVX]+|\d+", label):
@@ -159,15 +177,19 @@ _CREDIT_AFTER = re.compile(
 _CITATION = re.compile(
     r"\bsources?\s*:|\baccording to\b|\bper\b|\bsee\b|\bciting\b|\bcited\b|\bmatches\b|"
     r"\b(?:documented|stated|listed|recorded|printed|published|shown|given|found|confirmed)"
-    r"\s+(?:in|on|at|under|by)\b|\((?![^)]*\))",
+    r"\s+(?:in|on|at|under|by)\b|\((?![^)]*\))|"
+    r"\b(?:set|laid)\s+(?:out|down)\s+in\b|\b(?:defined|specified|described|provided|covered|"
+    r"required|mentioned|detailed|explained)\s+(?:in|under|by)\b",
     re.I,
 )
 _SENTENCE_END = re.compile(r"\n|[.!?](?=\s+[A-Z*#]|\s*$)")
 
 
 def credited(text: str, ref: Reference) -> bool:
+    if ref.kind == "§":
+        return True  # the section sign is only ever written to cite a document's part
     before = text[max(0, ref.start - 40) : ref.start]
-    if ref.kind in ("file", "constant", "label", "filed") and _NAMED_BEFORE.search(before):
+    if ref.kind in _NAMED and _NAMED_BEFORE.search(before):
         return True
     if _CREDIT_BEFORE.search(before) or _CREDIT_AFTER.match(text[ref.end : ref.end + 60]):
         return True
@@ -278,8 +300,10 @@ def _in(ref: Reference, doc: Document) -> tuple[str, str | None]:
         count = _tables(doc)
         number = int(re.match(r"\d+", ref.label).group(0))  # type: ignore[union-attr]
         return ("found", doc.text) if 1 <= number <= count else (MISSING, None)
-    if ref.kind in ("file", "constant", "label", "filed"):
+    if ref.kind in _NAMED:
         return _named(ref, doc)
+    if ref.kind in ("figure", "footnote"):
+        return _marked(ref, doc)
     if _ID_LABEL.fullmatch(ref.label):
         return _filed_under(ref, doc)
     if ref.kind == "note":
@@ -377,8 +401,9 @@ def _named(ref: Reference, doc: Document) -> tuple[str, str | None]:
             return "found", doc.text
         mentioned = ref.label.lower() in doc.raw.lower()
         return (UNRESOLVED, None) if mentioned else (MISSING, None)
-    if ref.kind == "constant":
-        return ("found", doc.text) if ref.label in doc.raw else (MISSING, None)
+    if ref.kind in ("constant", "function"):
+        name = ref.label.rsplit(".", 1)[-1]
+        return ("found", doc.text) if name in doc.raw else (MISSING, None)
     if ref.kind == "label":
         label = " ".join(ref.label.lower().split())
         texts = (" ".join(t.lower().split()) for t in (doc.raw, doc.text))
@@ -388,3 +413,19 @@ def _named(ref: Reference, doc: Document) -> tuple[str, str | None]:
     if label in head or label in Path(doc.path).stem.lower().replace("_", "-"):
         return "found", doc.text
     return (UNRESOLVED, None) if label in doc.text.lower() else (MISSING, None)
+
+
+# Marks a file carries for figures and footnotes: without any, it has none to cite.
+_FIGURE_MARKS = re.compile(r"<figure|<img|!\[|\bfig(?:ure|\.)\s*\d", re.I)
+_FOOTNOTE_MARKS = re.compile(r"\[\^|<sup|\bfootnotes?\b|[\u00b9\u00b2\u00b3\u2070-\u2079]")
+
+
+def _marked(ref: Reference, doc: Document) -> tuple[str, str | None]:
+    """Figure N or footnote N: found where the file writes it so; missing in a file with no
+    figure or footnote at all; otherwise unresolved (a caption or marker code cannot number)."""
+    word = r"fig(?:ure|\.)" if ref.kind == "figure" else r"footnote"
+    label = re.escape(ref.label)
+    if re.search(rf"\b{word}\s*{label}\b|\[\^{label}\]", doc.raw, re.I):
+        return "found", doc.text
+    marks = _FIGURE_MARKS if ref.kind == "figure" else _FOOTNOTE_MARKS
+    return (UNRESOLVED, None) if marks.search(doc.raw) else (MISSING, None)
