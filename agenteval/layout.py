@@ -76,6 +76,35 @@ READABLE_INSIDE = (
 SQLITE_COMPANIONS = ("-journal", "-wal", "-shm")
 
 
+SQLITE_PREFIX = "sqlite:///"
+
+
+def resolve_tracking_uri(configured: str | None, root: Path) -> str:
+    """params (or an explicit argument), then MLFLOW_TRACKING_URI, then <root>/mlflow.db."""
+    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or ""
+    if not uri.strip():
+        return SQLITE_PREFIX + (root / "mlflow.db").as_posix()
+    return _absolute_sqlite(uri.strip(), root)
+
+
+def _absolute_sqlite(uri: str, root: Path) -> str:
+    # A relative sqlite path resolves against the working directory, which differs between
+    # a plain `dvc repro` and each temporary copy of a queued experiment.
+    if not uri.startswith(SQLITE_PREFIX):
+        return uri
+    path = uri[len(SQLITE_PREFIX) :]
+    if not path or path.startswith(":memory:") or Path(path).is_absolute():
+        return uri
+    return SQLITE_PREFIX + (root / path).as_posix()
+
+
+def sqlite_path(uri: str) -> Path | None:
+    if not uri.startswith(SQLITE_PREFIX):
+        return None
+    path = uri[len(SQLITE_PREFIX) :].split("?", 1)[0]
+    return Path(path) if path and not path.startswith(":memory:") else None
+
+
 def moved_stores(params: Mapping[str, Any], root: Path) -> list[Path]:
     """The stores a setting moved away from ANSWER_BEARING's defaults, as absolute paths:
     the response cache (`run.cache_dir`), the tracking store (`tracking.uri`, and
@@ -83,8 +112,6 @@ def moved_stores(params: Mapping[str, Any], root: Path) -> list[Path]:
     `mlartifacts/` beside it, or a file store's folder) and session replay's private folder
     (`sessions.out`). The fence, the climb's guard and the tasks sandbox protect them as
     they protect ANSWER_BEARING: a store keeps its protection wherever it is put."""
-    from agenteval.tracking.store import resolve_tracking_uri, sqlite_path
-
     found: list[Path] = []
     cache = (params.get("run") or {}).get("cache_dir")
     out = (params.get("sessions") or {}).get("out")

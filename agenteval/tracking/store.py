@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+# The tracking URI's pure reading lives with the stores it names (layout, which the fence
+# and the sandbox read too); re-exported here, where tracking callers look for it.
+from agenteval.layout import SQLITE_PREFIX, resolve_tracking_uri, sqlite_path
+
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
@@ -23,7 +27,6 @@ FAILURE_TAG = "agenteval.failure"  # why a run that was logged in full is FAILED
 # The MLflow UI shows an experiment of this kind with its GenAI tabs (traces, sessions,
 # agent versions, datasets, evaluation runs) without asking the user what it is.
 EXPERIMENT_KIND = ("mlflow.experimentKind", "genai_development")
-SQLITE_PREFIX = "sqlite:///"
 # MLflow's documented limits: entities per log_batch call, and a value's length.
 MAX_PARAMS_TAGS_PER_BATCH = 100
 MAX_METRICS_PER_BATCH = 1000
@@ -114,37 +117,11 @@ def repository_root(layout_root: Path) -> Path:
     return Path(env).resolve() if env else layout_root.resolve()
 
 
-def resolve_tracking_uri(configured: str | None, root: Path) -> str:
-    """params (or an explicit argument), then MLFLOW_TRACKING_URI, then <root>/mlflow.db."""
-    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or ""
-    if not uri.strip():
-        return SQLITE_PREFIX + (root / "mlflow.db").as_posix()
-    return _absolute_sqlite(uri.strip(), root)
-
-
 def tracking_target(params: Mapping[str, Any], root: Path, suffix: str = "") -> tuple[str, str]:
     """(store URI, experiment name + suffix) of params' `tracking` section for this root."""
     section = params.get("tracking") or {}
     uri = resolve_tracking_uri(section.get("uri"), repository_root(root))
     return uri, (section.get("experiment") or DEFAULT_EXPERIMENT) + suffix
-
-
-def _absolute_sqlite(uri: str, root: Path) -> str:
-    # A relative sqlite path resolves against the working directory, which differs between
-    # a plain `dvc repro` and each temporary copy of a queued experiment.
-    if not uri.startswith(SQLITE_PREFIX):
-        return uri
-    path = uri[len(SQLITE_PREFIX) :]
-    if not path or path.startswith(":memory:") or Path(path).is_absolute():
-        return uri
-    return SQLITE_PREFIX + (root / path).as_posix()
-
-
-def sqlite_path(uri: str) -> Path | None:
-    if not uri.startswith(SQLITE_PREFIX):
-        return None
-    path = uri[len(SQLITE_PREFIX) :].split("?", 1)[0]
-    return Path(path) if path and not path.startswith(":memory:") else None
 
 
 def public_uri(uri: str) -> str:
