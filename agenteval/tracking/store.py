@@ -13,7 +13,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 # The tracking URI's pure reading lives with the stores it names (layout, which the fence
 # and the sandbox read too); re-exported here, where tracking callers look for it.
-from agenteval.layout import SQLITE_PREFIX, resolve_tracking_uri, sqlite_path
+from agenteval.layout import SQLITE_PREFIX as SQLITE_PREFIX
+from agenteval.layout import resolve_tracking_uri as resolve_tracking_uri
+from agenteval.layout import sqlite_path as sqlite_path
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
