@@ -64,16 +64,7 @@ def said_rules() -> list[Rule]:
             ),
             _said_letters,
         ),
-        # "北京服务器的密码是 x", "서버 비밀번호는 x": no word boundary before the name, and
-        # the link glued to it.
-        (
-            "said_unspaced",
-            re.compile(
-                r"(" + _UNSPACED_NAME + _UNSPACED_LINK + r"[ \t]*[\"'`«“「]?)"
-                r"(?P<value>[A-Za-z0-9!#%&*+?@^~_\-.]{6,}?)(?=[\s\"'`»”」；;，,。.]|$)"
-            ),
-            _said_unspaced,
-        ),
+        _unspaced_rule(),
         # A login's user and password, slash-separated: "login for staging: admin / pw".
         (
             "said_login_pair",
@@ -161,6 +152,19 @@ def _said_before(match: re.Match[str]) -> str | None:
     if _said_value_ok(value):
         return match.group(0).replace(value, REDACTED, 1)
     return None
+
+
+def _unspaced_rule() -> Rule:
+    # "北京服务器的密码是 x", "서버 비밀번호는 x": no word boundary before the name, and
+    # the link glued to it.
+    return (
+        "said_unspaced",
+        re.compile(
+            r"(" + _UNSPACED_NAME + _UNSPACED_LINK + r"[ \t]*[\"'`«“「]?)"
+            r"(?P<value>[A-Za-z0-9!#%&*+?@^~_\-.]{6,}?)(?=[\s\"'`»”」；;，,。.]|$)"
+        ),
+        _said_unspaced,
+    )
 
 
 def _said_unspaced(match: re.Match[str]) -> str | None:
